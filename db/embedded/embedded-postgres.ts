@@ -1,0 +1,104 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, open, readFile, rm, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CHILD = fileURLToPath(new URL('./pglite-process.mjs', import.meta.url));
+const START_TIMEOUT_MS = 120_000;
+
+export interface EmbeddedPostgres {
+  /** `pg` connection settings for the socket (host is the socket's directory). */
+  connection: { host: string; port: number; user: string; database: string };
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts PGlite with pgvector under `<dataDir>/pg` in a child process and waits until its socket
+ * accepts connections. A lock file keeps a second process from opening the same data directory.
+ */
+export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
+  const pgDir = path.resolve(dataDir, 'pg');
+  await mkdir(pgDir, { recursive: true });
+  const lockFile = path.resolve(dataDir, 'pg.lock');
+  await acquireLock(lockFile);
+
+  // Unix socket paths are limited to ~107 bytes, so the socket lives in a short temporary directory.
+  const socketDir = await mkdtemp(path.join(tmpdir(), 'memorychat-pg-'));
+  const child = fork(CHILD, [], {
+    env: { ...process.env, MEMORYCHAT_PGLITE_DATA_DIR: pgDir, MEMORYCHAT_PGLITE_SOCKET: path.join(socketDir, '.s.PGSQL.5432') },
+    execArgv: [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  try {
+    await waitForReady(child);
+  } catch (err) {
+    child.kill('SIGKILL');
+    await rm(socketDir, { recursive: true, force: true });
+    await unlink(lockFile).catch(() => {});
+    throw err;
+  }
+
+  let stopped: Promise<void> | undefined;
+  return {
+    connection: { host: socketDir, port: 5432, user: 'postgres', database: 'postgres' },
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null) {
+          const exited = new Promise((resolve) => child.once('exit', resolve));
+          child.send({ type: 'stop' });
+          await exited;
+        }
+        await rm(socketDir, { recursive: true, force: true });
+        await unlink(lockFile).catch(() => {});
+      })();
+      return stopped;
+    },
+  };
+}
+
+function waitForReady(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('embedded Postgres did not start in time')), START_TIMEOUT_MS);
+    child.once('message', (msg: { type: string; message?: string }) => {
+      clearTimeout(timer);
+      if (msg.type === 'ready') resolve();
+      else reject(new Error(`embedded Postgres failed to start: ${msg.message}`));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`embedded Postgres exited during start (code ${code})`));
+    });
+  });
+}
+
+async function acquireLock(lockFile: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(lockFile, 'wx');
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(await readFile(lockFile, 'utf8').catch(() => ''));
+      if (holder && holder !== process.pid && isAlive(holder)) {
+        throw new Error(
+          `the embedded database in ${path.dirname(lockFile)} is in use by process ${holder}; ` +
+            'stop it or use another DATA_DIR',
+        );
+      }
+      await unlink(lockFile).catch(() => {}); // stale lock from a process that died
+    }
+  }
+  throw new Error(`could not lock ${lockFile}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,44 @@
+// The embedded Postgres (PGlite + pgvector) behind a Postgres wire-protocol socket, in its own
+// process: run in the service's process, a 47 ms query stalled its event loop for 42 ms.
+// Plain JavaScript so that it forks without a TypeScript loader.
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+
+const dataDir = process.env.MEMORYCHAT_PGLITE_DATA_DIR;
+const socketPath = process.env.MEMORYCHAT_PGLITE_SOCKET;
+
+let db;
+let server;
+let stopping = false;
+
+async function stop(code) {
+  if (stopping) return;
+  stopping = true;
+  try {
+    await server?.stop();
+    await db?.close();
+  } finally {
+    process.exit(code);
+  }
+}
+
+try {
+  db = await PGlite.create({ dataDir, extensions: { vector } });
+  // One connection only: the socket server multiplexes every connection onto one Postgres session,
+  // and concurrent parameterized queries over several connections were seen to get each other's rows.
+  server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
+  await server.start();
+  process.send?.({ type: 'ready' });
+} catch (err) {
+  process.send?.({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
+  await stop(1);
+}
+
+process.on('message', (msg) => {
+  if (msg?.type === 'stop') void stop(0);
+});
+// The parent is gone (crashed or killed): close the database cleanly rather than linger.
+process.on('disconnect', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+process.on('SIGINT', () => void stop(0));

@@ -1,0 +1,229 @@
+import pgvector from 'pgvector';
+import type { Queryable } from './queryable.js';
+import type { DatabaseScope, Identity } from '../../services/core/identity.js';
+import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
+import { databaseScopeSql } from './sql-scope.js';
+
+export interface SessionRow {
+  session_id: string;
+  session_name: string;
+  created_at: Date;
+  updated_at: Date;
+  expires_at: Date;
+  turn_count: number;
+  summary_text: string | null;
+  summary_through_turn: number | null;
+}
+
+export interface HistoryTurn {
+  turn_number: number;
+  status: TurnStatus;
+  question: string;
+  answer: string;
+  sql_query: string | null;
+  tables_used: string[];
+  created_at: Date;
+}
+
+export interface SimilarTurn extends HistoryTurn {
+  session_id: string;
+  similarity: number;
+}
+
+export interface RetrievalRequest {
+  identity: Identity;
+  /** Resume this session; absent for a new one. */
+  sessionId?: string;
+  now: Date;
+  windowSize: number;
+  k: number;
+  minSimilarity: number;
+  embedding: number[] | null;
+  embeddingModel: string;
+  scope: DatabaseScope;
+}
+
+export interface Retrieved {
+  /** Undefined when `sessionId` was given but is not the caller's live session. */
+  session?: SessionRow;
+  /** Newest first. */
+  window: HistoryTurn[];
+  /** Most similar first. */
+  similar: SimilarTurn[];
+}
+
+const SESSION_COLUMNS = `session_id, session_name, created_at, updated_at, expires_at, turn_count,
+  summary_text, summary_through_turn`;
+
+/**
+ * Everything a new question needs from memory, in one round trip: the session (when resuming),
+ * its recent turns, and the user's most similar other turns of the active embedding model.
+ */
+export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
+  const params: unknown[] = [req.identity.tenantId, req.identity.userId, req.sessionId ?? null, req.now];
+  const scope = databaseScopeSql(req.scope, params);
+  params.push(req.windowSize, req.k, req.minSimilarity, req.embeddingModel);
+  const [windowP, kP, minP, modelP] = [params.length - 3, params.length - 2, params.length - 1, params.length];
+  params.push(req.embedding ? pgvector.toSql(req.embedding) : null);
+  const vecP = params.length;
+
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(
+    `WITH sess AS (
+       SELECT ${SESSION_COLUMNS} FROM sessions
+       WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
+     ), win AS (
+       SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at
+       FROM turns t
+       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND EXISTS (SELECT 1 FROM sess)
+         AND t.status IN ('ok', 'clarification') AND ${scope}
+       ORDER BY t.turn_number DESC LIMIT $${windowP}
+     ), sim AS (
+       SELECT * FROM (
+         SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used,
+                t.created_at, 1 - (t.embedding <=> $${vecP}::vector) AS similarity
+         FROM turns t
+         JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
+         WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.embedding_model = $${modelP}
+           AND $${vecP}::vector IS NOT NULL AND s.expires_at > $4 AND t.status = 'ok' AND ${scope}
+           AND NOT EXISTS (SELECT 1 FROM win w WHERE t.session_id = $3 AND w.turn_number = t.turn_number)
+         ORDER BY t.embedding <=> $${vecP}::vector
+         LIMIT $${kP}
+       ) nearest WHERE similarity >= $${minP}
+     )
+     SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
+     UNION ALL SELECT 'window', to_jsonb(win) FROM win
+     UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim`,
+    params,
+  );
+
+  const out: Retrieved = { window: [], similar: [] };
+  for (const { source, row } of rows) {
+    if (source === 'session') out.session = sessionFromJson(row);
+    else if (source === 'window') out.window.push(turnFromJson(row));
+    else out.similar.push({ ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) });
+  }
+  out.window.sort((a, b) => b.turn_number - a.turn_number);
+  out.similar.sort((a, b) => b.similarity - a.similarity);
+  return out;
+}
+
+/** The caller's live session, or undefined: another user's or an expired session is not found. */
+export async function findLiveSession(db: Queryable, identity: Identity, sessionId: string, now: Date) {
+  const { rows } = await db.query<SessionRow>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions
+     WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`,
+    [identity.tenantId, identity.userId, sessionId, now],
+  );
+  return rows[0];
+}
+
+export interface NewTurn {
+  status: TurnStatus;
+  question: string;
+  augmentedQuestion: string | null;
+  answer: string;
+  sqlQuery: string | null;
+  queryExplanation: string | null;
+  tablesUsed: string[];
+  vdpDatabaseNames: string[];
+  executionResult: unknown;
+  metadata: Record<string, unknown>;
+  embedding: number[] | null;
+  embeddingModel: string;
+}
+
+export interface AppendTurnRequest {
+  identity: Identity;
+  sessionId: string;
+  /** Create the session with this name; otherwise the session must exist and be live. */
+  createWithName?: string;
+  now: Date;
+  ttlMs: number;
+  ttlMode: 'sliding' | 'absolute';
+  turn: NewTurn;
+}
+
+/**
+ * Stores a turn and its embedding, numbering it and touching its session, in ONE statement (so
+ * atomically, and with one round trip). The session row's lock orders concurrent turns.
+ * Returns undefined when the session to append to is not the caller's live session.
+ */
+export async function appendTurn(
+  db: Queryable,
+  req: AppendTurnRequest,
+): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
+  const t = req.turn;
+  const params: unknown[] = [
+    req.identity.tenantId,
+    req.identity.userId,
+    req.sessionId,
+    req.now,
+    req.ttlMs,
+    t.status,
+    t.question,
+    t.augmentedQuestion,
+    t.answer,
+    t.sqlQuery,
+    t.queryExplanation,
+    t.tablesUsed,
+    t.vdpDatabaseNames,
+    t.executionResult === undefined ? null : JSON.stringify(t.executionResult),
+    JSON.stringify(t.metadata),
+    t.embedding ? pgvector.toSql(t.embedding) : null,
+    t.embedding ? t.embeddingModel : null,
+  ];
+  const touchSession =
+    req.createWithName !== undefined
+      ? (params.push(req.createWithName),
+        `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
+                               turn_count, last_turn_number)
+         VALUES ($1, $2, $3, $${params.length}, $4, $4, $4::timestamptz + $5::float8 * interval '1 millisecond', 1, 1)`)
+      : `UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = $4,
+           expires_at = ${req.ttlMode === 'sliding' ? `$4::timestamptz + $5::float8 * interval '1 millisecond'` : 'expires_at'}
+         WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`;
+
+  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
+    `WITH s AS (
+       ${touchSession}
+       RETURNING ${SESSION_COLUMNS}, last_turn_number
+     ), t AS (
+       INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
+                          augmented_question, answer, sql_query, query_explanation, tables_used,
+                          vdp_database_names, execution_result, metadata, embedding, embedding_model)
+       SELECT $1, $2, $3, s.last_turn_number, $4, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15::jsonb,
+              $16::vector, $17
+       FROM s
+       RETURNING turn_number
+     )
+     SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
+    params,
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+}
+
+function sessionFromJson(row: Record<string, unknown>): SessionRow {
+  return {
+    session_id: String(row.session_id),
+    session_name: String(row.session_name),
+    created_at: new Date(row.created_at as string),
+    updated_at: new Date(row.updated_at as string),
+    expires_at: new Date(row.expires_at as string),
+    turn_count: Number(row.turn_count),
+    summary_text: (row.summary_text as string | null) ?? null,
+    summary_through_turn: (row.summary_through_turn as number | null) ?? null,
+  };
+}
+
+function turnFromJson(row: Record<string, unknown>): HistoryTurn {
+  return {
+    turn_number: Number(row.turn_number),
+    status: row.status as TurnStatus,
+    question: String(row.question),
+    answer: String(row.answer ?? ''),
+    sql_query: (row.sql_query as string | null) ?? null,
+    tables_used: (row.tables_used as string[] | null) ?? [],
+    created_at: new Date(row.created_at as string),
+  };
+}

@@ -1,0 +1,16 @@
+// `npm run migrate`: applies db/migrations to DATABASE_URL, or to the embedded database in DATA_DIR.
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/pool.js';
+import { loadConfig } from '../services/core/config.js';
+
+const config = loadConfig(process.env);
+const database = await openDatabase(config);
+try {
+  const applied = await migrate(database.pool, (msg) => console.log(msg));
+  console.log(applied.length ? `applied ${applied.length} migration(s)` : 'database is up to date');
+} catch (err) {
+  console.error(`migrate: ${(err as Error).message}`);
+  process.exitCode = 1;
+} finally {
+  await database.close();
+}

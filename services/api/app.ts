@@ -1,0 +1,78 @@
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type pg from 'pg';
+import type { Config } from '../core/config.js';
+import type { MemoryChatDeps } from '../core/memory-chat.js';
+import type { Answerer } from '../providers/answerers/answerer.js';
+import type { Embedder } from '../providers/embeddings/embedder.js';
+import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import auth from './plugins/auth.js';
+import openapiDocs from './plugins/openapi-docs.js';
+import problemErrors from './plugins/problem-errors.js';
+import healthRoutes from './routes/health.js';
+import memoryChatRoutes from './routes/memory-chat.js';
+import { ProblemSchema } from './schemas/problem.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    db: pg.Pool;
+    memoryChatDeps: MemoryChatDeps;
+  }
+}
+
+export interface AppDeps {
+  config: Config;
+  db: pg.Pool;
+  embedder: Embedder;
+  answerer: Answerer;
+  llm?: ChatLlm;
+  clock?: () => Date;
+  /** The HS256 secret in local mode. */
+  localSecret?: string;
+  logger?: FastifyServerOptions['logger'];
+}
+
+export const SERVICE_VERSION = '0.1.0';
+
+/** The HTTP application over collaborators made by the caller (server entry point, tests, scripts). */
+export async function buildApp(deps: AppDeps) {
+  const { config } = deps;
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => crypto.randomUUID(),
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('config', config);
+  app.decorate('db', deps.db);
+  app.decorate('memoryChatDeps', {
+    db: deps.db,
+    embedder: deps.embedder,
+    answerer: deps.answerer,
+    llm: deps.llm,
+    clock: deps.clock ?? (() => new Date()),
+    log: app.log,
+    settings: {
+      maxHistoryTurns: config.MEMORY_MAX_HISTORY_MESSAGES,
+      semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
+      minSimilarity: config.MEMORY_MIN_SIMILARITY,
+      maxContextTokens: config.MEMORY_MAX_CONTEXT_TOKENS,
+      maxQuestionChars: config.MEMORY_MAX_QUESTION_CHARS,
+      augmentation: config.MEMORY_AUGMENTATION,
+      ttlMs: config.memoryTtlMs,
+      ttlMode: config.MEMORY_TTL_MODE,
+    },
+  } satisfies MemoryChatDeps);
+
+  app.addSchema(ProblemSchema);
+  await app.register(problemErrors);
+  await app.register(openapiDocs, { version: SERVICE_VERSION });
+  await app.register(auth, { config, localSecret: deps.localSecret });
+  await app.register(healthRoutes);
+  await app.register(memoryChatRoutes);
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,114 @@
+import { createPublicKey } from 'node:crypto';
+import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import buildGetJwks from 'get-jwks';
+import type { Config } from '../../core/config.js';
+import { AppError } from '../../core/errors.js';
+import type { Identity } from '../../core/identity.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    identity: Identity;
+  }
+  interface FastifyContextConfig {
+    /** Reachable without a token (health, metrics, docs, the spec). */
+    public?: boolean;
+  }
+}
+
+export interface AuthOptions {
+  config: Config;
+  /** The HS256 secret in local mode (kept under DATA_DIR by the server entry point). */
+  localSecret?: string;
+}
+
+const MAX_TOKEN_BYTES = 8192;
+const HMAC = ['HS256', 'HS384', 'HS512'] as const;
+const RSA = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
+const EC = ['ES256', 'ES384', 'ES512'] as const;
+
+/**
+ * Verifies `Authorization: Bearer <JWT>` on every route not marked public and sets
+ * `request.identity` from its claims. Only the configured key family's algorithms are accepted.
+ */
+export default fp(
+  async function auth(app: FastifyInstance, { config, localSecret }: AuthOptions) {
+    await app.register(fastifyJwt, jwtOptions(config, localSecret));
+    app.decorateRequest('identity', null as unknown as Identity);
+
+    app.addHook('onRequest', async (request) => {
+      if (request.routeOptions.config?.public) return;
+      const header = request.headers.authorization;
+      if (!header || !/^Bearer\s+\S+$/i.test(header)) {
+        throw new AppError('unauthorized', 'send a JWT as "Authorization: Bearer <token>"');
+      }
+      if (header.length > MAX_TOKEN_BYTES) throw new AppError('unauthorized', 'the token is too large');
+      let claims: Record<string, unknown>;
+      try {
+        claims = await request.jwtVerify<Record<string, unknown>>();
+      } catch (err) {
+        throw new AppError('unauthorized', describeJwtError(err), { cause: err });
+      }
+      request.identity = identityFrom(claims, config);
+    });
+  },
+  { name: 'auth' },
+);
+
+function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
+  const verify = {
+    ...(config.JWT_ISSUER ? { allowedIss: config.JWT_ISSUER } : {}),
+    ...(config.JWT_AUDIENCE ? { allowedAud: config.JWT_AUDIENCE } : {}),
+  };
+  if (config.JWT_PUBLIC_KEY) {
+    const type = createPublicKey(config.JWT_PUBLIC_KEY).asymmetricKeyType;
+    const algorithms = type === 'ec' ? [...EC] : type === 'rsa' || type === 'rsa-pss' ? [...RSA] : undefined;
+    if (!algorithms) throw new Error(`JWT_PUBLIC_KEY: unsupported key type ${type} (use an RSA or EC key)`);
+    return { secret: { public: config.JWT_PUBLIC_KEY }, verify: { ...verify, algorithms } };
+  }
+  if (config.JWT_JWKS_URL) {
+    const url = new URL(config.JWT_JWKS_URL);
+    const jwks = buildGetJwks({ jwksPath: `${url.pathname}${url.search}` });
+    return {
+      decode: { complete: true },
+      secret: async (_request: FastifyRequest, token: unknown) => {
+        const { header } = token as { header: { kid?: string; alg?: string } };
+        return jwks.getPublicKey({ domain: url.origin, kid: header.kid, alg: header.alg });
+      },
+      verify: { ...verify, algorithms: [...RSA, ...EC] },
+    } as FastifyJWTOptions;
+  }
+  const secret = config.JWT_SECRET ?? localSecret;
+  if (!secret) throw new Error('no JWT verification key: set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL');
+  return { secret, verify: { ...verify, algorithms: [...HMAC] } };
+}
+
+function identityFrom(claims: Record<string, unknown>, config: Config): Identity {
+  const user = claims[config.JWT_USER_CLAIM];
+  if ((typeof user !== 'string' || !user.trim()) && typeof user !== 'number') {
+    throw new AppError('unauthorized', `the token has no "${config.JWT_USER_CLAIM}" claim naming the user`);
+  }
+  const tenant = claims[config.JWT_TENANT_CLAIM];
+  const databases = config.JWT_DATABASES_CLAIM ? stringList(claims[config.JWT_DATABASES_CLAIM], ',') : undefined;
+  return {
+    userId: String(user),
+    tenantId: typeof tenant === 'string' && tenant.trim() ? tenant : 'default',
+    roles: stringList(claims[config.JWT_ROLES_CLAIM], ' ') ?? [],
+    ...(databases ? { databases } : {}),
+  };
+}
+
+function stringList(value: unknown, separator: string): string[] | undefined {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  if (typeof value === 'string') return value.split(separator).map((v) => v.trim()).filter(Boolean);
+  return undefined;
+}
+
+function describeJwtError(err: unknown): string {
+  const { code, message = '' } = err as { code?: string; message?: string };
+  if (code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED') return 'the token has expired';
+  // fast-jwt's reasons name the failed check ("The token will be active at …"), never key material.
+  const reason = message.replace(/^Authorization token is invalid:\s*/, '').trim();
+  return reason ? `the token is invalid: ${reason}` : 'the token could not be verified';
+}

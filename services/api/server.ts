@@ -1,0 +1,65 @@
+import closeWithGrace from 'close-with-grace';
+import { migrate } from '../../db/migrate.js';
+import { openDatabase } from '../../db/pool.js';
+import { ConfigError, loadConfig } from '../core/config.js';
+import { loadOrCreateLocalSecret } from '../core/local-secret.js';
+import { createAnswerer } from '../providers/answerers/index.js';
+import { createEmbedder } from '../providers/embeddings/index.js';
+import { createChatLlm } from '../providers/llm/index.js';
+import { buildApp } from './app.js';
+import { loggerOptions } from './logger-options.js';
+
+let config;
+try {
+  config = loadConfig(process.env);
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`memorychat: ${err.message}`);
+  process.exit(1);
+}
+
+const started = performance.now();
+const localSecret = config.localAuth ? await loadOrCreateLocalSecret(config.DATA_DIR) : undefined;
+const database = await openDatabase(config);
+try {
+  // The embedded database migrates at start; a server database is migrated by `npm run migrate`
+  // (the migration Job in k8s), but migrating here too is idempotent and keeps `npm start` one step.
+  await migrate(database.pool);
+} catch (err) {
+  console.error(`memorychat: ${(err as Error).message}`);
+  await database.close();
+  process.exit(1);
+}
+
+const app = await buildApp({
+  config,
+  db: database.pool,
+  embedder: createEmbedder(config),
+  answerer: createAnswerer(config),
+  llm: createChatLlm(config),
+  localSecret,
+  logger: loggerOptions(config),
+});
+app.addHook('onClose', async () => database.close());
+
+closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
+  if (err) app.log.error({ err }, 'closing after an error');
+  else app.log.info({ signal }, 'closing');
+  await app.close();
+});
+
+await app.listen({ port: config.PORT, host: config.host });
+app.log.info(
+  {
+    database: database.embedded ? `embedded (${config.DATA_DIR})` : 'DATABASE_URL',
+    answerer: config.answerBackend,
+    startup_ms: Math.round(performance.now() - started),
+  },
+  'memorychat ready',
+);
+if (config.localAuth) {
+  app.log.warn(
+    'local mode: no JWT_SECRET/JWT_PUBLIC_KEY/JWT_JWKS_URL, listening on loopback with a secret kept in ' +
+      `${config.DATA_DIR}. Get a token with: npm run token -- --sub alice`,
+  );
+}

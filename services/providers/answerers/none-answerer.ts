@@ -1,0 +1,13 @@
+import { AppError } from '../../core/errors.js';
+import type { Answerer } from './answerer.js';
+
+export const noneAnswerer: Answerer = {
+  kind: 'none',
+  async answer() {
+    throw new AppError(
+      'answerer-not-configured',
+      'POST /memoryChat needs an answering backend: set ANSWER_URL (a Denodo-AI-SDK-compatible ' +
+        '/answerQuestion endpoint) and, if it needs credentials, ANSWER_AUTH. The memory API works without one.',
+    );
+  },
+};

@@ -1,0 +1,51 @@
+import type { Answer, TurnStatus } from './answerer.js';
+
+/**
+ * Normalises an answerQuestion reply leniently: Denodo AI SDK versions differ (`tables_used` may be
+ * '' or a comma list, `execution_result` the old `{"Row 1": …}` or the new `{full, llm, …}` form),
+ * and the caller gets the fields back as the upstream sent them otherwise.
+ */
+export function normaliseUpstreamReply(body: Record<string, unknown>): Omit<Answer, 'latencyMs'> {
+  const sqlQuery = typeof body.sql_query === 'string' && body.sql_query.trim() ? body.sql_query.trim() : null;
+  const fields = {
+    ...body,
+    answer: textOf(body.answer),
+    tables_used: tablesOf(body.tables_used),
+  };
+  return { fields, status: statusOf(body, sqlQuery), sqlQuery };
+}
+
+/** The reply to a 404 "no relevant views": an answer for the user, with no SQL. */
+export function noRelevantViewsReply(message: string): Omit<Answer, 'latencyMs'> {
+  return {
+    fields: { answer: message, sql_query: '', tables_used: [] },
+    status: 'clarification',
+    sqlQuery: null,
+  };
+}
+
+function statusOf(body: Record<string, unknown>, sqlQuery: string | null): TurnStatus {
+  if (!sqlQuery) return 'clarification';
+  const error = body.error ?? body.sql_error;
+  if (typeof error === 'string' && error.trim()) return 'failed';
+  const result = body.execution_result;
+  if (typeof result === 'string' && /\b(error|exception|failed)\b/i.test(result)) return 'failed';
+  return 'ok';
+}
+
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined || value === null) return '';
+  return JSON.stringify(value);
+}
+
+function tablesOf(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((t): t is string => typeof t === 'string' && t.trim() !== '');
+  if (typeof value === 'string') {
+    return value
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+  }
+  return [];
+}
