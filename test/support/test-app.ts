@@ -47,11 +47,11 @@ export async function freshDataDir(): Promise<string> {
  */
 export async function startTestApp(
   env: Record<string, string | undefined> = {},
-  options: { dataDir?: string; keepDataDir?: boolean } = {},
+  options: { dataDir?: string; keepDataDir?: boolean; database?: Database } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await freshDataDir());
   const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env });
-  const database = await openDatabase(config);
+  const database = options.database ?? (await openDatabase(config));
   const clock: TestClock = {
     now: new Date(),
     advance(ms) {

@@ -20,7 +20,25 @@ export const ProblemSchema = Type.Object(
 
 export const ProblemRef = Type.Ref('Problem');
 
-/** The problem responses a route documents, by status. */
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request',
+  401: 'Missing or invalid token',
+  403: 'Not allowed for this token',
+  404: 'Not found (or not the caller\'s)',
+  413: 'Body too large',
+  415: 'Unsupported content type',
+  429: 'Rate limited',
+  502: 'The answering backend failed',
+  503: 'A dependency is unavailable or not configured',
+  504: 'The answering backend timed out',
+};
+
+/** The problem responses a route documents, by status, as `application/problem+json`. */
 export function problemResponses(...statuses: number[]) {
-  return Object.fromEntries(statuses.map((s) => [s, ProblemRef]));
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      { description: DESCRIPTIONS[s] ?? 'Problem', content: { 'application/problem+json': { schema: ProblemRef } } },
+    ]),
+  );
 }

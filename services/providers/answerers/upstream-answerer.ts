@@ -27,10 +27,11 @@ export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
 async function post(options: UpstreamOptions, request: AnswerRequest): Promise<Response> {
   const body: Record<string, unknown> = { ...request.params, question: request.question };
   if (request.customInstructions) body.custom_instructions = request.customInstructions;
+  const headers = { 'content-type': 'application/json', accept: 'application/json', ...authHeader(options, request) };
   try {
     return await fetch(options.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', ...authHeader(options, request) },
+      headers,
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(options.timeoutMs),
     });

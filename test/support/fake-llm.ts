@@ -1,0 +1,45 @@
+import { sendJson, startFakeHttpServer, type FakeHttpServer, type RecordedRequest } from './fake-http-server.js';
+
+export type LlmReply = (request: RecordedRequest) => string | { status: number; body: unknown };
+
+/** Speaks the OpenAI Chat Completions and Embeddings APIs; point the SDK at `baseURL`. */
+export async function startFakeOpenAI(reply: LlmReply): Promise<FakeHttpServer & { baseURL: string }> {
+  const server = await startFakeHttpServer((req, res) => {
+    if (req.path === '/v1/chat/completions') {
+      const out = reply(req);
+      if (typeof out !== 'string') return sendJson(res, out.status, out.body);
+      return sendJson(res, 200, {
+        id: 'chatcmpl-test',
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: req.body.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: out, refusal: null }, finish_reason: 'stop', logprobs: null }],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      });
+    }
+    sendJson(res, 404, { error: { message: `no route ${req.path}`, type: 'invalid_request_error' } });
+  });
+  return { ...server, baseURL: `${server.url}/v1` };
+}
+
+/** Speaks the Anthropic Messages API; point the SDK at `baseURL`. */
+export async function startFakeAnthropic(reply: LlmReply): Promise<FakeHttpServer & { baseURL: string }> {
+  const server = await startFakeHttpServer((req, res) => {
+    if (req.path === '/v1/messages') {
+      const out = reply(req);
+      if (typeof out !== 'string') return sendJson(res, out.status, out.body);
+      return sendJson(res, 200, {
+        id: 'msg_test',
+        type: 'message',
+        role: 'assistant',
+        model: req.body.model,
+        content: [{ type: 'text', text: out }],
+        stop_reason: 'end_turn',
+        stop_sequence: null,
+        usage: { input_tokens: 10, output_tokens: 5 },
+      });
+    }
+    sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.path}` } });
+  });
+  return { ...server, baseURL: server.url };
+}
