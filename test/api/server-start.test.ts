@@ -1,0 +1,90 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
+import { freshDataDir } from '../support/test-app.js';
+
+const TSX = ['--import', 'tsx'];
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+/** Starts the real entry point (`npm start`) and resolves with its URL once it logs "ready". */
+function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [...TSX, 'services/api/server.ts'], {
+    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk) => {
+      out += chunk;
+      const url = /Server listening at (http:\/\/[^"\s]+)/.exec(out)?.[1];
+      if (url && out.includes('memorychat ready')) resolve({ url, child });
+    });
+    child.stderr!.on('data', (chunk) => (out += chunk));
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+}
+
+function runScript(script: string, args: string[], env: Record<string, string>) {
+  return spawnSync(process.execPath, [...TSX, script, ...args], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
+}
+
+describe('the server entry point', () => {
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  });
+
+  it('when started with no JWT settings, then it serves on loopback and `npm run token` gives a working token; a session survives a restart', async () => {
+    const upstream = await startFakeUpstream();
+    const dataDir = await freshDataDir();
+    dirs.push(dataDir);
+    const env = { DATA_DIR: dataDir, ANSWER_URL: upstream.answerUrl };
+    try {
+      const { url, child } = await startServer(env);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:/);
+      const token = runScript('scripts/token.ts', ['--sub', 'alice'], env).stdout.trim();
+      const ask = (body: object) =>
+        fetch(`${url}/memoryChat`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      const first = await ask({ question: 'Show me total sales by region for 2024' });
+      expect(first.status).toBe(200);
+      const sessionId = first.body.conversation_metadata.conversation_id;
+
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+
+      const restarted = await startServer(env);
+      const second = await fetch(`${restarted.url}/memoryChat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ question: 'What about 2023?', session_id: sessionId }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      expect(second.status).toBe(200);
+      expect(second.body.conversation_metadata.message_count).toBe(2);
+      expect(upstream.lastBody().custom_instructions).toContain(salesReply('2024').sql_query);
+    } finally {
+      await upstream.close();
+    }
+  }, 90_000);
+
+  it('when a variable is invalid, then the start fails with a message naming it', () => {
+    const result = runScript('services/api/server.ts', [], { PORT: 'eighty', MEMORY_TTL_MODE: 'forever' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/PORT/);
+    expect(result.stderr).toMatch(/MEMORY_TTL_MODE/);
+  });
+
+  it('when NODE_ENV=production has no JWT settings, then the start fails', () => {
+    const result = runScript('services/api/server.ts', [], { NODE_ENV: 'production' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL/);
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+
+const cosine = (a: number[], b: number[]) => a.reduce((sum, v, i) => sum + v * b[i]!, 0);
+
+describe('the local embedder', () => {
+  it('when the same text is embedded twice, then the vectors are identical and of unit length', () => {
+    const a = embedText('Show me total sales by region for 2024', 384)!;
+    expect(embedText('Show me total sales by region for 2024', 384)).toEqual(a);
+    expect(a).toHaveLength(384);
+    expect(cosine(a, a)).toBeCloseTo(1, 10);
+  });
+
+  it('when texts share words, then they are closer than unrelated texts', () => {
+    const q = embedText('How many singers are from France?', 384)!;
+    expect(cosine(q, embedText('How many singers come from France?', 384)!)).toBeGreaterThan(
+      cosine(q, embedText('List the names of all dogs', 384)!) + 0.3,
+    );
+  });
+
+  it('when the text is Chinese (no spaces), then related questions are still close', () => {
+    const q = embedText('显示2024年各地区的销售总额', 384)!;
+    expect(cosine(q, embedText('2023年各地区的销售总额是多少', 384)!)).toBeGreaterThan(
+      cosine(q, embedText('列出所有狗的名字', 384)!) + 0.3,
+    );
+  });
+
+  it('when the text has nothing to embed, then there is no vector', () => {
+    expect(embedText('?!', 384)).toBeNull();
+  });
+});
