@@ -1,4 +1,4 @@
-import { createPublicKey } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
 import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -51,10 +51,16 @@ export default fp(
         throw new AppError('unauthorized', describeJwtError(err), { cause: err });
       }
       request.identity = identityFrom(claims, config);
+      // Logs name the tenant and a stable pseudonym of the user, never the user id itself.
+      request.log = request.log.child({ tenant: request.identity.tenantId, user: userPseudonym(request.identity) });
     });
   },
   { name: 'auth' },
 );
+
+function userPseudonym(identity: Identity): string {
+  return createHash('sha256').update(`${identity.tenantId}\0${identity.userId}`).digest('hex').slice(0, 16);
+}
 
 function isPublic(request: FastifyRequest): boolean {
   const url = request.routeOptions.url;
