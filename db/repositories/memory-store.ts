@@ -3,6 +3,7 @@ import type { Queryable } from './queryable.js';
 import type { DatabaseScope, Identity } from '../../services/core/identity.js';
 import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
 import { databaseScopeSql } from './sql-scope.js';
+import { visibleInSearchSql } from './turn-duplicates.js';
 
 export interface SessionRow {
   session_id: string;
@@ -13,6 +14,8 @@ export interface SessionRow {
   turn_count: number;
   summary_text: string | null;
   summary_through_turn: number | null;
+  /** Carried-forward structured slots (DESIGN §6 `context`), latest value per key. */
+  slots: Record<string, unknown>;
 }
 
 export interface HistoryTurn {
@@ -52,8 +55,8 @@ export interface Retrieved {
   similar: SimilarTurn[];
 }
 
-const SESSION_COLUMNS = `session_id, session_name, created_at, updated_at, expires_at, turn_count,
-  summary_text, summary_through_turn`;
+export const SESSION_COLUMNS = `session_id, session_name, created_at, updated_at, expires_at, turn_count,
+  summary_text, summary_through_turn, slots`;
 
 /**
  * Everything a new question needs from memory, in one round trip: the session (when resuming),
@@ -85,6 +88,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
          JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
          WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.embedding_model = $${modelP}
            AND $${vecP}::vector IS NOT NULL AND s.expires_at > $4 AND t.status = 'ok' AND ${scope}
+           AND ${visibleInSearchSql('t')}
            AND NOT EXISTS (SELECT 1 FROM win w WHERE t.session_id = $3 AND w.turn_number = t.turn_number)
          ORDER BY t.embedding <=> $${vecP}::vector
          LIMIT $${kP}
@@ -130,6 +134,12 @@ export interface NewTurn {
   metadata: Record<string, unknown>;
   embedding: number[] | null;
   embeddingModel: string;
+  /** The turn's message chain as stored by the memory API: `{ format, messages }`. */
+  messages?: unknown;
+  /** Structured slots to carry forward; merged into the session's slots (null removes a slot). */
+  context?: Record<string, unknown> | null;
+  /** The recent turn of the same session this one nearly repeats. */
+  duplicateOf?: number | null;
 }
 
 export interface AppendTurnRequest {
@@ -148,6 +158,12 @@ export interface AppendTurnRequest {
  * atomically, and with one round trip). The session row's lock orders concurrent turns.
  * Returns undefined when the session to append to is not the caller's live session.
  */
+/**
+ * Absolute mode keeps the expiry set at creation. LEAST only matters if MEMORY_TTL was shortened
+ * since; it also gives $5 a type, which Postgres needs for every parameter of a statement.
+ */
+const ABSOLUTE_EXPIRY = `LEAST(expires_at, $4::timestamptz + $5::float8 * interval '1 millisecond')`;
+
 export async function appendTurn(
   db: Queryable,
   req: AppendTurnRequest,
@@ -171,15 +187,20 @@ export async function appendTurn(
     JSON.stringify(t.metadata),
     t.embedding ? pgvector.toSql(t.embedding) : null,
     t.embedding ? t.embeddingModel : null,
+    t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages),
+    t.context ? JSON.stringify(t.context) : null,
+    t.duplicateOf ?? null,
   ];
   const touchSession =
     req.createWithName !== undefined
       ? (params.push(req.createWithName),
         `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
-                               turn_count, last_turn_number)
-         VALUES ($1, $2, $3, $${params.length}, $4, $4, $4::timestamptz + $5::float8 * interval '1 millisecond', 1, 1)`)
+                               turn_count, last_turn_number, slots)
+         VALUES ($1, $2, $3, $${params.length}, $4, $4, $4::timestamptz + $5::float8 * interval '1 millisecond', 1, 1,
+                 jsonb_strip_nulls(COALESCE($19::jsonb, '{}'::jsonb)))`)
       : `UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = $4,
-           expires_at = ${req.ttlMode === 'sliding' ? `$4::timestamptz + $5::float8 * interval '1 millisecond'` : 'expires_at'}
+           slots = CASE WHEN $19::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || $19::jsonb) END,
+           expires_at = ${req.ttlMode === 'sliding' ? `$4::timestamptz + $5::float8 * interval '1 millisecond'` : ABSOLUTE_EXPIRY}
          WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`;
 
   const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
@@ -189,9 +210,10 @@ export async function appendTurn(
      ), t AS (
        INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
                           augmented_question, answer, sql_query, query_explanation, tables_used,
-                          vdp_database_names, execution_result, metadata, embedding, embedding_model)
+                          vdp_database_names, execution_result, metadata, embedding, embedding_model,
+                          messages, context, duplicate_of)
        SELECT $1, $2, $3, s.last_turn_number, $4, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15::jsonb,
-              $16::vector, $17
+              $16::vector, $17, $18::jsonb, $19::jsonb, $20::integer
        FROM s
        RETURNING turn_number
      )
@@ -203,7 +225,7 @@ export async function appendTurn(
   return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
 }
 
-function sessionFromJson(row: Record<string, unknown>): SessionRow {
+export function sessionFromJson(row: Record<string, unknown>): SessionRow {
   return {
     session_id: String(row.session_id),
     session_name: String(row.session_name),
@@ -213,6 +235,7 @@ function sessionFromJson(row: Record<string, unknown>): SessionRow {
     turn_count: Number(row.turn_count),
     summary_text: (row.summary_text as string | null) ?? null,
     summary_through_turn: (row.summary_through_turn as number | null) ?? null,
+    slots: (row.slots as Record<string, unknown> | null) ?? {},
   };
 }
 

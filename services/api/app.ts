@@ -3,14 +3,25 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type pg from 'pg';
 import type { Config } from '../core/config.js';
 import type { MemoryChatDeps } from '../core/memory-chat.js';
+import type { MemoryApiDeps } from '../core/memory-api-deps.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import type { JobQueue } from '../core/job-queue.js';
+import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../core/summarization.js';
+import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import auth from './plugins/auth.js';
 import openapiDocs from './plugins/openapi-docs.js';
 import problemErrors from './plugins/problem-errors.js';
+import queuePlugin from './plugins/queue.js';
+import adminJobsRoutes from './routes/admin-jobs.js';
+import gdprRoutes from './routes/gdpr.js';
 import healthRoutes from './routes/health.js';
 import memoryChatRoutes from './routes/memory-chat.js';
+import memoryContextRoutes from './routes/memory-context.js';
+import sessionRoutes from './routes/sessions.js';
+import sqlRecallRoutes from './routes/sql-recall.js';
+import turnRoutes from './routes/turns.js';
 import { ProblemSchema } from './schemas/problem.js';
 
 declare module 'fastify' {
@@ -18,6 +29,7 @@ declare module 'fastify' {
     config: Config;
     db: pg.Pool;
     memoryChatDeps: MemoryChatDeps;
+    memoryApiDeps: MemoryApiDeps;
   }
 }
 
@@ -27,6 +39,10 @@ export interface AppDeps {
   embedder: Embedder;
   answerer: Answerer;
   llm?: ChatLlm;
+  /** The summarization LLM; by default made from SUMMARY_PROVIDER (none: extractive summaries). */
+  summaryLlm?: ChatLlm;
+  /** The job queue; by default BullMQ with REDIS_URL, in-process without. */
+  queue?: JobQueue;
   clock?: () => Date;
   /** The HS256 secret in local mode. */
   localSecret?: string;
@@ -54,6 +70,8 @@ export async function buildApp(deps: AppDeps) {
     llm: deps.llm,
     clock: deps.clock ?? (() => new Date()),
     log: app.log,
+    afterTurnStored: (event) =>
+      enqueueSummarizationIfDue(app.queue, summarizationSettingsFrom(config), app.log, event),
     settings: {
       maxHistoryTurns: config.MEMORY_MAX_HISTORY_MESSAGES,
       semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
@@ -63,15 +81,49 @@ export async function buildApp(deps: AppDeps) {
       augmentation: config.MEMORY_AUGMENTATION,
       ttlMs: config.memoryTtlMs,
       ttlMode: config.MEMORY_TTL_MODE,
+      maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
     },
   } satisfies MemoryChatDeps);
+
+  app.decorate('memoryApiDeps', {
+    db: deps.db,
+    embedder: deps.embedder,
+    clock: app.memoryChatDeps.clock,
+    log: app.log,
+    afterTurnStored: app.memoryChatDeps.afterTurnStored,
+    settings: {
+      ttlMs: config.memoryTtlMs,
+      ttlMode: config.MEMORY_TTL_MODE,
+      maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
+      dedupSimilarity: config.MEMORY_DEDUP_SIMILARITY,
+      semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
+      minSimilarity: config.MEMORY_MIN_SIMILARITY,
+      maxContextTokens: config.MEMORY_MAX_CONTEXT_TOKENS,
+    },
+  } satisfies MemoryApiDeps);
 
   app.addSchema(ProblemSchema);
   await app.register(problemErrors);
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
+  await app.register(queuePlugin, {
+    config,
+    queue: deps.queue,
+    processorDeps: {
+      db: deps.db,
+      embedder: deps.embedder,
+      summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
+      clock: app.memoryChatDeps.clock,
+    },
+  });
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);
+  await app.register(sessionRoutes);
+  await app.register(turnRoutes);
+  await app.register(memoryContextRoutes);
+  await app.register(sqlRecallRoutes);
+  await app.register(gdprRoutes);
+  await app.register(adminJobsRoutes);
   return app;
 }
 

@@ -3,6 +3,7 @@ import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
 import { ConfigError, loadConfig } from '../core/config.js';
 import { loadOrCreateLocalSecret } from '../core/local-secret.js';
+import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
 import { createAnswerer } from '../providers/answerers/index.js';
 import { createEmbedder } from '../providers/embeddings/index.js';
 import { createChatLlm } from '../providers/llm/index.js';
@@ -41,6 +42,14 @@ const app = await buildApp({
   logger: loggerOptions(config),
 });
 app.addHook('onClose', async () => database.close());
+// In-process mode runs the repeatable cleanup on a timer here; with REDIS_URL this registers the
+// BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
+await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));
+if (app.queue.mode === 'in-process') {
+  await enqueueReEmbeddingIfNeeded(database.pool, app.queue, createEmbedder(config), app.log).catch((err) =>
+    app.log.error({ err }, 'checking for turns to re-embed failed'),
+  );
+}
 
 closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   if (err) app.log.error({ err }, 'closing after an error');

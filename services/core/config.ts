@@ -40,6 +40,11 @@ export const ConfigSchema = Type.Object({
   }),
   MEMORY_TTL: Type.String({ pattern: DURATION_PATTERN, default: '7d' }),
   MEMORY_TTL_MODE: Type.Union([Type.Literal('sliding'), Type.Literal('absolute')], { default: 'sliding' }),
+  // The memory API's window: older turns leave the context but stay stored until a summary covers them.
+  MEMORY_MAX_TURNS_PER_SESSION: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
+  MEMORY_DEDUP_SIMILARITY: Type.Number({ minimum: 0, maximum: 1, default: 0.97 }),
+  // Turn bodies may carry base64 photos that are replaced before storage, so they get a larger limit.
+  MEMORY_TURN_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 10_485_760 }),
 
   ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
@@ -51,6 +56,8 @@ export const ConfigSchema = Type.Object({
   ANSWER_BASIC_PASSWORD: Type.Optional(Type.String()),
   ANSWER_BEARER_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   ANSWER_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 120_000 }),
+  // A Denodo-AI-SDK-compatible /executeVQL, for re-running stored SQL (`result.csv?fresh=true`).
+  ANSWER_EXECUTE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
 
   EMBEDDINGS_PROVIDER: Type.Union([Type.Literal('local'), Type.Literal('openai')], { default: 'local' }),
   EMBEDDINGS_MODEL: Type.Optional(Type.String({ minLength: 1 })),
@@ -64,6 +71,26 @@ export const ConfigSchema = Type.Object({
   OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+
+  // Background work (DESIGN §7). Without REDIS_URL the same processors run inside the API process.
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  // BullMQ key prefix: lets several deployments (or test files) share one Redis.
+  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', default: 'bull' }),
+  WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 100, default: 4 }),
+  JOB_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
+  JOB_BACKOFF_MS: Type.Integer({ minimum: 1, default: 10_000 }),
+  MEMORY_CLEANUP_INTERVAL: Type.String({ pattern: DURATION_PATTERN, default: '1h' }),
+  MEMORY_CLEANUP_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 100_000, default: 1000 }),
+  // 0 turns off summarization.
+  MEMORY_SUMMARIZATION_THRESHOLD: Type.Integer({ minimum: 0, maximum: 10_000, default: 15 }),
+  SUMMARY_PROVIDER: Type.Optional(Type.Union([Type.Literal('openai'), Type.Literal('anthropic')])),
+  SUMMARY_MODEL: Type.Optional(Type.String({ minLength: 1 })),
+  SUMMARY_MAX_INPUT_TOKENS: Type.Integer({ minimum: 500, maximum: 200_000, default: 6000 }),
+  SUMMARY_MAX_TOKENS: Type.Integer({ minimum: 50, maximum: 8000, default: 600 }),
+  GDPR_EXPORT_TTL: Type.String({ pattern: DURATION_PATTERN, default: '7d' }),
+  REEMBED_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 2048, default: 100 }),
+  // Remote embedding providers only; the local embedder is not rate-limited.
+  REEMBED_MAX_PER_MINUTE: Type.Integer({ minimum: 1, default: 3000 }),
 });
 
 export type RawConfig = Static<typeof ConfigSchema>;
@@ -74,6 +101,8 @@ export type Config = RawConfig & {
   localAuth: boolean;
   host: string;
   memoryTtlMs: number;
+  cleanupIntervalMs: number;
+  gdprExportTtlMs: number;
   answerBackend: 'upstream' | 'none';
   embeddingsModel: string;
   embeddingsDimensions: number;
@@ -145,6 +174,24 @@ function deriveConfig(raw: RawConfig): Config {
   if (raw.LLM_PROVIDER && !raw.LLM_MODEL) {
     throw new ConfigError('LLM_MODEL: required when LLM_PROVIDER is set');
   }
+  if (raw.SUMMARY_PROVIDER === 'openai' && !raw.OPENAI_API_KEY) {
+    throw new ConfigError('OPENAI_API_KEY: required when SUMMARY_PROVIDER=openai');
+  }
+  if (raw.SUMMARY_PROVIDER === 'anthropic' && !raw.ANTHROPIC_API_KEY) {
+    throw new ConfigError('ANTHROPIC_API_KEY: required when SUMMARY_PROVIDER=anthropic');
+  }
+  if (raw.SUMMARY_PROVIDER && !raw.SUMMARY_MODEL) {
+    throw new ConfigError('SUMMARY_MODEL: required when SUMMARY_PROVIDER is set');
+  }
+  if (raw.SUMMARY_MAX_INPUT_TOKENS < 2 * raw.SUMMARY_MAX_TOKENS + 300) {
+    // The previous summary (at most SUMMARY_MAX_TOKENS) and new turns must both fit in one call.
+    throw new ConfigError(
+      `SUMMARY_MAX_INPUT_TOKENS: must be at least 2 × SUMMARY_MAX_TOKENS + 300 (got ${raw.SUMMARY_MAX_INPUT_TOKENS})`,
+    );
+  }
+  if (parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL) < 1000) {
+    throw new ConfigError(`MEMORY_CLEANUP_INTERVAL: must be at least 1s (got "${raw.MEMORY_CLEANUP_INTERVAL}")`);
+  }
 
   return {
     ...raw,
@@ -152,6 +199,8 @@ function deriveConfig(raw: RawConfig): Config {
     localAuth,
     host: raw.HOST ?? (localAuth ? '127.0.0.1' : '0.0.0.0'),
     memoryTtlMs: parseDurationMs(raw.MEMORY_TTL),
+    cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
+    gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
     answerBackend,
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],

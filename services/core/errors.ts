@@ -5,10 +5,18 @@
 export const ERROR_CATALOG = {
   'validation-failed': { status: 400, title: 'The request is not valid' },
   'invalid-json': { status: 400, title: 'The request body is not valid JSON' },
+  'invalid-message-chain': { status: 400, title: 'The message chain is not a valid conversation turn' },
+  'invalid-cursor': { status: 400, title: 'The paging cursor is not valid' },
   unauthorized: { status: 401, title: 'Authentication is required' },
   forbidden: { status: 403, title: 'Not allowed' },
   'not-found': { status: 404, title: 'No such resource' },
   'session-not-found': { status: 404, title: 'No such session' },
+  'turn-not-found': { status: 404, title: 'No such turn' },
+  'turn-has-no-sql': { status: 404, title: 'The turn has no SQL' },
+  'result-not-stored': { status: 404, title: 'The turn has no stored result' },
+  'gdpr-request-not-found': { status: 404, title: 'No such GDPR request' },
+  'export-not-ready': { status: 409, title: 'The export is not finished yet' },
+  'export-expired': { status: 410, title: 'The export has expired or was erased' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
   'rate-limited': { status: 429, title: 'Too many requests' },
@@ -18,6 +26,9 @@ export const ERROR_CATALOG = {
   'upstream-rejected': { status: 502, title: 'The answering backend refused the request' },
   'answerer-not-configured': { status: 503, title: 'No answering backend is configured' },
   'memory-store-unavailable': { status: 503, title: 'The memory store is unavailable' },
+  'embeddings-unavailable': { status: 503, title: 'The embeddings provider is unavailable' },
+  'execute-not-configured': { status: 503, title: 'No SQL execution endpoint is configured' },
+  'queue-unavailable': { status: 503, title: 'The job queue is unavailable' },
   'upstream-timeout': { status: 504, title: 'The answering backend did not answer in time' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -26,6 +26,8 @@ export interface MemorySettings {
   augmentation: AugmentationStrategy;
   ttlMs: number;
   ttlMode: 'sliding' | 'absolute';
+  /** MEMORY_MAX_TURNS_PER_SESSION: no window is longer, whatever the request asks. */
+  maxTurnsPerSession?: number;
 }
 
 export interface MemoryChatDeps {
@@ -36,6 +38,16 @@ export interface MemoryChatDeps {
   clock: () => Date;
   settings: MemorySettings;
   log: { warn(obj: object, msg: string): void };
+  /** Called once a turn is stored: queues summarization when the session is due (DESIGN §7). */
+  afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;
+}
+
+export interface TurnStoredEvent {
+  identity: Identity;
+  sessionId: string;
+  turnCount: number;
+  lastTurnNumber: number;
+  summaryThroughTurn: number | null;
 }
 
 export interface MemoryChatRequest {
@@ -124,6 +136,13 @@ export async function runMemoryChat(deps: MemoryChatDeps, req: MemoryChatRequest
     ...(await embedTurn(deps, req.question, answer, warnings)),
   };
   const stored = await store(deps, req.identity, sessionId, createWithName, now, turn);
+  await deps.afterTurnStored?.({
+    identity: req.identity,
+    sessionId,
+    turnCount: stored.session.turn_count,
+    lastTurnNumber: stored.turnNumber,
+    summaryThroughTurn: stored.session.summary_through_turn,
+  });
 
   return {
     ...answer.fields,
@@ -166,7 +185,9 @@ async function readMemory(
       identity: req.identity,
       sessionId: req.sessionId,
       now,
-      windowSize: req.useMemory ? (req.maxHistoryTurns ?? deps.settings.maxHistoryTurns) : 0,
+      windowSize: req.useMemory
+        ? Math.min(req.maxHistoryTurns ?? deps.settings.maxHistoryTurns, deps.settings.maxTurnsPerSession ?? Infinity)
+        : 0,
       k: questionEmbedding ? k : 0,
       minSimilarity: deps.settings.minSimilarity,
       embedding: questionEmbedding,
@@ -265,6 +286,7 @@ export function conversationMetadata(session: SessionRow) {
     updated_at: session.updated_at.toISOString(),
     expires_at: session.expires_at.toISOString(),
     is_summarized: session.summary_text !== null,
+    summarized_through_turn: session.summary_through_turn,
   };
 }
 

@@ -110,7 +110,9 @@ describe('the upstream answerQuestion backend', () => {
   });
 
   it('when the upstream replies with something that is not JSON, then 502 upstream-bad-response', async () => {
-    upstream.handle((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy error</html>'));
+    upstream.handle((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy error</html>');
+    });
     const reply = await ask('sales 2024');
     expect(reply.status).toBe(502);
     expect(reply.body.code).toBe('upstream-bad-response');
@@ -118,7 +120,9 @@ describe('the upstream answerQuestion backend', () => {
   });
 
   it('when the upstream connection is reset, then 502 upstream-failed', async () => {
-    upstream.handle((_req, res) => res.socket?.destroy());
+    upstream.handle((_req, res) => {
+      res.socket?.destroy();
+    });
     const reply = await ask('sales 2024');
     expect(reply.status).toBe(502);
     expect(reply.body.code).toBe('upstream-failed');

@@ -1,0 +1,147 @@
+import type { Queryable } from './queryable.js';
+
+export type GdprAction = 'export' | 'erase';
+export type GdprStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+export interface AuditRow {
+  tenant_id: string;
+  request_id: string;
+  action: GdprAction;
+  actor_user_id: string;
+  subject_user_id: string;
+  status: GdprStatus;
+  requested_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  counts: Record<string, number>;
+  error_code: string | null;
+}
+
+export async function insertAuditRow(
+  db: Queryable,
+  row: Pick<AuditRow, 'tenant_id' | 'request_id' | 'action' | 'actor_user_id' | 'subject_user_id' | 'requested_at'>,
+): Promise<AuditRow> {
+  const { rows } = await db.query<AuditRow>(
+    `INSERT INTO gdpr_audit (tenant_id, request_id, action, actor_user_id, subject_user_id, status, requested_at)
+     VALUES ($1, $2, $3, $4, $5, 'queued', $6) RETURNING *`,
+    [row.tenant_id, row.request_id, row.action, row.actor_user_id, row.subject_user_id, row.requested_at],
+  );
+  return rows[0]!;
+}
+
+export async function findAuditRow(db: Queryable, tenantId: string, requestId: string): Promise<AuditRow | undefined> {
+  const { rows } = await db.query<AuditRow>('SELECT * FROM gdpr_audit WHERE tenant_id = $1 AND request_id = $2', [
+    tenantId,
+    requestId,
+  ]);
+  return rows[0];
+}
+
+export async function markAuditRunning(db: Queryable, tenantId: string, requestId: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE gdpr_audit SET status = 'running', started_at = COALESCE(started_at, $3), error_code = NULL
+     WHERE tenant_id = $1 AND request_id = $2`,
+    [tenantId, requestId, now],
+  );
+}
+
+export async function markAuditFinished(
+  db: Queryable,
+  tenantId: string,
+  requestId: string,
+  outcome: { status: 'completed' | 'failed'; now: Date; counts?: Record<string, number>; errorCode?: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE gdpr_audit SET status = $3, completed_at = $4, counts = COALESCE($5::jsonb, counts), error_code = $6
+     WHERE tenant_id = $1 AND request_id = $2`,
+    [tenantId, requestId, outcome.status, outcome.now, outcome.counts ? JSON.stringify(outcome.counts) : null, outcome.errorCode ?? null],
+  );
+}
+
+/**
+ * The user's live sessions (expired data is invisible, DESIGN §7), oldest first. Every column is
+ * exported (to_jsonb), so columns added later are exported without touching this code.
+ */
+export async function listSessionsForExport(db: Queryable, tenantId: string, userId: string, now: Date) {
+  const { rows } = await db.query<{ session_id: string; session: Record<string, unknown> }>(
+    `SELECT s.session_id, to_jsonb(s) - 'tenant_id' - 'user_id' - 'last_turn_number' AS session
+     FROM sessions s WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.expires_at > $3
+     ORDER BY s.created_at, s.session_id`,
+    [tenantId, userId, now],
+  );
+  return rows;
+}
+
+/** One page of a session's turns: every column but the vector (derived from the exported text). */
+export async function listTurnsForExport(
+  db: Queryable,
+  tenantId: string,
+  userId: string,
+  sessionId: string,
+  afterTurn: number,
+  limit: number,
+) {
+  const { rows } = await db.query<{ turn_number: number; turn: Record<string, unknown> }>(
+    `SELECT t.turn_number, to_jsonb(t) - 'tenant_id' - 'user_id' - 'session_id' - 'embedding' AS turn
+     FROM turns t WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND t.turn_number > $4
+     ORDER BY t.turn_number LIMIT $5`,
+    [tenantId, userId, sessionId, afterTurn, limit],
+  );
+  return rows;
+}
+
+export async function insertExport(
+  db: Queryable,
+  row: { tenantId: string; userId: string; requestId: string; now: Date; expiresAt: Date; turnCount: number; payload: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO gdpr_exports (tenant_id, user_id, request_id, created_at, expires_at, turn_count, payload)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)
+     ON CONFLICT (tenant_id, user_id, request_id) DO NOTHING`,
+    [row.tenantId, row.userId, row.requestId, row.now, row.expiresAt, row.turnCount, row.payload],
+  );
+}
+
+/** The export document as JSON text, when it exists and has not expired. */
+export async function findExportPayload(db: Queryable, tenantId: string, userId: string, requestId: string, now: Date) {
+  const { rows } = await db.query<{ payload: string }>(
+    `SELECT payload::text AS payload FROM gdpr_exports
+     WHERE tenant_id = $1 AND user_id = $2 AND request_id = $3 AND expires_at > $4`,
+    [tenantId, userId, requestId, now],
+  );
+  return rows[0]?.payload;
+}
+
+/*
+ * Erasure, one table at a time in bounded batches: each call is one statement, so one short
+ * transaction, and an interrupted erase resumes safely when the job is retried.
+ */
+export async function deleteUserTurns(db: Queryable, tenantId: string, userId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM turns t USING (
+       SELECT session_id, turn_number FROM turns WHERE tenant_id = $1 AND user_id = $2 LIMIT $3) d
+     WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = d.session_id AND t.turn_number = d.turn_number`,
+    [tenantId, userId, limit],
+  );
+  return rowCount ?? 0;
+}
+
+export async function deleteUserSessions(db: Queryable, tenantId: string, userId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM sessions s USING (
+       SELECT session_id FROM sessions WHERE tenant_id = $1 AND user_id = $2 LIMIT $3) d
+     WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.session_id = d.session_id`,
+    [tenantId, userId, limit],
+  );
+  return rowCount ?? 0;
+}
+
+export async function deleteUserExports(db: Queryable, tenantId: string, userId: string, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM gdpr_exports g USING (
+       SELECT request_id FROM gdpr_exports WHERE tenant_id = $1 AND user_id = $2 LIMIT $3) d
+     WHERE g.tenant_id = $1 AND g.user_id = $2 AND g.request_id = d.request_id`,
+    [tenantId, userId, limit],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,62 @@
+import pgvector from 'pgvector';
+import type { Queryable } from './queryable.js';
+
+export interface TurnKey {
+  tenant_id: string;
+  user_id: string;
+  session_id: string;
+  turn_number: number;
+}
+
+export interface TurnToEmbed extends TurnKey {
+  question: string;
+  sql_query: string | null;
+  tables_used: string[];
+  answer: string;
+}
+
+/** Whether any turn carries another model's embedding, or none (a failed embed). */
+export async function hasTurnsOfOtherModels(db: Queryable, modelId: string): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    'SELECT EXISTS (SELECT 1 FROM turns WHERE embedding_model IS DISTINCT FROM $1) AS found',
+    [modelId],
+  );
+  return rows[0]!.found;
+}
+
+/**
+ * The next turns (in primary-key order after `after`) not embedded with `modelId`. A cross-user
+ * maintenance read, keyed by the full primary key so that writes stay per (tenant, user).
+ */
+export async function nextTurnsToEmbed(db: Queryable, modelId: string, after: TurnKey | null, limit: number): Promise<TurnToEmbed[]> {
+  const { rows } = await db.query<TurnToEmbed>(
+    `SELECT tenant_id, user_id, session_id, turn_number, question, sql_query, tables_used, answer FROM turns
+     WHERE embedding_model IS DISTINCT FROM $1
+       AND ($2::text IS NULL OR (tenant_id, user_id, session_id, turn_number) > ($2, $3, $4::uuid, $5::integer))
+     ORDER BY tenant_id, user_id, session_id, turn_number
+     LIMIT $6`,
+    [modelId, after?.tenant_id ?? null, after?.user_id ?? null, after?.session_id ?? null, after?.turn_number ?? null, limit],
+  );
+  return rows;
+}
+
+/** Writes one batch of new vectors in one statement; turns whose text embeds to nothing are skipped. */
+export async function saveEmbeddings(db: Queryable, modelId: string, batch: { key: TurnKey; embedding: number[] }[]): Promise<number> {
+  if (!batch.length) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE turns t SET embedding = u.embedding::vector, embedding_model = $1
+     FROM unnest($2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
+       AS u(tenant_id, user_id, session_id, turn_number, embedding)
+     WHERE t.tenant_id = u.tenant_id AND t.user_id = u.user_id AND t.session_id = u.session_id
+       AND t.turn_number = u.turn_number`,
+    [
+      modelId,
+      batch.map((b) => b.key.tenant_id),
+      batch.map((b) => b.key.user_id),
+      batch.map((b) => b.key.session_id),
+      batch.map((b) => b.key.turn_number),
+      batch.map((b) => pgvector.toSql(b.embedding)),
+    ],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,148 @@
+import type { Identity } from '../../services/core/identity.js';
+import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
+import { SESSION_COLUMNS, sessionFromJson, type SessionRow } from './memory-store.js';
+import type { Queryable } from './queryable.js';
+
+/**
+ * Sessions of the memory API (DESIGN §6). Every statement is scoped by (tenant, user) and sees
+ * only live sessions (`expires_at > now`), so an expired session is gone before any cleanup runs.
+ */
+
+export interface Retention {
+  now: Date;
+  ttlMs: number;
+  ttlMode: 'sliding' | 'absolute';
+}
+
+/** The `expires_at` a write sets: extended in sliding mode, fixed at creation in absolute mode. */
+function expiresAfterWrite(retention: Retention, nowP: number, ttlP: number): string {
+  const ttlFromNow = `$${nowP}::timestamptz + $${ttlP}::float8 * interval '1 millisecond'`;
+  // LEAST keeps an absolute expiry (and types the TTL parameter, which Postgres requires).
+  return retention.ttlMode === 'sliding' ? ttlFromNow : `LEAST(expires_at, ${ttlFromNow})`;
+}
+
+export interface SessionPageCursor {
+  /** updated_at as Postgres wrote it (microseconds kept), and the tie-breaking id. */
+  updatedAt: string;
+  sessionId: string;
+}
+
+/** Newest first by last activity; `cursor` continues after the last session of the previous page. */
+export async function listSessions(
+  db: Queryable,
+  identity: Identity,
+  now: Date,
+  limit: number,
+  cursor?: SessionPageCursor,
+): Promise<{ sessions: SessionRow[]; next?: SessionPageCursor }> {
+  const { rows } = await db.query<Record<string, unknown> & { updated_at_text: string }>(
+    `SELECT ${SESSION_COLUMNS}, updated_at::text AS updated_at_text FROM sessions
+     WHERE tenant_id = $1 AND user_id = $2 AND expires_at > $3
+       AND ($4::timestamptz IS NULL OR (updated_at, session_id) < ($4::timestamptz, $5::uuid))
+     ORDER BY updated_at DESC, session_id DESC
+     LIMIT $6`,
+    [identity.tenantId, identity.userId, now, cursor?.updatedAt ?? null, cursor?.sessionId ?? null, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    sessions: page.map(sessionFromJson),
+    next: rows.length > limit && last ? { updatedAt: last.updated_at_text, sessionId: String(last.session_id) } : undefined,
+  };
+}
+
+export interface StoredTurn {
+  turn_number: number;
+  created_at: Date;
+  status: TurnStatus;
+  question: string;
+  answer: string;
+  sql_query: string | null;
+  query_explanation: string | null;
+  tables_used: string[];
+  vdp_database_names: string[];
+  execution_result: unknown;
+  messages: unknown;
+  context: Record<string, unknown> | null;
+  metadata: Record<string, unknown>;
+  duplicate_of: number | null;
+}
+
+/** The live session and all its stored turns, oldest first, in one round trip. */
+export async function getSessionWithTurns(
+  db: Queryable,
+  identity: Identity,
+  sessionId: string,
+  now: Date,
+): Promise<{ session: SessionRow; turns: StoredTurn[] } | undefined> {
+  const { rows } = await db.query<{ session: Record<string, unknown>; turns: Record<string, unknown>[] }>(
+    `WITH s AS (
+       SELECT ${SESSION_COLUMNS} FROM sessions
+       WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
+     )
+     SELECT to_jsonb(s) AS session,
+       (SELECT COALESCE(jsonb_agg(to_jsonb(x) ORDER BY x.turn_number), '[]'::jsonb) FROM (
+          SELECT turn_number, created_at, status, question, answer, sql_query, query_explanation, tables_used,
+                 vdp_database_names, execution_result, messages, context, metadata, duplicate_of
+          FROM turns WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3) x) AS turns
+     FROM s`,
+    [identity.tenantId, identity.userId, sessionId, now],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    session: sessionFromJson(row.session),
+    turns: row.turns.map((t) => ({ ...(t as unknown as StoredTurn), created_at: new Date(t.created_at as string) })),
+  };
+}
+
+export async function renameSession(
+  db: Queryable,
+  identity: Identity,
+  sessionId: string,
+  name: string,
+  retention: Retention,
+): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<Record<string, unknown>>(
+    `UPDATE sessions SET session_name = $4, updated_at = $5, expires_at = ${expiresAfterWrite(retention, 5, 6)}
+     WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $5
+     RETURNING ${SESSION_COLUMNS}`,
+    [identity.tenantId, identity.userId, sessionId, name, retention.now, retention.ttlMs],
+  );
+  return rows[0] ? sessionFromJson(rows[0]) : undefined;
+}
+
+/** Deletes a live session and (by cascade) its turns; false when there was none to delete. */
+export async function deleteSession(db: Queryable, identity: Identity, sessionId: string, now: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`,
+    [identity.tenantId, identity.userId, sessionId, now],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Forgets the turns, their summary and the carried slots but keeps the session; turn numbers keep
+ * growing, so a number never names two different turns.
+ */
+export async function clearSession(
+  db: Queryable,
+  identity: Identity,
+  sessionId: string,
+  retention: Retention,
+): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<{ session: Record<string, unknown> }>(
+    `WITH s AS (
+       UPDATE sessions SET turn_count = 0, summary_text = NULL, summary_through_turn = NULL, slots = '{}'::jsonb,
+              updated_at = $4, expires_at = ${expiresAfterWrite(retention, 4, 5)}
+       WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
+       RETURNING ${SESSION_COLUMNS}
+     ), gone AS (
+       DELETE FROM turns t USING s
+       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = s.session_id
+     )
+     SELECT to_jsonb(s) AS session FROM s`,
+    [identity.tenantId, identity.userId, sessionId, retention.now, retention.ttlMs],
+  );
+  return rows[0] ? sessionFromJson(rows[0].session) : undefined;
+}

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import { ADMIN_ROLE } from '../../core/gdpr-requests.js';
+import { requireRole } from '../plugins/require-role.js';
+import { AdminJobsResponse, FailedJobsQuery, FailedJobsResponse } from '../schemas/gdpr.js';
+import { problemResponses } from '../schemas/problem.js';
+
+/** Job status for admins: counts per state and the dead-letter view of failed jobs. */
+export default async function adminJobsRoutes(app: FastifyInstance) {
+  const security = [{ bearerAuth: [] }];
+
+  app.get(
+    '/admin/jobs',
+    {
+      preHandler: requireRole(ADMIN_ROLE),
+      schema: {
+        tags: ['admin'],
+        summary: 'Background job counts per state (memory-admin)',
+        security,
+        response: { 200: AdminJobsResponse, ...problemResponses(401, 403, 503) },
+      },
+    },
+    async () => ({ mode: app.queue.mode, counts: await app.queue.counts() }),
+  );
+
+  app.get(
+    '/admin/jobs/failed',
+    {
+      preHandler: requireRole(ADMIN_ROLE),
+      schema: {
+        tags: ['admin'],
+        summary: 'Jobs that used up their attempts (memory-admin)',
+        description: "System jobs (cleanup, re-embedding) and the admin's own tenant's jobs, newest first.",
+        security,
+        querystring: FailedJobsQuery,
+        response: { 200: FailedJobsResponse, ...problemResponses(400, 401, 403, 503) },
+      },
+    },
+    async (request) => {
+      const { limit } = request.query as Static<typeof FailedJobsQuery>;
+      const tenant = request.identity.tenantId;
+      const failed = await app.queue.failed(limit);
+      return {
+        jobs: failed
+          .filter((job) => job.data.tenantId === undefined || job.data.tenantId === tenant)
+          .map((job) => ({
+            id: job.id,
+            kind: job.kind,
+            data: job.data,
+            failed_reason: job.failedReason,
+            attempts_made: job.attemptsMade,
+            failed_at: job.failedAt,
+          })),
+      };
+    },
+  );
+}

@@ -1,0 +1,121 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Static } from 'typebox';
+import type { GdprAction } from '../../../db/repositories/gdpr.js';
+import { ADMIN_ROLE, describeRequest, downloadExport, findVisibleRequest, requestGdpr } from '../../core/gdpr-requests.js';
+import type { Identity } from '../../core/identity.js';
+import { requireRole } from '../plugins/require-role.js';
+import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStatus } from '../schemas/gdpr.js';
+import { problemResponses } from '../schemas/problem.js';
+
+const security = [{ bearerAuth: [] }];
+
+/** GDPR export and erasure (DESIGN §7): queued, answered 202 with a request id, audited. */
+export default async function gdprRoutes(app: FastifyInstance) {
+  const deps = () => ({ db: app.db, queue: app.queue, clock: app.memoryChatDeps.clock });
+  const accept = async (reply: FastifyReply, actor: Identity, subject: string, action: GdprAction) => {
+    const row = await requestGdpr(deps(), actor, subject, action);
+    return reply.status(202).header('location', `/gdpr/requests/${row.request_id}`).send(describeRequest(row));
+  };
+  const accepted = { 202: GdprRequestStatus };
+
+  app.get(
+    '/me/export',
+    {
+      schema: {
+        tags: ['gdpr'],
+        summary: 'Export all my data',
+        description: 'Queues an export of every live session and turn of the caller; poll the status, then download it.',
+        security,
+        response: { ...accepted, ...problemResponses(401, 503) },
+      },
+    },
+    (request, reply) => accept(reply, request.identity, request.identity.userId, 'export'),
+  );
+
+  app.delete(
+    '/me',
+    {
+      schema: {
+        tags: ['gdpr'],
+        summary: 'Erase all my data',
+        description: 'Queues the erasure of every session, turn, summary, embedding, export and queued job of the caller.',
+        security,
+        response: { ...accepted, ...problemResponses(401, 503) },
+      },
+    },
+    (request, reply) => accept(reply, request.identity, request.identity.userId, 'erase'),
+  );
+
+  app.post(
+    '/admin/users/:user_id/export',
+    {
+      preHandler: requireRole(ADMIN_ROLE),
+      schema: {
+        tags: ['gdpr', 'admin'],
+        summary: "Export a user's data (memory-admin, same tenant)",
+        security,
+        params: AdminUserParams,
+        response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
+      },
+    },
+    (request, reply) => accept(reply, request.identity, (request.params as Static<typeof AdminUserParams>).user_id, 'export'),
+  );
+
+  app.delete(
+    '/admin/users/:user_id',
+    {
+      preHandler: requireRole(ADMIN_ROLE),
+      schema: {
+        tags: ['gdpr', 'admin'],
+        summary: "Erase a user's data (memory-admin, same tenant)",
+        security,
+        params: AdminUserParams,
+        response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
+      },
+    },
+    (request, reply) => accept(reply, request.identity, (request.params as Static<typeof AdminUserParams>).user_id, 'erase'),
+  );
+
+  app.get(
+    '/gdpr/requests/:id',
+    {
+      schema: {
+        tags: ['gdpr'],
+        summary: 'Status of a GDPR request',
+        description: 'Visible to the subject, the requester and admins of the tenant; to anyone else it does not exist.',
+        security,
+        params: GdprRequestParams,
+        response: { 200: GdprRequestStatus, ...problemResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as Static<typeof GdprRequestParams>;
+      return describeRequest(await findVisibleRequest(app.db, request.identity, id));
+    },
+  );
+
+  app.get(
+    '/gdpr/requests/:id/download',
+    {
+      schema: {
+        tags: ['gdpr'],
+        summary: 'Download a finished export (JSON)',
+        description: 'Authenticated: the subject or an admin of the tenant. Available until GDPR_EXPORT_TTL after it finished.',
+        security,
+        params: GdprRequestParams,
+        response: { 200: GdprExportDocument, ...problemResponses(400, 401, 404, 409, 410) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as Static<typeof GdprRequestParams>;
+      const payload = await downloadExport(deps(), request.identity, id);
+      // The stored document is sent as is: re-serialising a large export would double its memory.
+      return reply
+        .type('application/json')
+        .header('content-disposition', `attachment; filename="memorychat-export-${id}.json"`)
+        .header('cache-control', 'no-store')
+        .serializer((body: unknown) => body as string)
+        .send(payload);
+    },
+  );
+}

@@ -1,0 +1,58 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import { resolveMemoryContext } from '../../core/memory-context-request.js';
+import { searchMemory } from '../../core/memory-search.js';
+import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
+import { problemResponses } from '../schemas/problem.js';
+
+/** DESIGN §6: context for a new question, and search over the caller's turns. Nothing is stored. */
+export default async function memoryContextRoutes(app: FastifyInstance) {
+  const ContextBody = memoryContextBody(app.config.MEMORY_MAX_QUESTION_CHARS);
+
+  app.post(
+    '/memory/context',
+    {
+      schema: {
+        tags: ['memory'],
+        summary: 'Context for a new question (summary, history, related memories, slots)',
+        security: [{ bearerAuth: [] }],
+        body: ContextBody,
+        response: { 200: MemoryContextReply, ...problemResponses(400, 401, 404, 413, 415) },
+      },
+    },
+    async (request) => {
+      const body = request.body as Static<typeof ContextBody>;
+      return resolveMemoryContext(app.memoryApiDeps, request.identity, {
+        question: body.question,
+        sessionId: body.session_id,
+        format: body.format,
+        maxTokens: body.max_tokens,
+        k: body.k,
+        vdpDatabaseNames: body.vdp_database_names,
+      });
+    },
+  );
+
+  app.post(
+    '/memory/search',
+    {
+      schema: {
+        tags: ['memory'],
+        summary: 'My turns ranked by similarity to a query',
+        security: [{ bearerAuth: [] }],
+        body: MemorySearchBody,
+        response: { 200: MemorySearchReply, ...problemResponses(400, 401, 404, 413, 415, 503) },
+      },
+    },
+    async (request) => {
+      const body = request.body as Static<typeof MemorySearchBody>;
+      return searchMemory(app.memoryApiDeps, request.identity, {
+        query: body.query,
+        k: body.k,
+        sessionId: body.session_id,
+        vdpDatabaseNames: body.vdp_database_names,
+        minSimilarity: body.min_similarity,
+      });
+    },
+  );
+}

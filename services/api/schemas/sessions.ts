@@ -1,0 +1,95 @@
+import Type from 'typebox';
+import { ChainFormatSchema, MessageChain } from './message-chains.js';
+
+const StringOrList = Type.Union([Type.Array(Type.String()), Type.String()]);
+
+export const SessionParams = Type.Object({ id: Type.String({ format: 'uuid', description: 'The session id' }) });
+
+export const Session = Type.Object({
+  session_id: Type.String({ format: 'uuid' }),
+  session_name: Type.String(),
+  message_count: Type.Integer({ description: 'Stored turns' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  expires_at: Type.String({ format: 'date-time', description: 'MEMORY_TTL after the last write (sliding) or after creation (absolute)' }),
+  is_summarized: Type.Boolean(),
+  summary_through_turn: Type.Union([Type.Integer(), Type.Null()]),
+  slots: Type.Record(Type.String(), Type.Unknown(), { description: 'Carried-forward context slots, latest value per key' }),
+});
+
+export const SessionPage = Type.Object({
+  sessions: Type.Array(Session),
+  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
+});
+
+export const SessionListQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+});
+
+const TurnStatus = Type.Union(['ok', 'clarification', 'failed', 'upstream_error'].map((s) => Type.Literal(s)));
+
+export const StoredTurnView = Type.Object({
+  turn_number: Type.Integer(),
+  created_at: Type.String({ format: 'date-time' }),
+  status: TurnStatus,
+  question: Type.String(),
+  answer: Type.String(),
+  sql_query: Type.Union([Type.String(), Type.Null()]),
+  query_explanation: Type.Union([Type.String(), Type.Null()]),
+  tables_used: Type.Array(Type.String()),
+  vdp_database_names: Type.Array(Type.String()),
+  execution_result: Type.Unknown(),
+  messages_format: Type.Union([ChainFormatSchema, Type.Null()]),
+  messages: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
+  context: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+  duplicate_of: Type.Union([Type.Integer(), Type.Null()], { description: 'The earlier turn of this session whose question this one nearly repeats' }),
+  in_context_window: Type.Boolean({ description: 'False once MEMORY_MAX_TURNS_PER_SESSION or the summary pushed it out of the context' }),
+});
+
+export const SessionWithTurns = Type.Intersect([
+  Session,
+  Type.Object({ summary: Type.Union([Type.String(), Type.Null()]), turns: Type.Array(StoredTurnView) }),
+]);
+
+export const RenameSessionBody = Type.Object(
+  { session_name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }) },
+  { additionalProperties: false },
+);
+
+export function turnBody(maxQuestionChars: number, withSessionName: boolean) {
+  return Type.Object({
+    question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S' }),
+    answer: Type.String({ maxLength: 200_000 }),
+    sql_query: Type.Optional(Type.Union([Type.String({ maxLength: 100_000 }), Type.Null()])),
+    query_explanation: Type.Optional(Type.Union([Type.String({ maxLength: 20_000 }), Type.Null()])),
+    tables_used: Type.Optional(StringOrList),
+    vdp_database_names: Type.Optional(StringOrList),
+    execution_result: Type.Optional(Type.Unknown({ description: 'Either Denodo form; exported by .../result.csv' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('ok'), Type.Literal('clarification'), Type.Literal('failed')], {
+        description: 'Default: ok with SQL, clarification without. Only ok turns steer later SQL.',
+      }),
+    ),
+    messages: Type.Optional(MessageChain),
+    messages_format: Type.Optional(ChainFormatSchema),
+    context: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'Structured slots carried forward to later context, e.g. {"span": 3.2, "memberType": "joist"}; null removes a slot',
+      }),
+    ),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    ...(withSessionName ? { session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) } : {}),
+  });
+}
+
+export const StoredTurnReply = Type.Object({
+  session: Session,
+  turn: Type.Object({
+    turn_number: Type.Integer(),
+    created_at: Type.String({ format: 'date-time' }),
+    duplicate_of: Type.Union([Type.Integer(), Type.Null()]),
+  }),
+  warnings: Type.Array(Type.String()),
+});

@@ -1,0 +1,48 @@
+import { deleteUserExports, deleteUserSessions, deleteUserTurns, findAuditRow, markAuditFinished, markAuditRunning } from '../../db/repositories/gdpr.js';
+import type { GdprJobDeps } from './gdpr-export.js';
+import { PermanentJobError } from './job-queue.js';
+
+export interface EraseCounts {
+  turns: number;
+  sessions: number;
+  exports: number;
+  queued_jobs: number;
+}
+
+/**
+ * Erases a user (DESIGN §7): turns (with their embeddings), sessions (with their summaries), stored
+ * exports, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
+ * each batch its own short transaction, so a large user never holds a long lock; a retried job
+ * simply continues. The audit row is kept, with counts only.
+ */
+export async function runGdprErase(
+  deps: GdprJobDeps & { batchSize: number; removeQueuedJobs: (tenantId: string, userId: string) => Promise<number> },
+  job: { tenantId: string; requestId: string },
+): Promise<EraseCounts> {
+  const audit = await findAuditRow(deps.db, job.tenantId, job.requestId);
+  if (!audit || audit.action !== 'erase') throw new PermanentJobError(`no erase request ${job.requestId}`);
+  await markAuditRunning(deps.db, job.tenantId, job.requestId, deps.clock());
+
+  const userId = audit.subject_user_id;
+  // Counts accumulate across attempts so the audit row reports the whole erasure.
+  const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, queued_jobs: 0, ...audit.counts };
+  // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
+  // at the end for anything queued meanwhile.
+  counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  const tables: [keyof EraseCounts, typeof deleteUserTurns][] = [
+    ['turns', deleteUserTurns],
+    ['sessions', deleteUserSessions],
+    ['exports', deleteUserExports],
+  ];
+  for (const [what, deleteBatch] of tables) {
+    for (;;) {
+      const deleted = await deleteBatch(deps.db, job.tenantId, userId, deps.batchSize);
+      counts[what] += deleted;
+      if (deleted < deps.batchSize) break;
+    }
+    deps.log.info({ what, deleted: counts[what] }, 'erase step finished');
+  }
+  counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  await markAuditFinished(deps.db, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
+  return counts;
+}

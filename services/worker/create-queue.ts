@@ -1,0 +1,11 @@
+import type { Config } from '../core/config.js';
+import type { JobQueue } from '../core/job-queue.js';
+import { InProcessQueue, type ParentLogger } from './in-process-queue.js';
+import { createProcessors, type ProcessorDeps } from './processors.js';
+import { BullJobQueue } from './queue.js';
+
+/** BullMQ when REDIS_URL is set (a separate worker consumes); otherwise the in-process queue. */
+export function createJobQueue(config: Config, deps: Omit<ProcessorDeps, 'queue' | 'config'>, log: ParentLogger): JobQueue {
+  if (config.REDIS_URL) return new BullJobQueue({ ...config, REDIS_URL: config.REDIS_URL });
+  return new InProcessQueue({ config, log, processors: (queue) => createProcessors({ ...deps, config, queue }) });
+}

@@ -1,0 +1,22 @@
+import type { RedisOptions } from 'ioredis';
+
+/**
+ * ioredis options from REDIS_URL (redis://[user:password@]host:port[/db], rediss:// for TLS).
+ * Workers block on Redis and must retry forever (maxRetriesPerRequest: null, as BullMQ requires);
+ * producers fail fast instead, so an API request does not hang while Redis is down.
+ */
+export function redisOptions(url: string, role: 'worker' | 'producer'): RedisOptions {
+  const u = new URL(url);
+  const db = Number(u.pathname.replace(/^\//, '') || 0);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    db: Number.isInteger(db) ? db : 0,
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+    ...(role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
+    // Reconnect with a capped backoff instead of ioredis' default that grows without bound.
+    retryStrategy: (times: number) => Math.min(times * 200, 5_000),
+  };
+}

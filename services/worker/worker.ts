@@ -1,0 +1,63 @@
+// `npm run worker`: the BullMQ worker process (DESIGN §7). It shares services/core with the API and
+// needs REDIS_URL; without Redis the API runs the same processors in-process instead.
+import closeWithGrace from 'close-with-grace';
+import { pino } from 'pino';
+import { migrate } from '../../db/migrate.js';
+import { openDatabase } from '../../db/pool.js';
+import { loggerOptions } from '../api/logger-options.js';
+import { ConfigError, loadConfig, type Config } from '../core/config.js';
+import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
+import { createEmbedder } from '../providers/embeddings/index.js';
+import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import { startBullWorker } from './bull-worker.js';
+import { createProcessors } from './processors.js';
+import { BullJobQueue } from './queue.js';
+
+let config: Config & { REDIS_URL: string };
+try {
+  const loaded = loadConfig(process.env);
+  if (!loaded.REDIS_URL) throw new ConfigError('REDIS_URL: required by the worker (without Redis, the API runs jobs in-process)');
+  config = loaded as Config & { REDIS_URL: string };
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`memorychat worker: ${err.message}`);
+  process.exit(1);
+}
+
+const log = pino({ ...loggerOptions(config), name: 'memorychat-worker' });
+// An embedded database is locked by the process that opened it: the worker can share it only when
+// the API runs elsewhere. In production both use DATABASE_URL.
+const database = await openDatabase(config);
+await migrate(database.pool);
+
+const embedder = createEmbedder(config);
+const queue = new BullJobQueue(config);
+const processors = createProcessors({
+  config,
+  db: database.pool,
+  embedder,
+  summaryLlm: createSummaryLlm(config),
+  clock: () => new Date(),
+  queue,
+});
+const worker = startBullWorker({ config, processors, log });
+await queue.start();
+await enqueueReEmbeddingIfNeeded(database.pool, queue, embedder, log).catch((err) =>
+  log.error({ err }, 'checking for turns to re-embed failed'),
+);
+
+// Finish the running jobs, then close: worker.close() waits for them; the delay bounds a stuck job,
+// whose lock then expires and another worker picks it up again.
+closeWithGrace({ delay: 60_000 }, async ({ err, signal }) => {
+  if (err) log.error({ err }, 'closing after an error');
+  else log.info({ signal }, 'closing: finishing running jobs');
+  await worker.close();
+  await queue.close();
+  await database.close();
+  log.info('worker closed');
+});
+
+log.info(
+  { concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, cleanup_every_ms: config.cleanupIntervalMs, database: database.embedded ? 'embedded' : 'DATABASE_URL' },
+  'memorychat worker ready',
+);

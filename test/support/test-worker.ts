@@ -1,0 +1,36 @@
+import { pino } from 'pino';
+import type { Worker } from 'bullmq';
+import type { Config } from '../../services/core/config.js';
+import type { JobQueue } from '../../services/core/job-queue.js';
+import { createEmbedder } from '../../services/providers/embeddings/index.js';
+import type { Embedder } from '../../services/providers/embeddings/embedder.js';
+import { createSummaryLlm } from '../../services/providers/llm/summary-llm.js';
+import { startBullWorker } from '../../services/worker/bull-worker.js';
+import { createProcessors } from '../../services/worker/processors.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+
+export const silentLog = pino({ level: 'silent' });
+
+/**
+ * A BullMQ worker in the test process over the test's database, as `npm run worker` builds it
+ * (same processors, same options), so a test sees each job's effect.
+ */
+export function startTestWorker(options: {
+  config: Config;
+  db: Queryable;
+  queue: JobQueue;
+  clock?: () => Date;
+  embedder?: Embedder;
+}): Worker {
+  const { config } = options;
+  if (!config.REDIS_URL) throw new Error('startTestWorker needs REDIS_URL in the config');
+  const processors = createProcessors({
+    config,
+    db: options.db,
+    embedder: options.embedder ?? createEmbedder(config),
+    summaryLlm: createSummaryLlm(config),
+    clock: options.clock ?? (() => new Date()),
+    queue: options.queue,
+  });
+  return startBullWorker({ config: { ...config, REDIS_URL: config.REDIS_URL }, processors, log: silentLog });
+}

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retrieveMemory } from '../../db/repositories/memory-store.js';
+import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/re-embedding.js';
+import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';
+import { InProcessQueue } from '../../services/worker/in-process-queue.js';
+import { createProcessors } from '../../services/worker/processors.js';
+import { waitFor } from '../support/redis.js';
+import { seedSession } from '../support/seed-memory.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { silentLog } from '../support/test-worker.js';
+
+const HOUR = 3_600_000;
+
+describe('re-embedding job', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ EMBEDDINGS_MODEL: 'local-hash-v2', EMBEDDINGS_DIMENSIONS: '256', REEMBED_BATCH_SIZE: '40' });
+  });
+  afterAll(async () => t?.close());
+
+  async function models() {
+    const { rows } = await t.database.pool.query<{ model: string | null; n: number }>(
+      'SELECT embedding_model AS model, count(*)::int AS n FROM turns GROUP BY 1 ORDER BY 1',
+    );
+    return Object.fromEntries(rows.map((r) => [r.model ?? 'none', r.n]));
+  }
+
+  it('when the active model differs from what turns carry, then a job re-embeds them all in batches, and search sees only the active model meanwhile', async () => {
+    const embedder = createLocalEmbedder('local-hash-v2', 256);
+    const sessionId = await seedSession(t.database.pool, { userId: 'reader', turns: 100, expiresAt: new Date(Date.now() + HOUR), model: 'local-hash-v1@384' });
+    await t.database.pool.query(`UPDATE turns SET embedding = NULL, embedding_model = NULL WHERE session_id = $1 AND turn_number <= 5`, [sessionId]);
+    expect(await models()).toEqual({ 'local-hash-v1@384': 95, none: 5 });
+
+    // Before re-embedding, a search with the new model finds nothing: models never mix.
+    const [query] = await embedder.embed(['Question 3 from reader about sales']);
+    const search = () =>
+      retrieveMemory(t.database.pool, {
+        identity: { tenantId: 'default', userId: 'reader', roles: [] },
+        now: new Date(),
+        windowSize: 0,
+        k: 3,
+        minSimilarity: -1,
+        embedding: query!,
+        embeddingModel: embedder.modelId,
+        scope: {},
+      });
+    expect((await search()).similar).toEqual([]);
+
+    const queue = new InProcessQueue({
+      config: t.config,
+      log: silentLog,
+      processors: (q) => createProcessors({ config: t.config, db: t.database.pool, embedder, clock: () => new Date(), queue: q }),
+    });
+    try {
+      expect(await enqueueReEmbeddingIfNeeded(t.database.pool, queue, embedder, silentLog)).toBe(true);
+      await waitFor(async () => (await queue.counts()).completed === 1, 20_000, 're-embedding');
+      expect((await queue.counts()).failed).toBe(0);
+    } finally {
+      await queue.close();
+    }
+    expect(await models()).toEqual({ 'local-hash-v2@256': 100 });
+    const { rows } = await t.database.pool.query('SELECT DISTINCT vector_dims(embedding) AS dims FROM turns');
+    expect(rows).toEqual([{ dims: 256 }]);
+    expect((await search()).similar).toHaveLength(3);
+    expect(await enqueueReEmbeddingIfNeeded(t.database.pool, queue, embedder, silentLog)).toBe(false);
+  });
+
+  it('when a remote provider is rate-limited, then batches are paced to REEMBED_MAX_PER_MINUTE', async () => {
+    await seedSession(t.database.pool, { userId: 'paced', turns: 30, expiresAt: new Date(Date.now() + HOUR), model: 'old@384' });
+    const waits: number[] = [];
+    const result = await runReEmbedding(
+      {
+        db: t.database.pool,
+        embedder: createLocalEmbedder('local-hash-v2', 256),
+        log: silentLog,
+        batchSize: 10,
+        maxPerMinute: 600, // 10 texts per second: one batch of 10 per second
+        sleep: async (ms) => void waits.push(ms),
+      },
+      { modelId: 'local-hash-v2@256' },
+    );
+    expect(result).toMatchObject({ embedded: 30 });
+    // Three full batches, each followed by the rest of its one-second slot (minus the time it took).
+    expect(waits.length).toBe(3);
+    for (const ms of waits) {
+      expect(ms).toBeGreaterThan(500);
+      expect(ms).toBeLessThanOrEqual(1000);
+    }
+  });
+});
