@@ -26,6 +26,8 @@ export interface HistoryTurn {
   sql_query: string | null;
   tables_used: string[];
   created_at: Date;
+  /** The turn's stored message chain, when the retrieval asked for it. */
+  messages?: unknown;
 }
 
 export interface SimilarTurn extends HistoryTurn {
@@ -44,6 +46,8 @@ export interface RetrievalRequest {
   embedding: number[] | null;
   embeddingModel: string;
   scope: DatabaseScope;
+  /** Also read the window turns' message chains (the memory API replays them). */
+  withMessages?: boolean;
 }
 
 export interface Retrieved {
@@ -60,7 +64,8 @@ export const SESSION_COLUMNS = `session_id, session_name, created_at, updated_at
 
 /**
  * Everything a new question needs from memory, in one round trip: the session (when resuming),
- * its recent turns, and the user's most similar other turns of the active embedding model.
+ * its recent turns not yet folded into its summary (upstream failures are never history), and the
+ * user's most similar other turns of the active embedding model (answered turns only).
  */
 export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
   const params: unknown[] = [req.identity.tenantId, req.identity.userId, req.sessionId ?? null, req.now];
@@ -75,10 +80,12 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        SELECT ${SESSION_COLUMNS} FROM sessions
        WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
      ), win AS (
-       SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at
-       FROM turns t
-       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND EXISTS (SELECT 1 FROM sess)
-         AND t.status IN ('ok', 'clarification') AND ${scope}
+       SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
+              ${req.withMessages ? 't.messages' : 'NULL::jsonb AS messages'}
+       FROM turns t, sess
+       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+         AND t.turn_number > COALESCE(sess.summary_through_turn, 0)
+         AND t.status <> 'upstream_error' AND ${scope}
        ORDER BY t.turn_number DESC LIMIT $${windowP}
      ), sim AS (
        SELECT * FROM (
@@ -248,5 +255,6 @@ function turnFromJson(row: Record<string, unknown>): HistoryTurn {
     sql_query: (row.sql_query as string | null) ?? null,
     tables_used: (row.tables_used as string[] | null) ?? [],
     created_at: new Date(row.created_at as string),
+    ...(row.messages ? { messages: row.messages } : {}),
   };
 }

@@ -10,7 +10,9 @@ import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import type { JobQueue } from '../core/job-queue.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../core/summarization.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import { createMetrics, instrumentAnswerer, instrumentEmbedder } from '../core/metrics.js';
 import auth from './plugins/auth.js';
+import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
 import problemErrors from './plugins/problem-errors.js';
 import queuePlugin from './plugins/queue.js';
@@ -61,12 +63,15 @@ export async function buildApp(deps: AppDeps) {
     genReqId: () => crypto.randomUUID(),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  const metrics = createMetrics();
+  const embedder = instrumentEmbedder(deps.embedder, metrics);
+
   app.decorate('config', config);
   app.decorate('db', deps.db);
   app.decorate('memoryChatDeps', {
     db: deps.db,
-    embedder: deps.embedder,
-    answerer: deps.answerer,
+    embedder,
+    answerer: instrumentAnswerer(deps.answerer, metrics),
     llm: deps.llm,
     clock: deps.clock ?? (() => new Date()),
     log: app.log,
@@ -87,7 +92,7 @@ export async function buildApp(deps: AppDeps) {
 
   app.decorate('memoryApiDeps', {
     db: deps.db,
-    embedder: deps.embedder,
+    embedder,
     clock: app.memoryChatDeps.clock,
     log: app.log,
     afterTurnStored: app.memoryChatDeps.afterTurnStored,
@@ -104,6 +109,7 @@ export async function buildApp(deps: AppDeps) {
 
   app.addSchema(ProblemSchema);
   await app.register(problemErrors);
+  await app.register(metricsPlugin, { metrics, pool: deps.db });
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
   await app.register(queuePlugin, {
@@ -111,7 +117,8 @@ export async function buildApp(deps: AppDeps) {
     queue: deps.queue,
     processorDeps: {
       db: deps.db,
-      embedder: deps.embedder,
+      embedder,
+      metrics,
       summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
       clock: app.memoryChatDeps.clock,
     },

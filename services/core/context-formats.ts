@@ -1,4 +1,4 @@
-import type { ContextMemory, ContextTurn } from '../../db/repositories/context-retrieval.js';
+import type { HistoryTurn, SimilarTurn } from '../../db/repositories/memory-store.js';
 import { chainAsAnthropic, chainAsOpenAi } from './chain-conversion.js';
 import { ANSWER_CHARS_IN_CONTEXT } from './memory-context.js';
 import { normaliseAnthropic, type AnthropicMessage, type OpenAiMessage, type StoredChain } from './message-chains.js';
@@ -15,16 +15,16 @@ export interface ContextParts {
   summary: string | null;
   slots: Record<string, unknown>;
   /** Newest first. */
-  window: ContextTurn[];
+  window: HistoryTurn[];
   /** Most similar first. */
-  memories: ContextMemory[];
+  memories: SimilarTurn[];
 }
 
 type Item =
-  | { kind: 'history'; turn: ContextTurn; messages: (AnthropicMessage | OpenAiMessage)[] }
+  | { kind: 'history'; turn: HistoryTurn; messages: (AnthropicMessage | OpenAiMessage)[] }
   | { kind: 'summary' }
   | { kind: 'slots' }
-  | { kind: 'memory'; memory: ContextMemory };
+  | { kind: 'memory'; memory: SimilarTurn };
 
 /**
  * The context of `POST /memory/context` in the caller's format, within `maxTokens`. In `text` format
@@ -68,7 +68,7 @@ export function buildFormattedContext(p: ContextParts) {
   return { ...assembled, truncated };
 }
 
-function historyItem(p: ContextParts, turn: ContextTurn): Item {
+function historyItem(p: ContextParts, turn: HistoryTurn): Item {
   return { kind: 'history', turn, messages: p.format === 'text' ? [] : turnMessages(turn, p.format) };
 }
 
@@ -118,7 +118,7 @@ function assemble(p: ContextParts, kept: Item[]) {
 }
 
 /** A stored chain in the asked format, or the question and answer as a two-message exchange. */
-function turnMessages(turn: ContextTurn, format: 'openai' | 'anthropic'): (AnthropicMessage | OpenAiMessage)[] {
+function turnMessages(turn: HistoryTurn, format: 'openai' | 'anthropic'): (AnthropicMessage | OpenAiMessage)[] {
   const chain = turn.messages as StoredChain | null;
   if (chain?.format && Array.isArray(chain.messages)) return format === 'anthropic' ? chainAsAnthropic(chain) : chainAsOpenAi(chain);
   const sql = turn.status === 'ok' && turn.sql_query ? `\n\nSQL used:\n${turn.sql_query}` : '';

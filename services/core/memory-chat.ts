@@ -286,7 +286,7 @@ export function conversationMetadata(session: SessionRow) {
     updated_at: session.updated_at.toISOString(),
     expires_at: session.expires_at.toISOString(),
     is_summarized: session.summary_text !== null,
-    summarized_through_turn: session.summary_through_turn,
+    summary_through_turn: session.summary_through_turn,
   };
 }
 

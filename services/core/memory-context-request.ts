@@ -1,4 +1,4 @@
-import { retrieveContext } from '../../db/repositories/context-retrieval.js';
+import { retrieveMemory } from '../../db/repositories/memory-store.js';
 import { buildFormattedContext, type ContextFormat } from './context-formats.js';
 import type { Identity } from './identity.js';
 import type { MemoryApiDeps } from './memory-api-deps.js';
@@ -31,7 +31,8 @@ export async function resolveMemoryContext(deps: MemoryApiDeps, identity: Identi
       warnings.push('related memories are unavailable: the embeddings provider failed');
     }
   }
-  const retrieved = await retrieveContext(deps.db, {
+  const retrieved = await retrieveMemory(deps.db, {
+    withMessages: true,
     identity,
     sessionId: req.sessionId,
     now,
@@ -52,7 +53,7 @@ export async function resolveMemoryContext(deps: MemoryApiDeps, identity: Identi
     summary: retrieved.session?.summary_text ?? null,
     slots: retrieved.session?.slots ?? {},
     window: retrieved.window,
-    memories: retrieved.memories,
+    memories: retrieved.similar,
   });
   return {
     session_id: retrieved.session?.session_id ?? null,

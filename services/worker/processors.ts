@@ -9,6 +9,7 @@ import { runRetentionCleanup } from '../core/retention-cleanup.js';
 import { summarizationSettingsFrom, summarizeSession } from '../core/summarization.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import { instrumentProcessors, type Metrics } from '../core/metrics.js';
 
 export interface ProcessorDeps {
   config: Config;
@@ -18,12 +19,19 @@ export interface ProcessorDeps {
   clock: () => Date;
   /** Erase removes the user's queued jobs through it. */
   queue: Pick<JobQueue, 'removeUserJobs'>;
+  /** Job counts and durations by kind, when given. */
+  metrics?: Metrics;
 }
 
 const ERASE_BATCH = 500;
 
 /** The job processors, the same for the BullMQ worker and the in-process queue. */
 export function createProcessors(deps: ProcessorDeps): Processors {
+  const processors = uninstrumentedProcessors(deps);
+  return deps.metrics ? instrumentProcessors(processors, deps.metrics) : processors;
+}
+
+function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
   const { config, db, clock } = deps;
   return {
     cleanup: (_data, ctx) => runRetentionCleanup({ db, clock, log: ctx.log, batchSize: config.MEMORY_CLEANUP_BATCH_SIZE }),

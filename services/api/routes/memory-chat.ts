@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { runMemoryChat } from '../../core/memory-chat.js';
+import { recordMemoryUse } from '../../core/metrics.js';
 import { MemoryChatHeaders, MemoryChatResponse, memoryChatBody } from '../schemas/memory-chat.js';
 import { problemResponses } from '../schemas/problem.js';
 
@@ -34,17 +35,27 @@ export default async function memoryChatRoutes(app: FastifyInstance) {
     async (request) => {
       const body = request.body as Static<typeof Body>;
       const params = Object.fromEntries(Object.entries(body).filter(([key]) => !MEMORY_FIELDS.has(key)));
-      return runMemoryChat(app.memoryChatDeps, {
+      const response = await runMemoryChat(app.memoryChatDeps, {
         identity: request.identity,
         question: body.question,
         sessionId: body.session_id,
         sessionName: body.session_name,
-        useMemory: body.use_memory,
+        useMemory: body.use_memory ?? true,
         maxHistoryTurns: body.max_history_messages,
         semanticSearchK: body.semantic_search_k,
         params,
         upstreamAuthorization: request.headers['x-upstream-authorization'] as string | undefined,
       });
+      if (body.use_memory ?? true) {
+        const used = response.memory_context_used;
+        recordMemoryUse(app.metrics, {
+          retrievalSeconds: response.memory_retrieval_time,
+          contextTokens: used.context_tokens,
+          historyCount: used.history_messages_count,
+          similarCount: used.similar_queries_count,
+        });
+      }
+      return response;
     },
   );
 }

@@ -9,7 +9,7 @@ export function memoryChatBody(maxQuestionChars: number) {
       question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S', description: 'The user\'s question, as asked' }),
       session_id: Type.Optional(Type.String({ format: 'uuid', description: 'Resume this conversation' })),
       session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Name for a new conversation (default: the first question)' })),
-      use_memory: Type.Boolean({ default: true }),
+      use_memory: Type.Optional(Type.Boolean({ default: true, description: 'Use conversation memory for this question (the turn is stored either way)' })),
       max_history_messages: Type.Optional(Type.Integer({ minimum: 0, maximum: 50, description: 'Recent turns to include (default MEMORY_MAX_HISTORY_MESSAGES)' })),
       semantic_search_k: Type.Optional(Type.Integer({ minimum: 0, maximum: 20, description: 'Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K)' })),
       vdp_database_names: Type.Optional(StringOrList),
@@ -45,6 +45,7 @@ export const ConversationMetadata = Type.Object({
   updated_at: Type.String({ format: 'date-time' }),
   expires_at: Type.String({ format: 'date-time' }),
   is_summarized: Type.Boolean(),
+  summary_through_turn: Type.Union([Type.Integer(), Type.Null()], { description: 'The last turn the summary covers' }),
 });
 
 export const MemoryChatResponse = Type.Object(

@@ -1,0 +1,134 @@
+// The rules memorychat's manifests keep beyond the API schema (DESIGN §10): hardened pods, probes
+// on the real endpoints, selectors that select something, and configuration that the service's own
+// config loader accepts in production.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigSchema, loadConfig } from '../../services/core/config.js';
+import { podContainers, type Resource } from './render.js';
+
+type Body = Record<string, any>;
+
+const WORKLOAD_KINDS = new Set(['Deployment', 'Job']);
+
+export interface PolicyOptions {
+  projectRoot: string;
+  /** An overlay is deployable as is: every ConfigMap and Secret it references must be in it. */
+  complete: boolean;
+}
+
+export function checkPolicy(resources: Resource[], options: PolicyOptions): string[] {
+  const errors: string[] = [];
+  const workloads = resources.filter((r) => WORKLOAD_KINDS.has(r.body.kind));
+  const find = (kind: string, name: string) => resources.find((r) => r.body.kind === kind && r.body.metadata?.name === name);
+
+  for (const { source, body } of workloads) {
+    const at = `${source}: ${body.kind}/${body.metadata?.name}`;
+    const pod = body.spec?.template?.spec ?? {};
+    if (pod.securityContext?.runAsNonRoot !== true || !(pod.securityContext?.runAsUser > 0)) {
+      errors.push(`${at}: the pod needs securityContext.runAsNonRoot: true and a non-zero runAsUser`);
+    }
+    if (body.kind === 'Deployment' && !selects(body.spec?.selector, body.spec?.template?.metadata?.labels)) {
+      errors.push(`${at}: spec.selector does not match the pod template's labels`);
+    }
+    for (const container of podContainers(body)) {
+      errors.push(...checkContainer(container, pod, `${at} container ${container.name}`, options.projectRoot));
+      errors.push(...checkEnvironment(container, find, `${at} container ${container.name}`, options.complete));
+    }
+  }
+
+  for (const { source, body } of resources) {
+    const at = `${source}: ${body.kind}/${body.metadata?.name}`;
+    const selector = body.kind === 'Service' ? { matchLabels: body.spec?.selector } : body.kind === 'PodDisruptionBudget' ? body.spec?.selector : body.kind === 'NetworkPolicy' ? body.spec?.podSelector : undefined;
+    if (selector && !workloads.some((w) => selects(selector, w.body.spec?.template?.metadata?.labels))) {
+      errors.push(`${at}: its selector matches no pod of the Deployments and Jobs here`);
+    }
+    if (body.kind === 'Service') {
+      const portNames = workloads.flatMap((w) => podContainers(w.body)).flatMap((c) => (c.ports ?? []).map((p: Body) => p.name));
+      for (const port of body.spec?.ports ?? []) {
+        if (typeof port.targetPort === 'string' && !portNames.includes(port.targetPort)) errors.push(`${at}: targetPort "${port.targetPort}" is no container port name`);
+      }
+    }
+    if (body.kind === 'HorizontalPodAutoscaler') {
+      const target = find(body.spec?.scaleTargetRef?.kind, body.spec?.scaleTargetRef?.name);
+      if (!target) errors.push(`${at}: scaleTargetRef names no resource here`);
+      else if (target.body.spec?.replicas !== undefined) errors.push(`${target.source}: ${target.body.kind}/${target.body.metadata.name} sets replicas, which would reset ${at}'s count on every apply`);
+    }
+    if (body.kind === 'ConfigMap') errors.push(...unknownVariables(Object.keys(body.data ?? {}), at));
+  }
+  return errors;
+}
+
+function checkContainer(c: Body, pod: Body, at: string, projectRoot: string): string[] {
+  const errors: string[] = [];
+  const sc = c.securityContext ?? {};
+  if (sc.readOnlyRootFilesystem !== true || sc.allowPrivilegeEscalation !== false || !sc.capabilities?.drop?.includes('ALL')) {
+    errors.push(`${at}: needs readOnlyRootFilesystem: true, allowPrivilegeEscalation: false and capabilities.drop: [ALL]`);
+  }
+  const r = c.resources ?? {};
+  if (!r.requests?.cpu || !r.requests?.memory || !r.limits?.memory) errors.push(`${at}: needs cpu and memory requests and a memory limit`);
+  // node as PID 1 receives SIGTERM itself; npm or a shell would not pass it on.
+  if (c.command?.[0] !== 'node') errors.push(`${at}: command must start with node`);
+  const entry = (c.command ?? []).find((arg: string) => /\.(ts|js|mjs)$/.test(arg));
+  if (entry && !existsSync(path.join(projectRoot, entry))) errors.push(`${at}: runs ${entry}, which does not exist`);
+
+  const emptyDirs = new Set((pod.volumes ?? []).filter((v: Body) => v.emptyDir).map((v: Body) => v.name));
+  const writable = (c.volumeMounts ?? []).filter((m: Body) => emptyDirs.has(m.name)).map((m: Body) => m.mountPath);
+  const dataDir = (c.env ?? []).find((e: Body) => e.name === 'DATA_DIR')?.value;
+  if (!writable.includes('/tmp')) errors.push(`${at}: needs an emptyDir at /tmp (the root filesystem is read-only)`);
+  if (!writable.includes(dataDir)) errors.push(`${at}: DATA_DIR must be set to the mount path of an emptyDir`);
+
+  if ((c.ports ?? []).length > 0) {
+    if (c.livenessProbe?.httpGet?.path !== '/healthz') errors.push(`${at}: serves HTTP, so its livenessProbe must GET /healthz`);
+    if (c.readinessProbe?.httpGet?.path !== '/readyz') errors.push(`${at}: serves HTTP, so its readinessProbe must GET /readyz`);
+  }
+  return errors;
+}
+
+/** The container's environment as the kubelet would build it, checked by the service's own loader. */
+function checkEnvironment(c: Body, find: (kind: string, name: string) => Resource | undefined, at: string, complete: boolean): string[] {
+  const errors: string[] = [];
+  const env: Record<string, string> = {};
+  for (const from of c.envFrom ?? []) {
+    const [kind, ref] = from.configMapRef ? ['ConfigMap', from.configMapRef] : ['Secret', from.secretRef];
+    const found = ref && find(kind, ref.name);
+    if (!found) {
+      if (complete || kind === 'ConfigMap') errors.push(`${at}: envFrom names ${kind} "${ref?.name}", which is not here`);
+      continue;
+    }
+    Object.assign(env, found.body.data && kind === 'Secret' ? decodeBase64(found.body.data) : found.body.data, found.body.stringData);
+  }
+  for (const e of c.env ?? []) if (typeof e.value === 'string') env[e.name] = e.value;
+  errors.push(...unknownVariables(Object.keys(env), at));
+  if (!complete) return errors;
+
+  if (env.NODE_ENV !== 'production') errors.push(`${at}: NODE_ENV must be production`);
+  // Without them the pod would start an embedded database in an emptyDir (lost on restart, one per
+  // pod) and the worker would refuse to start.
+  for (const name of ['DATABASE_URL', 'REDIS_URL']) if (!env[name]) errors.push(`${at}: ${name} must be set`);
+  try {
+    loadConfig(env);
+  } catch (err) {
+    errors.push(`${at}: the service would refuse this configuration: ${(err as Error).message}`);
+  }
+  return errors;
+}
+
+function unknownVariables(names: string[], at: string): string[] {
+  const known = new Set(Object.keys(ConfigSchema.properties));
+  return names.filter((n) => !known.has(n)).map((n) => `${at}: ${n} is not a variable of services/core/config.ts`);
+}
+
+function decodeBase64(data: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+}
+
+/** Whether a label selector (matchLabels and `In` expressions) selects pods with these labels. */
+function selects(selector: Body | undefined, labels: Record<string, string> | undefined): boolean {
+  if (!selector || !labels) return false;
+  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const byExpressions = (selector.matchExpressions ?? []).every(
+    (e: Body) => (e.operator === 'In' && e.values.includes(labels[e.key])) || (e.operator === 'Exists' && e.key in labels),
+  );
+  const empty = !selector.matchLabels && !selector.matchExpressions;
+  return !empty && byLabels && byExpressions;
+}

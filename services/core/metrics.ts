@@ -1,0 +1,146 @@
+import client from 'prom-client';
+import type { Answerer } from '../providers/answerers/answerer.js';
+import type { Embedder } from '../providers/embeddings/embedder.js';
+import { AppError } from './errors.js';
+import type { JobKind, Processors } from './job-queue.js';
+
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/**
+ * The service's Prometheus metrics, in a registry of their own (one per app or worker), so that
+ * several instances in one process (tests) do not collide.
+ */
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const opts = { registers: [registry] };
+  return {
+    registry,
+    httpDuration: new client.Histogram({
+      name: 'memorychat_http_request_duration_seconds',
+      help: 'HTTP request latency by route and status',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: SECONDS,
+      ...opts,
+    }),
+    memoryRetrieval: new client.Histogram({
+      name: 'memorychat_memory_retrieval_seconds',
+      help: 'Time to embed the question and read the window, similar turns and summary',
+      buckets: SECONDS,
+      ...opts,
+    }),
+    contextTokens: new client.Histogram({
+      name: 'memorychat_context_tokens',
+      help: 'Tokens of memory context added to a request',
+      buckets: [0, 50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000],
+      ...opts,
+    }),
+    memoryRequests: new client.Counter({
+      name: 'memorychat_memory_requests_total',
+      help: 'Requests that looked up memory; hit="true" when history or similar turns were used (hit rate = hit / all)',
+      labelNames: ['hit'],
+      ...opts,
+    }),
+    upstreamDuration: new client.Histogram({
+      name: 'memorychat_upstream_request_duration_seconds',
+      help: 'Answerer latency by outcome',
+      labelNames: ['outcome'],
+      buckets: SECONDS,
+      ...opts,
+    }),
+    upstreamErrors: new client.Counter({
+      name: 'memorychat_upstream_errors_total',
+      help: 'Answerer failures by problem code',
+      labelNames: ['code'],
+      ...opts,
+    }),
+    embeddingDuration: new client.Histogram({
+      name: 'memorychat_embedding_duration_seconds',
+      help: 'Embedding latency by model',
+      labelNames: ['model'],
+      buckets: SECONDS,
+      ...opts,
+    }),
+    jobs: new client.Counter({
+      name: 'memorychat_jobs_total',
+      help: 'Background jobs by kind and outcome',
+      labelNames: ['kind', 'outcome'],
+      ...opts,
+    }),
+    jobDuration: new client.Histogram({
+      name: 'memorychat_job_duration_seconds',
+      help: 'Background job duration by kind',
+      labelNames: ['kind'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+      ...opts,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function instrumentAnswerer(answerer: Answerer, metrics: Metrics): Answerer {
+  return {
+    kind: answerer.kind,
+    async answer(request) {
+      const stop = metrics.upstreamDuration.startTimer();
+      try {
+        const answer = await answerer.answer(request);
+        stop({ outcome: answer.status });
+        return answer;
+      } catch (err) {
+        const code = err instanceof AppError ? err.code : 'internal-error';
+        stop({ outcome: 'error' });
+        metrics.upstreamErrors.inc({ code });
+        throw err;
+      }
+    },
+  };
+}
+
+export function instrumentEmbedder(embedder: Embedder, metrics: Metrics): Embedder {
+  return {
+    modelId: embedder.modelId,
+    dimensions: embedder.dimensions,
+    async embed(texts) {
+      const stop = metrics.embeddingDuration.startTimer({ model: embedder.modelId });
+      try {
+        return await embedder.embed(texts);
+      } finally {
+        stop();
+      }
+    },
+  };
+}
+
+/** Records what one request drew from memory (hit = history or similar turns were used). */
+export function recordMemoryUse(
+  metrics: Metrics,
+  used: { retrievalSeconds: number; contextTokens: number; historyCount: number; similarCount: number },
+) {
+  metrics.memoryRetrieval.observe(used.retrievalSeconds);
+  metrics.contextTokens.observe(used.contextTokens);
+  metrics.memoryRequests.inc({ hit: String(used.historyCount + used.similarCount > 0) });
+}
+
+/** Counts and times every job by kind and outcome. */
+export function instrumentProcessors(processors: Processors, metrics: Metrics): Processors {
+  const wrapped = {} as Record<JobKind, (data: unknown, ctx: never) => Promise<unknown>>;
+  for (const kind of Object.keys(processors) as JobKind[]) {
+    const run = processors[kind] as (data: unknown, ctx: never) => Promise<unknown>;
+    wrapped[kind] = async (data, ctx) => {
+      const stop = metrics.jobDuration.startTimer({ kind });
+      try {
+        const result = await run(data, ctx);
+        metrics.jobs.inc({ kind, outcome: 'completed' });
+        return result;
+      } catch (err) {
+        metrics.jobs.inc({ kind, outcome: 'failed' });
+        throw err;
+      } finally {
+        stop();
+      }
+    };
+  }
+  return wrapped as unknown as Processors;
+}

@@ -1,0 +1,130 @@
+import { spawnSync } from 'node:child_process';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { checkK8s } from '../../scripts/check-k8s.js';
+import { checkPolicy } from '../../scripts/k8s/policy.js';
+import { podContainers, renderKustomization, type Resource } from '../../scripts/k8s/render.js';
+import { checkUnknownFields, validateSchemas } from '../../scripts/k8s/schema.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const OVERLAY = path.join(ROOT, 'k8s/overlays/example');
+
+/** A fresh rendering of the example overlay, with helpers to find its objects. */
+function renderOverlay() {
+  const { resources, errors } = renderKustomization(OVERLAY, ROOT);
+  expect(errors).toEqual([]);
+  const find = (kind: string, name: string) => resources.find((r) => r.body.kind === kind && r.body.metadata.name === name)!.body;
+  const api = find('Deployment', 'memorychat-api');
+  return { resources, find, api, apiContainer: podContainers(api)[0]! };
+}
+
+async function tempDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-k8s-'));
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
+  return dir;
+}
+
+describe('the Kubernetes manifests', () => {
+  it('when `npm run k8s:check` runs on k8s/, then it renders the base and the overlay and finds no problem', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-k8s.ts'], { cwd: ROOT, encoding: 'utf8' });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/2 kustomizations \(k8s\/base, k8s\/overlays\/example\), \d+ objects: valid/);
+  }, 60_000);
+
+  it('when the overlay is rendered, then its patches, image and namespace are applied to the base', () => {
+    const { find, api, apiContainer } = renderOverlay();
+    expect(apiContainer.image).toBe('registry.example.com/memorychat:0.1.0');
+    expect(apiContainer.resources.limits.memory).toBe('768Mi');
+    expect(apiContainer.livenessProbe.httpGet.path).toBe('/healthz');
+    expect(find('HorizontalPodAutoscaler', 'memorychat-api').spec.minReplicas).toBe(3);
+    expect(api.metadata.namespace).toBe('memorychat');
+    expect(find('ConfigMap', 'memorychat-config').data.NODE_ENV).toBe('production');
+  });
+
+  it('when a value has the wrong type or a field is misspelt, then the schema checks name the object', async () => {
+    const { api, apiContainer, find } = renderOverlay();
+    apiContainer.ports[0].containerPort = '8080';
+    const service = find('Service', 'memorychat-api');
+    service.spec.selectr = service.spec.selector;
+    const resources: Resource[] = [
+      { source: 'api', body: api },
+      { source: 'service', body: service },
+    ];
+
+    expect(await validateSchemas(resources)).toEqual([expect.stringMatching(/^api: Deployment\/memorychat-api: .*containerPort must be integer/)]);
+    const unknown = checkUnknownFields(resources, ROOT);
+    expect(unknown).toContainEqual(expect.stringMatching(/^service: Service\/memorychat-api: .*'"selectr"' does not exist/));
+    expect(unknown).toContainEqual(expect.stringMatching(/^api: Deployment\/memorychat-api: .*not assignable to type 'number'/));
+  }, 30_000);
+
+  it('when an object kind has no Kubernetes schema, then it is reported rather than skipped', async () => {
+    const errors = await validateSchemas([{ source: 'x', body: { apiVersion: 'apps/v1', kind: 'Deploymnet', metadata: { name: 'a' } } }]);
+    expect(errors).toEqual(['x: no Kubernetes schema for apps/v1 Deploymnet']);
+  });
+
+  it('when a Deployment loses its hardening, probes or writable directories, then the policy names each rule', () => {
+    const { resources, api, apiContainer } = renderOverlay();
+    expect(checkPolicy(resources, { projectRoot: ROOT, complete: true })).toEqual([]);
+    delete api.spec.template.spec.securityContext.runAsNonRoot;
+    apiContainer.securityContext.readOnlyRootFilesystem = false;
+    apiContainer.readinessProbe.httpGet.path = '/healthz';
+    apiContainer.command = ['npm', 'start'];
+    apiContainer.volumeMounts = apiContainer.volumeMounts.filter((m: { mountPath: string }) => m.mountPath !== '/tmp');
+    api.spec.replicas = 2;
+
+    const errors = checkPolicy(resources, { projectRoot: ROOT, complete: true }).join('\n');
+    expect(errors).toMatch(/runAsNonRoot/);
+    expect(errors).toMatch(/readOnlyRootFilesystem: true/);
+    expect(errors).toMatch(/readinessProbe must GET \/readyz/);
+    expect(errors).toMatch(/command must start with node/);
+    expect(errors).toMatch(/emptyDir at \/tmp/);
+    expect(errors).toMatch(/sets replicas/);
+  });
+
+  it('when the configuration has an unknown or invalid variable or lacks DATABASE_URL, then the policy reports it', () => {
+    const { resources, find } = renderOverlay();
+    const config = find('ConfigMap', 'memorychat-config');
+    config.data.MEMORY_TTL_MODES = 'sliding';
+    config.data.ANSWER_TIMEOUT_MS = 'soon';
+    delete find('Secret', 'memorychat-secrets').stringData.DATABASE_URL;
+
+    const errors = checkPolicy(resources, { projectRoot: ROOT, complete: true }).join('\n');
+    expect(errors).toMatch(/MEMORY_TTL_MODES is not a variable of services\/core\/config.ts/);
+    expect(errors).toMatch(/would refuse this configuration: .*ANSWER_TIMEOUT_MS/s);
+    expect(errors).toMatch(/DATABASE_URL must be set/);
+  });
+
+  it('when a kustomization names a missing file or a patch targets no resource, then rendering reports both', async () => {
+    const dir = await tempDir({
+      'kustomization.yaml': 'resources: [missing.yaml, cm.yaml]\npatches: [{ path: patch.yaml }]\n',
+      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a }\n',
+      'patch.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: b }\ndata: { PORT: "1" }\n',
+    });
+    try {
+      const { errors } = renderKustomization(dir, dir);
+      expect(errors).toEqual([
+        'kustomization.yaml: resource "missing.yaml" does not exist',
+        'patch.yaml: patches ConfigMap/b, which no resource of . defines',
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('when a manifest under k8s/ is used by no kustomization, then the check reports the file', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-k8s-'));
+    try {
+      await cp(path.join(ROOT, 'k8s'), path.join(dir, 'k8s'), { recursive: true });
+      await writeFile(path.join(dir, 'k8s/base/forgotten.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: x }\n');
+      const result = await checkK8s(path.join(dir, 'k8s'), ROOT);
+      expect(result.errors.map((e) => e.replace(path.relative(ROOT, dir), '<tmp>'))).toEqual([
+        '<tmp>/k8s/base/forgotten.yaml: no kustomization uses this file',
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
