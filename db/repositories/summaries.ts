@@ -1,4 +1,4 @@
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
+import type { HistoryTurn } from './memory-store.js';
 import type { Queryable } from './queryable.js';
 
 export interface SessionKey {
@@ -14,14 +14,7 @@ export interface SummaryState {
   turn_count: number;
 }
 
-export interface TurnToSummarize {
-  turn_number: number;
-  status: TurnStatus;
-  question: string;
-  answer: string;
-  sql_query: string | null;
-  tables_used: string[];
-}
+export type TurnToSummarize = Omit<HistoryTurn, 'created_at' | 'messages'>;
 
 /** The live session's summary bookkeeping, or undefined when it is gone or expired. */
 export async function loadSummaryState(db: Queryable, key: SessionKey, now: Date): Promise<SummaryState | undefined> {

@@ -2,6 +2,7 @@ import pgvector from 'pgvector';
 import type { DatabaseScope, Identity } from '../../services/core/identity.js';
 import type { TurnRef } from '../../services/core/turn-refs.js';
 import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
+import type { HistoryTurn } from './memory-store.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { visibleInSearchSql } from './turn-duplicates.js';
@@ -94,16 +95,9 @@ export interface SearchRequest {
   scope: DatabaseScope;
 }
 
-export interface SearchHit {
+export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
   session_id: string;
   session_name: string;
-  turn_number: number;
-  created_at: Date;
-  status: TurnStatus;
-  question: string;
-  answer: string;
-  sql_query: string | null;
-  tables_used: string[];
   vdp_database_names: string[];
   similarity: number;
 }

@@ -4,9 +4,7 @@ import { openDatabase } from '../../db/pool.js';
 import { ConfigError, loadConfig } from '../core/config.js';
 import { loadOrCreateLocalSecret } from '../core/local-secret.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
-import { createAnswerer } from '../providers/answerers/index.js';
-import { createEmbedder } from '../providers/embeddings/index.js';
-import { createChatLlm } from '../providers/llm/index.js';
+import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
 import { loggerOptions } from './logger-options.js';
 
@@ -32,12 +30,11 @@ try {
   process.exit(1);
 }
 
+const providers = createProviders(config);
 const app = await buildApp({
   config,
   db: database.pool,
-  embedder: createEmbedder(config),
-  answerer: createAnswerer(config),
-  llm: createChatLlm(config),
+  ...providers,
   localSecret,
   logger: loggerOptions(config),
 });
@@ -46,7 +43,7 @@ app.addHook('onClose', async () => database.close());
 // BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
 await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));
 if (app.queue.mode === 'in-process') {
-  await enqueueReEmbeddingIfNeeded(database.pool, app.queue, createEmbedder(config), app.log).catch((err) =>
+  await enqueueReEmbeddingIfNeeded(database.pool, app.queue, providers.embedder, app.log).catch((err) =>
     app.log.error({ err }, 'checking for turns to re-embed failed'),
   );
 }

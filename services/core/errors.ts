@@ -19,7 +19,6 @@ export const ERROR_CATALOG = {
   'export-expired': { status: 410, title: 'The export has expired or was erased' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
-  'rate-limited': { status: 429, title: 'Too many requests' },
   'internal-error': { status: 500, title: 'Internal error' },
   'upstream-failed': { status: 502, title: 'The answering backend failed' },
   'upstream-bad-response': { status: 502, title: 'The answering backend sent an unusable reply' },

@@ -15,6 +15,7 @@ import { AppError } from './errors.js';
 import type { Identity } from './identity.js';
 import { buildMemoryContext, type BuiltContext } from './memory-context.js';
 import { cutText } from './text.js';
+import { sessionView } from './memory-api-deps.js';
 import { embeddedTurnText } from './turn-text.js';
 
 export interface MemorySettings {
@@ -101,7 +102,12 @@ export async function runMemoryChat(deps: MemoryChatDeps, req: MemoryChatRequest
   warnings.push(...augmented.warnings);
 
   const sessionId = req.sessionId ?? randomUUID();
-  const createWithName = req.sessionId ? undefined : (req.sessionName ?? cutText(req.question.trim(), SESSION_NAME_CHARS));
+  const target: TurnTarget = {
+    identity: req.identity,
+    sessionId,
+    createWithName: req.sessionId ? undefined : (req.sessionName ?? cutText(req.question.trim(), SESSION_NAME_CHARS)),
+    now,
+  };
   const turnBase = {
     question: req.question,
     augmentedQuestion: augmented.question === req.question ? null : augmented.question,
@@ -118,7 +124,7 @@ export async function runMemoryChat(deps: MemoryChatDeps, req: MemoryChatRequest
     });
   } catch (err) {
     if (err instanceof AppError && err.code.startsWith('upstream-')) {
-      await storeFailedTurn(deps, req.identity, sessionId, createWithName, now, turnBase, err);
+      await storeFailedTurn(deps, target, turnBase, err);
       err.extra.extensions = { ...err.extra.extensions, conversation_id: sessionId };
     }
     throw err;
@@ -135,7 +141,7 @@ export async function runMemoryChat(deps: MemoryChatDeps, req: MemoryChatRequest
     metadata: {},
     ...(await embedTurn(deps, req.question, answer, warnings)),
   };
-  const stored = await store(deps, req.identity, sessionId, createWithName, now, turn);
+  const stored = await store(deps, target, turn);
   await deps.afterTurnStored?.({
     identity: req.identity,
     sessionId,
@@ -215,79 +221,58 @@ async function embedTurn(deps: MemoryChatDeps, question: string, answer: Answer,
   }
 }
 
-async function store(
-  deps: MemoryChatDeps,
-  identity: Identity,
-  sessionId: string,
-  createWithName: string | undefined,
-  now: Date,
-  turn: NewTurn,
-) {
+/** Where a turn goes: the caller's session, created with this name when it is new. */
+interface TurnTarget {
+  identity: Identity;
+  sessionId: string;
+  createWithName?: string;
+  now: Date;
+}
+
+function append(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {
+  return appendTurn(deps.db, { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn });
+}
+
+async function store(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {
   let stored: Awaited<ReturnType<typeof appendTurn>>;
   try {
-    stored = await appendTurn(deps.db, {
-      identity,
-      sessionId,
-      createWithName,
-      now,
-      ttlMs: deps.settings.ttlMs,
-      ttlMode: deps.settings.ttlMode,
-      turn,
-    });
+    stored = await append(deps, target, turn);
   } catch (err) {
     throw new AppError('memory-store-unavailable', 'the answer could not be stored in memory; please retry', { cause: err });
   }
-  if (!stored) throw new AppError('session-not-found', `session ${sessionId} does not exist or has expired`);
+  if (!stored) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
   return stored;
 }
 
 /** Upstream failures are kept, flagged, so the conversation's record is complete; they never steer SQL. */
 async function storeFailedTurn(
   deps: MemoryChatDeps,
-  identity: Identity,
-  sessionId: string,
-  createWithName: string | undefined,
-  now: Date,
+  target: TurnTarget,
   turnBase: Pick<NewTurn, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames'>,
   error: AppError,
 ) {
   try {
-    await appendTurn(deps.db, {
-      identity,
-      sessionId,
-      createWithName,
-      now,
-      ttlMs: deps.settings.ttlMs,
-      ttlMode: deps.settings.ttlMode,
-      turn: {
-        ...turnBase,
-        status: 'upstream_error',
-        answer: '',
-        sqlQuery: null,
-        queryExplanation: null,
-        tablesUsed: [],
-        executionResult: null,
-        metadata: { error_code: error.code, error_detail: error.message },
-        embedding: null,
-        embeddingModel: deps.embedder.modelId,
-      },
+    await append(deps, target, {
+      ...turnBase,
+      status: 'upstream_error',
+      answer: '',
+      sqlQuery: null,
+      queryExplanation: null,
+      tablesUsed: [],
+      executionResult: null,
+      metadata: { error_code: error.code, error_detail: error.message },
+      embedding: null,
+      embeddingModel: deps.embedder.modelId,
     });
   } catch (err) {
     deps.log.warn({ err }, 'recording the failed turn failed');
   }
 }
 
+/** The session as /memoryChat reports it (DESIGN §4 names the id `conversation_id`). */
 export function conversationMetadata(session: SessionRow) {
-  return {
-    conversation_id: session.session_id,
-    session_name: session.session_name,
-    message_count: session.turn_count,
-    created_at: session.created_at.toISOString(),
-    updated_at: session.updated_at.toISOString(),
-    expires_at: session.expires_at.toISOString(),
-    is_summarized: session.summary_text !== null,
-    summary_through_turn: session.summary_through_turn,
-  };
+  const { session_id, slots: _slots, ...rest } = sessionView(session);
+  return { conversation_id: session_id, ...rest };
 }
 
 /** Denodo takes `vdp_database_names` as a comma-separated string; arrays are accepted too. */

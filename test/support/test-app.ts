@@ -6,9 +6,7 @@ import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../db/pool.js';
 import { buildApp, type App } from '../../services/api/app.js';
 import { loadConfig, type Config } from '../../services/core/config.js';
-import { createAnswerer } from '../../services/providers/answerers/index.js';
-import { createEmbedder } from '../../services/providers/embeddings/index.js';
-import { createChatLlm } from '../../services/providers/llm/index.js';
+import { createProviders } from '../../services/providers/index.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-at-least-32-characters-long';
 
@@ -61,9 +59,7 @@ export async function startTestApp(
   const app = await buildApp({
     config,
     db: database.pool,
-    embedder: createEmbedder(config),
-    answerer: createAnswerer(config),
-    llm: createChatLlm(config),
+    ...createProviders(config),
     clock: () => clock.now,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -27,7 +27,6 @@ const DESCRIPTIONS: Record<number, string> = {
   404: 'Not found (or not the caller\'s)',
   413: 'Body too large',
   415: 'Unsupported content type',
-  429: 'Rate limited',
   502: 'The answering backend failed',
   503: 'A dependency is unavailable or not configured',
   504: 'The answering backend timed out',

@@ -1,0 +1,9 @@
+import type { Config } from '../core/config.js';
+import { createAnswerer } from './answerers/index.js';
+import { createEmbedder } from './embeddings/index.js';
+import { createChatLlm } from './llm/index.js';
+
+/** The external systems the API talks to, as configured. */
+export function createProviders(config: Config) {
+  return { embedder: createEmbedder(config), answerer: createAnswerer(config), llm: createChatLlm(config) };
+}
