@@ -1,6 +1,11 @@
+import type { FastifyRequest } from 'fastify';
 import type { Config } from '../core/config.js';
 
-/** pino options: JSON logs without credentials. */
+/**
+ * pino options: JSON logs without credentials, prompts or SQL. Requests are logged by route
+ * pattern, not URL: paths carry user ids (`/admin/users/{user_id}`) and query strings carry
+ * question keywords (`/sessions/{id}/sql?q=…`).
+ */
 export function loggerOptions(config: Config) {
   return {
     level: config.LOG_LEVEL,
@@ -14,6 +19,13 @@ export function loggerOptions(config: Config) {
         '*.token',
       ],
       censor: '[redacted]',
+    },
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        route: request.routeOptions?.url ?? 'unmatched',
+        remoteAddress: request.ip,
+      }),
     },
   };
 }

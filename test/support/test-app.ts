@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createSigner } from 'fast-jwt';
 import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../db/pool.js';
-import { buildApp, type App } from '../../services/api/app.js';
+import { buildApp, type App, type AppDeps } from '../../services/api/app.js';
 import { loadConfig, type Config } from '../../services/core/config.js';
 import { createProviders } from '../../services/providers/index.js';
 
@@ -45,7 +45,7 @@ export async function freshDataDir(): Promise<string> {
  */
 export async function startTestApp(
   env: Record<string, string | undefined> = {},
-  options: { dataDir?: string; keepDataDir?: boolean; database?: Database } = {},
+  options: { dataDir?: string; keepDataDir?: boolean; database?: Database; logger?: AppDeps['logger'] } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await freshDataDir());
   const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env });
@@ -61,6 +61,7 @@ export async function startTestApp(
     db: database.pool,
     ...createProviders(config),
     clock: () => clock.now,
+    logger: options.logger,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

@@ -37,7 +37,7 @@ export default fp(
     await app.register(fastifyJwt, jwtOptions(config, localSecret));
     app.decorateRequest('identity', null as unknown as Identity);
 
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async (request, reply) => {
       if (isPublic(request)) return;
       const header = request.headers.authorization;
       if (!header || !/^Bearer\s+\S+$/i.test(header)) {
@@ -53,6 +53,7 @@ export default fp(
       request.identity = identityFrom(claims, config);
       // Logs name the tenant and a stable pseudonym of the user, never the user id itself.
       request.log = request.log.child({ tenant: request.identity.tenantId, user: userPseudonym(request.identity) });
+      reply.log = request.log; // "request completed" is logged through the reply's logger
     });
   },
   { name: 'auth' },
