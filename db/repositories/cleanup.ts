@@ -58,3 +58,15 @@ export async function deleteExpiredExports(db: Queryable, now: Date, limit: numb
   );
   return rowCount ?? 0;
 }
+
+/** Deletes up to `limit` idempotency keys past IDEMPOTENCY_TTL (docs/idempotency.md). */
+export async function deleteExpiredIdempotencyKeys(db: Queryable, now: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM idempotency_keys k
+     USING (SELECT tenant_id, user_id, idempotency_key FROM idempotency_keys WHERE expires_at <= $1
+            LIMIT $2 FOR UPDATE SKIP LOCKED) d
+     WHERE k.tenant_id = d.tenant_id AND k.user_id = d.user_id AND k.idempotency_key = d.idempotency_key`,
+    [now, limit],
+  );
+  return rowCount ?? 0;
+}

@@ -1,5 +1,5 @@
 import pgvector from 'pgvector';
-import type { Queryable } from './queryable.js';
+import { prepared, type Queryable } from './queryable.js';
 import type { DatabaseScope, Identity } from '../../services/core/identity.js';
 import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
 import { databaseScopeSql } from './sql-scope.js';
@@ -75,7 +75,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   params.push(req.embedding ? pgvector.toSql(req.embedding) : null);
   const vecP = params.length;
 
-  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(prepared(
     `WITH sess AS (
        SELECT ${SESSION_COLUMNS} FROM sessions
        WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
@@ -105,7 +105,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim`,
     params,
-  );
+  ));
 
   const out: Retrieved = { window: [], similar: [] };
   for (const { source, row } of rows) {
@@ -210,7 +210,7 @@ export async function appendTurn(
            expires_at = ${req.ttlMode === 'sliding' ? `$4::timestamptz + $5::float8 * interval '1 millisecond'` : ABSOLUTE_EXPIRY}
          WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`;
 
-  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
+  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(prepared(
     `WITH s AS (
        ${touchSession}
        RETURNING ${SESSION_COLUMNS}, last_turn_number
@@ -226,7 +226,7 @@ export async function appendTurn(
      )
      SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
     params,
-  );
+  ));
   const row = rows[0];
   if (!row) return undefined;
   return { session: sessionFromJson(row.session), turnNumber: row.turn_number };

@@ -1,4 +1,21 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
 /** A pool or a client inside a transaction: repositories take either. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+const statementNames = new Map<string, string>();
+
+/**
+ * A named (server-side prepared) statement, named after its text: Postgres parses and plans the
+ * hot statements once per connection instead of on every call, which halved the database time per
+ * turn in scripts/bench (docs/performance.md).
+ */
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `mc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}

@@ -117,6 +117,8 @@ export interface paths {
                 header?: {
                     /** @description Sent to the answering backend as Authorization when ANSWER_AUTH=forward */
                     "x-upstream-authorization"?: string;
+                    /** @description Makes a retry safe: a repeat of the same request with the same key (within IDEMPOTENCY_TTL) replays the first 2xx response with `Idempotent-Replayed: true` instead of running again. 1 to 255 printable ASCII characters. */
+                    "idempotency-key"?: string;
                 };
                 path?: never;
                 cookie?: never;
@@ -244,6 +246,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Conflict: not ready yet, or the same request is still being processed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description Body too large */
                 413: {
                     headers: {
@@ -255,6 +266,15 @@ export interface paths {
                 };
                 /** @description Unsupported content type */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The request cannot be processed as sent (e.g. an Idempotency-Key reused for another request) */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -736,7 +756,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: a repeat of the same request with the same key (within IDEMPOTENCY_TTL) replays the first 2xx response with `Idempotent-Replayed: true` instead of running again. 1 to 255 printable ASCII characters. */
+                    "idempotency-key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -911,6 +934,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Conflict: not ready yet, or the same request is still being processed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description Body too large */
                 413: {
                     headers: {
@@ -922,6 +954,15 @@ export interface paths {
                 };
                 /** @description Unsupported content type */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The request cannot be processed as sent (e.g. an Idempotency-Key reused for another request) */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -959,7 +1000,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes a retry safe: a repeat of the same request with the same key (within IDEMPOTENCY_TTL) replays the first 2xx response with `Idempotent-Replayed: true` instead of running again. 1 to 255 printable ASCII characters. */
+                    "idempotency-key"?: string;
+                };
                 path: {
                     /** @description The session id */
                     id: string;
@@ -1136,6 +1180,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Conflict: not ready yet, or the same request is still being processed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description Body too large */
                 413: {
                     headers: {
@@ -1147,6 +1200,15 @@ export interface paths {
                 };
                 /** @description Unsupported content type */
                 415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The request cannot be processed as sent (e.g. an Idempotency-Key reused for another request) */
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2191,7 +2253,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Problem */
+                /** @description Conflict: not ready yet, or the same request is still being processed */
                 409: {
                     headers: {
                         [name: string]: unknown;

@@ -12,10 +12,14 @@ import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../core/su
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import { createMetrics, instrumentAnswerer, instrumentEmbedder } from '../core/metrics.js';
 import auth from './plugins/auth.js';
+import cors from './plugins/cors.js';
+import idempotency from './plugins/idempotency.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
 import problemErrors from './plugins/problem-errors.js';
 import queuePlugin from './plugins/queue.js';
+import rateLimit from './plugins/rate-limit.js';
+import securityHeaders from './plugins/security-headers.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
 import gdprRoutes from './routes/gdpr.js';
 import healthRoutes from './routes/health.js';
@@ -109,9 +113,14 @@ export async function buildApp(deps: AppDeps) {
 
   app.addSchema(ProblemSchema);
   await app.register(problemErrors);
+  // Before every route (docs included) and before auth: hooks apply to routes declared after them, and
+  // a CORS preflight carries no token.
+  await app.register(securityHeaders);
+  await app.register(cors, { config });
   await app.register(metricsPlugin, { metrics, pool: deps.db });
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
+  await app.register(rateLimit, { config });
   await app.register(queuePlugin, {
     config,
     queue: deps.queue,
@@ -123,6 +132,7 @@ export async function buildApp(deps: AppDeps) {
       clock: app.memoryChatDeps.clock,
     },
   });
+  await app.register(idempotency, { db: deps.db, clock: app.memoryChatDeps.clock });
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);
   await app.register(sessionRoutes);

@@ -16,6 +16,10 @@ export const ConfigSchema = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ minLength: 1, default: './.data' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  // Requests per minute per (tenant, user); 0 turns the limit off. Kept in Redis when REDIS_URL is set.
+  RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
+  // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
+  CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
 
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
@@ -29,6 +33,8 @@ export const ConfigSchema = Type.Object({
   JWT_TENANT_CLAIM: Type.String({ minLength: 1, default: 'tenant' }),
   JWT_ROLES_CLAIM: Type.String({ minLength: 1, default: 'roles' }),
   JWT_DATABASES_CLAIM: Type.Optional(Type.String({ minLength: 1 })),
+  // How long keys read from JWT_JWKS_URL are trusted: a key removed from the JWKS is refused after at most this.
+  JWT_JWKS_CACHE_TTL: Type.String({ pattern: DURATION_PATTERN, default: '10m' }),
 
   MEMORY_MAX_QUESTION_CHARS: Type.Integer({ minimum: 1, maximum: 100_000, default: 4000 }),
   MEMORY_MAX_HISTORY_MESSAGES: Type.Integer({ minimum: 0, maximum: 200, default: 10 }),
@@ -77,6 +83,8 @@ export const ConfigSchema = Type.Object({
   // BullMQ key prefix: lets several deployments (or test files) share one Redis.
   QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', default: 'bull' }),
   WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 100, default: 4 }),
+  // The worker's probes and /metrics; 0 picks a free port (tests).
+  WORKER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9464 }),
   JOB_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
   JOB_BACKOFF_MS: Type.Integer({ minimum: 1, default: 10_000 }),
   MEMORY_CLEANUP_INTERVAL: Type.String({ pattern: DURATION_PATTERN, default: '1h' }),
@@ -91,6 +99,8 @@ export const ConfigSchema = Type.Object({
   REEMBED_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 2048, default: 100 }),
   // Remote embedding providers only; the local embedder is not rate-limited.
   REEMBED_MAX_PER_MINUTE: Type.Integer({ minimum: 1, default: 3000 }),
+  // How long a completed Idempotency-Key replays its response (docs/idempotency.md).
+  IDEMPOTENCY_TTL: Type.String({ pattern: DURATION_PATTERN, default: '24h' }),
 });
 
 export type RawConfig = Static<typeof ConfigSchema>;
@@ -101,8 +111,10 @@ export type Config = RawConfig & {
   localAuth: boolean;
   host: string;
   memoryTtlMs: number;
+  jwksCacheTtlMs: number;
   cleanupIntervalMs: number;
   gdprExportTtlMs: number;
+  idempotencyTtlMs: number;
   answerBackend: 'upstream' | 'none';
   embeddingsModel: string;
   embeddingsDimensions: number;
@@ -199,8 +211,10 @@ function deriveConfig(raw: RawConfig): Config {
     localAuth,
     host: raw.HOST ?? (localAuth ? '127.0.0.1' : '0.0.0.0'),
     memoryTtlMs: parseDurationMs(raw.MEMORY_TTL),
+    jwksCacheTtlMs: parseDurationMs(raw.JWT_JWKS_CACHE_TTL),
     cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
     gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
+    idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),
     answerBackend,
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],

@@ -1,3 +1,4 @@
+import { deleteUserIdempotencyKeys } from '../../db/repositories/idempotency.js';
 import { deleteUserExports, deleteUserSessions, deleteUserTurns, findAuditRow, markAuditFinished, markAuditRunning } from '../../db/repositories/gdpr.js';
 import type { GdprJobDeps } from './gdpr-export.js';
 import { PermanentJobError } from './job-queue.js';
@@ -6,12 +7,14 @@ export interface EraseCounts {
   turns: number;
   sessions: number;
   exports: number;
+  /** Stored Idempotency-Key responses: they hold questions, answers and SQL. */
+  idempotency_keys: number;
   queued_jobs: number;
 }
 
 /**
  * Erases a user (DESIGN §7): turns (with their embeddings), sessions (with their summaries), stored
- * exports, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
+ * exports and Idempotency-Key responses, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
  * each batch its own short transaction, so a large user never holds a long lock; a retried job
  * simply continues. The audit row is kept, with counts only.
  */
@@ -25,7 +28,7 @@ export async function runGdprErase(
 
   const userId = audit.subject_user_id;
   // Counts accumulate across attempts so the audit row reports the whole erasure.
-  const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, queued_jobs: 0, ...audit.counts };
+  const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, idempotency_keys: 0, queued_jobs: 0, ...audit.counts };
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
   // at the end for anything queued meanwhile.
   counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
@@ -33,6 +36,7 @@ export async function runGdprErase(
     ['turns', deleteUserTurns],
     ['sessions', deleteUserSessions],
     ['exports', deleteUserExports],
+    ['idempotency_keys', deleteUserIdempotencyKeys],
   ];
   for (const [what, deleteBatch] of tables) {
     for (;;) {

@@ -1,4 +1,9 @@
-import { deleteExpiredEmptySessions, deleteExpiredExports, deleteExpiredTurns } from '../../db/repositories/cleanup.js';
+import {
+  deleteExpiredEmptySessions,
+  deleteExpiredExports,
+  deleteExpiredIdempotencyKeys,
+  deleteExpiredTurns,
+} from '../../db/repositories/cleanup.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
 import type { JobLogger } from './job-queue.js';
 
@@ -13,24 +18,26 @@ export interface CleanupResult {
   turns: number;
   sessions: number;
   exports: number;
+  idempotencyKeys: number;
   batches: number;
   ms: number;
 }
 
 /**
  * Deletes expired data in bounded batches (DESIGN §7): the turns of expired sessions, then the
- * emptied sessions, then expired exports. Reads already hide expired data, so this only reclaims
- * space; it is idempotent and safe to run on two workers at once (see db/repositories/cleanup.ts).
+ * emptied sessions, then expired exports and idempotency keys. Reads already hide expired data, so
+ * this only reclaims space; it is idempotent and safe to run on two workers at once (see db/repositories/cleanup.ts).
  * "Now" is fixed at the start so that a long run cannot chase sessions expiring while it runs.
  */
 export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupResult> {
   const started = performance.now();
   const now = deps.clock();
-  const result: CleanupResult = { turns: 0, sessions: 0, exports: 0, batches: 0, ms: 0 };
-  const steps: [keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports'>, typeof deleteExpiredTurns][] = [
+  const result: CleanupResult = { turns: 0, sessions: 0, exports: 0, idempotencyKeys: 0, batches: 0, ms: 0 };
+  const steps: [keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys'>, typeof deleteExpiredTurns][] = [
     ['turns', deleteExpiredTurns],
     ['sessions', deleteExpiredEmptySessions],
     ['exports', deleteExpiredExports],
+    ['idempotencyKeys', deleteExpiredIdempotencyKeys],
   ];
   for (const [what, deleteBatch] of steps) {
     for (;;) {

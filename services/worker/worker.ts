@@ -10,7 +10,9 @@ import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
 import { createEmbedder } from '../providers/embeddings/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import { startBullWorker } from './bull-worker.js';
+import { createMetrics } from '../core/metrics.js';
 import { createProcessors } from './processors.js';
+import { startWorkerHttp } from './worker-http.js';
 import { BullJobQueue } from './queue.js';
 
 let config: Config & { REDIS_URL: string };
@@ -32,7 +34,9 @@ await migrate(database.pool);
 
 const embedder = createEmbedder(config);
 const queue = new BullJobQueue(config);
+const metrics = createMetrics();
 const processors = createProcessors({
+  metrics,
   config,
   db: database.pool,
   embedder,
@@ -41,6 +45,7 @@ const processors = createProcessors({
   queue,
 });
 const worker = startBullWorker({ config, processors, log });
+const http = await startWorkerHttp({ port: config.WORKER_PORT, host: config.host, db: database.pool, queue, metrics });
 await queue.start();
 await enqueueReEmbeddingIfNeeded(database.pool, queue, embedder, log).catch((err) =>
   log.error({ err }, 'checking for turns to re-embed failed'),
@@ -52,12 +57,14 @@ closeWithGrace({ delay: 60_000 }, async ({ err, signal }) => {
   if (err) log.error({ err }, 'closing after an error');
   else log.info({ signal }, 'closing: finishing running jobs');
   await worker.close();
+  http.close();
   await queue.close();
   await database.close();
   log.info('worker closed');
 });
 
+const address = http.address();
 log.info(
-  { concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, cleanup_every_ms: config.cleanupIntervalMs, database: database.embedded ? 'embedded' : 'DATABASE_URL' },
+  { port: typeof address === 'object' && address ? address.port : config.WORKER_PORT, concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, cleanup_every_ms: config.cleanupIntervalMs, database: database.embedded ? 'embedded' : 'DATABASE_URL' },
   'memorychat worker ready',
 );

@@ -33,7 +33,7 @@ describe('GDPR export and erase on BullMQ', () => {
 
   const future = () => new Date(t.clock.now.getTime() + HOUR);
 
-  it('when a user with 1,000 turns across 20 sessions is erased, then no row or Redis key of theirs remains, the audit row stays and another user is untouched', async () => {
+  it('when a user with 1,000 seeded turns across 20 sessions (and one keyed API turn) is erased, then no row or Redis key of theirs remains, the audit row stays and another user is untouched', async () => {
     const subject = 'erase-subject-5f2c9a';
     const bystander = 'bystander-8d41e7';
     const sessions: string[] = [];
@@ -49,6 +49,13 @@ describe('GDPR export and erase on BullMQ', () => {
       const exp = await t.request('GET', '/me/export', { token });
       expect((await finished(t, exp.body.request_id, token)).status).toBe('completed');
     }
+    // A stored Idempotency-Key response holds a question and an answer too.
+    const keyed = await t.request('POST', `/sessions/${sessions[2]}/turns`, {
+      token: subjectToken,
+      body: { question: 'keyed question', answer: 'keyed answer' },
+      headers: { 'idempotency-key': 'erase-key-1' },
+    });
+    expect(keyed.status).toBe(201);
     await queue.enqueue('summarize', { tenantId: 'default', userId: subject, sessionId: sessions[0]! });
     await waitFor(async () => (await queue.queue.getCompleted()).some((j) => j.name === 'summarize'), 20_000, 'summarization');
     for (const userId of [subject, bystander]) {
@@ -61,14 +68,14 @@ describe('GDPR export and erase on BullMQ', () => {
     const bystanderKeysBefore = (await keysMentioning(redis, prefix, bystander)).length;
     const bystanderExportsBefore = (await t.database.pool.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n;
     expect(bystanderBefore).toEqual({ sessions: 3, turns: 90, embeddings: 90 });
-    expect(await countUserRows(t.database.pool, subject)).toEqual({ sessions: 20, turns: 1000, embeddings: 1000 });
+    expect(await countUserRows(t.database.pool, subject)).toEqual({ sessions: 20, turns: 1001, embeddings: 1001 });
 
     const erase = await t.request('DELETE', '/me', { token: subjectToken });
     expect(erase.status).toBe(202);
     expect(erase.body).toMatchObject({ action: 'erase', status: 'queued', subject_user_id: subject });
     const done = await finished(t, erase.body.request_id, subjectToken);
     expect(done).toMatchObject({ status: 'completed', actor_user_id: subject, error_code: null });
-    expect(done.counts).toMatchObject({ turns: 1000, sessions: 20, exports: 1 });
+    expect(done.counts).toMatchObject({ turns: 1001, sessions: 20, exports: 1, idempotency_keys: 1 });
     expect(done.counts.queued_jobs).toBeGreaterThanOrEqual(2);
 
     // A scan of every table and every Redis key of this queue: nothing names the subject but the audit row.

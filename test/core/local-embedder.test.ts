@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 
@@ -23,6 +24,17 @@ describe('the local embedder', () => {
     expect(cosine(q, embedText('2023年各地区的销售总额是多少', 384)!)).toBeGreaterThan(
       cosine(q, embedText('列出所有狗的名字', 384)!) + 0.3,
     );
+  });
+
+  it.each([
+    ['Show me total sales by region for 2024', '68afee624a1c3783'],
+    ['東京の売上は？ 2023年', '0b2e476c227e878d'],
+    ['Zürich Straße – naïve café 👍 emoji', 'eb7a7aa1079eae46'],
+  ])('when %j is embedded, then the vector is the one stored turns were embedded with', (text, fingerprint) => {
+    // Stored embeddings are compared with new ones: any change to features or hashing must come
+    // with a new model name, never silently.
+    const vector = embedText(text, 384)!;
+    expect(createHash('sha256').update(vector.map((x) => x.toFixed(12)).join(',')).digest('hex').slice(0, 16)).toBe(fingerprint);
   });
 
   it('when the text has nothing to embed, then there is no vector', () => {

@@ -2,10 +2,10 @@ import { createHash, createPublicKey } from 'node:crypto';
 import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import buildGetJwks from 'get-jwks';
 import type { Config } from '../../core/config.js';
 import { AppError } from '../../core/errors.js';
 import type { Identity } from '../../core/identity.js';
+import { createJwksKeys } from '../jwks-keys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -81,13 +81,12 @@ function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
     return { secret: { public: config.JWT_PUBLIC_KEY }, verify: { ...verify, algorithms } };
   }
   if (config.JWT_JWKS_URL) {
-    const url = new URL(config.JWT_JWKS_URL);
-    const jwks = buildGetJwks({ jwksPath: `${url.pathname}${url.search}` });
+    const publicKey = createJwksKeys({ url: config.JWT_JWKS_URL, ttlMs: config.jwksCacheTtlMs });
     return {
       decode: { complete: true },
       secret: async (_request: FastifyRequest, token: unknown) => {
         const { header } = token as { header: { kid?: string; alg?: string } };
-        return jwks.getPublicKey({ domain: url.origin, kid: header.kid, alg: header.alg });
+        return publicKey(header.kid, header.alg);
       },
       verify: { ...verify, algorithms: [...RSA, ...EC] },
     } as FastifyJWTOptions;

@@ -29,10 +29,10 @@ export default async function memoryChatRoutes(app: FastifyInstance) {
         security: [{ bearerAuth: [] }],
         body: Body,
         headers: MemoryChatHeaders,
-        response: { 200: MemoryChatResponse, ...problemResponses(400, 401, 404, 413, 415, 502, 503, 504) },
+        response: { 200: MemoryChatResponse, ...problemResponses(400, 401, 404, 409, 413, 415, 422, 502, 503, 504) },
       },
     },
-    async (request) => {
+    async (request, reply) => app.withIdempotency(request, reply, 200, async () => {
       const body = request.body as Static<typeof Body>;
       const params = Object.fromEntries(Object.entries(body).filter(([key]) => !MEMORY_FIELDS.has(key)));
       const response = await runMemoryChat(app.memoryChatDeps, {
@@ -56,6 +56,6 @@ export default async function memoryChatRoutes(app: FastifyInstance) {
         });
       }
       return response;
-    },
+    }),
   );
 }

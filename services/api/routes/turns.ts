@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { recordTurn, type TurnInput } from '../../core/turn-recording.js';
+import { IdempotencyHeaders } from '../schemas/idempotency.js';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams, StoredTurnReply, turnBody } from '../schemas/sessions.js';
 
@@ -11,7 +12,8 @@ export default async function turnRoutes(app: FastifyInstance) {
   const common = {
     tags: ['turns'],
     security: [{ bearerAuth: [] }],
-    response: { 201: StoredTurnReply, ...problemResponses(400, 401, 404, 413, 415, 503) },
+    headers: IdempotencyHeaders,
+    response: { 201: StoredTurnReply, ...problemResponses(400, 401, 404, 409, 413, 415, 422, 503) },
   };
   // Photos arrive as base64 and are replaced before storage, so turn bodies get their own limit.
   const bodyLimit = app.config.MEMORY_TURN_BODY_LIMIT_BYTES;
@@ -24,8 +26,8 @@ export default async function turnRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const { session_name: newSessionName, ...input } = request.body as TurnInput & { session_name?: string };
-      const stored = await recordTurn(app.memoryApiDeps, request.identity, { newSessionName }, input);
-      return reply.status(201).send(stored);
+      return app.withIdempotency(request, reply, 201, () =>
+        recordTurn(app.memoryApiDeps, request.identity, { newSessionName }, input));
     },
   );
 
@@ -37,8 +39,8 @@ export default async function turnRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const { id } = request.params as Static<typeof SessionParams>;
-      const stored = await recordTurn(app.memoryApiDeps, request.identity, { sessionId: id }, request.body as TurnInput);
-      return reply.status(201).send(stored);
+      return app.withIdempotency(request, reply, 201, () =>
+        recordTurn(app.memoryApiDeps, request.identity, { sessionId: id }, request.body as TurnInput));
     },
   );
 }

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { idempotencyKeyHeader } from './idempotency.js';
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
 
@@ -35,6 +36,7 @@ export const MemoryChatHeaders = Type.Object({
   'x-upstream-authorization': Type.Optional(
     Type.String({ description: 'Sent to the answering backend as Authorization when ANSWER_AUTH=forward' }),
   ),
+  'idempotency-key': idempotencyKeyHeader,
 });
 
 export const ConversationMetadata = Type.Object({

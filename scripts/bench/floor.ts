@@ -1,0 +1,83 @@
+// The floor: the service's own SQL statements (db/repositories/memory-store.ts: load session +
+// window + search in one statement, then the insert in one), issued directly with `pg` over the
+// same connection setup as the service (db/pool.ts: one connection to the embedded database), with
+// the same embeddings computed for their parameters. No HTTP, no auth, no context building.
+import type pg from 'pg';
+import { appendTurn, retrieveMemory } from '../../db/repositories/memory-store.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
+import { DIMENSIONS, EMBEDDING_MODEL, vectorText } from './seed.js';
+import type { TurnFn } from './workload.js';
+
+/** The service's defaults (services/core/config.ts). */
+export const SETTINGS = { windowSize: 10, k: 3, minSimilarity: 0.25, ttlMs: 7 * 86_400_000 };
+
+/**
+ * The same statements as plain (unnamed) queries, parsed and planned on every call: the floor as it
+ * was before memory-store.ts prepared its statements, kept to show what preparing gained.
+ */
+export function unpreparedStatements(pool: pg.Pool): Queryable {
+  return { query: (config: pg.QueryConfig) => pool.query(config.text, config.values) } as unknown as Queryable;
+}
+
+/**
+ * The shipped (prepared) statements with vectors sent at float4 precision (what pgvector stores
+ * anyway): `pgvector.toSql` prints doubles, ~19 characters per dimension, ~7.5 KB per 384-d vector.
+ */
+export function shortVectors(pool: pg.Pool): Queryable {
+  return {
+    query(config: pg.QueryConfig) {
+      const values = config.values?.map((v) =>
+        typeof v === 'string' && v.length > 1000 && v.startsWith('[') ? vectorText(JSON.parse(v) as number[]) : v,
+      );
+      return pool.query({ ...config, values });
+    },
+  } as unknown as Queryable;
+}
+
+export function floorTurns(db: Queryable): TurnFn {
+  return async (t) => {
+    const identity = { tenantId: TENANT, userId: userId(t.user), roles: [] };
+    const now = new Date();
+    const embedding = embedText(t.question, DIMENSIONS);
+    const retrieved = await retrieveMemory(db, {
+      identity,
+      sessionId: t.sessionId,
+      now,
+      windowSize: SETTINGS.windowSize,
+      k: SETTINGS.k,
+      minSimilarity: SETTINGS.minSimilarity,
+      embedding,
+      embeddingModel: EMBEDDING_MODEL,
+      scope: { requested: [t.database] },
+    });
+    if (t.sessionId && !retrieved.session) throw new Error('session not found');
+    const a = answerFor(t.question, t.sql);
+    const sessionId = t.sessionId ?? crypto.randomUUID();
+    const stored = await appendTurn(db, {
+      identity,
+      sessionId,
+      createWithName: t.sessionId ? undefined : t.question.slice(0, 100),
+      now,
+      ttlMs: SETTINGS.ttlMs,
+      ttlMode: 'sliding',
+      turn: {
+        status: 'ok',
+        question: t.question,
+        augmentedQuestion: null,
+        answer: a.answer,
+        sqlQuery: a.sql_query,
+        queryExplanation: a.query_explanation,
+        tablesUsed: a.tables_used,
+        vdpDatabaseNames: [t.database],
+        executionResult: a.execution_result,
+        metadata: {},
+        embedding: embedText(turnEmbeddingText(t.question, a), DIMENSIONS),
+        embeddingModel: EMBEDDING_MODEL,
+      },
+    });
+    if (!stored) throw new Error('turn not stored');
+    return sessionId;
+  };
+}

@@ -1,0 +1,83 @@
+// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR]`: runs the service
+// with --cpu-prof on a copy of a seeded directory, drives /memoryChat, and prints where the service
+// process spends its CPU (self time by function and by package).
+import { readdir, readFile, rm, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { copyDataDir } from './database.js';
+import { runLoad } from './load.js';
+import { serviceTurns, startService } from './service.js';
+import { conversationClient, startInstantAnswerer } from './workload.js';
+
+const { values: args } = parseArgs({
+  options: {
+    clients: { type: 'string', default: '1' },
+    seconds: { type: 'string', default: '10' },
+    data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v1-1000x100') },
+    users: { type: 'string', default: '1000' },
+    top: { type: 'string', default: '25' },
+  },
+});
+
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+const profDir = await mkdtemp(path.join(tmpdir(), 'memorychat-prof-'));
+const dataDir = path.join(profDir, 'data');
+await copyDataDir(args.data!, dataDir);
+const answerer = await startInstantAnswerer();
+process.env.BENCH_CPU_PROF = profDir;
+const service = await startService(dataDir, answerer.url);
+const clients = Number(args.clients);
+const { turn, close } = serviceTurns(service.baseUrl, clients);
+const r = await runLoad({ clients, warmupMs: 1500, durationMs: Number(args.seconds) * 1000, maxRequests: 1e6 }, (i) =>
+  conversationClient(20_000 + i, Number(args.users), turn),
+);
+await close();
+await service.stop();
+answerer.server.close();
+console.log(`c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r.p95.toFixed(2)} ms (${r.requests} requests)`);
+
+const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
+if (!file) throw new Error('no profile written');
+const prof = JSON.parse(await readFile(path.join(profDir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+const self = new Map<number, number>();
+prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
+const total = [...self.values()].reduce((a, b) => a + b, 0);
+const byFn = new Map<string, number>();
+const byPkg = new Map<string, number>();
+for (const n of prof.nodes) {
+  const t = self.get(n.id) ?? 0;
+  const url = n.callFrame.url.replace(/^file:\/\//, '');
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.includes('/work/') ? `app:${url.split('/work/main/')[1]?.split('/').slice(0, 2).join('/')}` : url ? url.split('/').slice(0, 3).join('/') : n.callFrame.functionName || '(native)');
+  const key = `${n.callFrame.functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
+  byFn.set(key, (byFn.get(key) ?? 0) + t);
+  byPkg.set(pkg, (byPkg.get(pkg) ?? 0) + t);
+}
+const show = (m: Map<string, number>, n: number) =>
+  [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${(v / 1000 / Math.max(1, r.requests)).toFixed(3)} ms/req  ${k}`).join('\n');
+console.log(`\nservice CPU by package (self time; ${(total / 1e6).toFixed(1)} s total):\n${show(byPkg, 20)}`);
+console.log(`\nservice CPU by function:\n${show(byFn, Number(args.top))}`);
+// Who calls the heaviest native frames (writev, ...): self time by caller chain.
+const parent = new Map<number, number>();
+for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const nodeById = new Map(prof.nodes.map((n) => [n.id, n]));
+for (const native of ['writev', 'writeUtf8String', 'writeBuffer']) {
+  const chains = new Map<string, number>();
+  for (const n of prof.nodes) {
+    if (n.callFrame.functionName !== native) continue;
+    const names: string[] = [];
+    for (let p = parent.get(n.id); p !== undefined && names.length < 14; p = parent.get(p)) {
+      const f = nodeById.get(p)!.callFrame;
+      names.push(`${f.functionName || '(anon)'}@${f.url.split('/').slice(-2).join('/')}`);
+    }
+    const key = names.join(' < ');
+    chains.set(key, (chains.get(key) ?? 0) + (self.get(n.id) ?? 0));
+  }
+  if (chains.size) console.log(`\ncallers of ${native}:\n${show(chains, 6)}`);
+}
+await rm(profDir, { recursive: true, force: true });

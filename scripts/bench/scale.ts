@@ -1,0 +1,67 @@
+// Per-user search latency against the stored volume: the service's retrieval statement (session +
+// window + top-k search in one query) for random users' live sessions, one client, measured alone.
+import type pg from 'pg';
+import { retrieveMemory } from '../../db/repositories/memory-store.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { conversationStream, TENANT } from './data.js';
+import { summarise, type LoadResult } from './load.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
+import { SETTINGS, unpreparedStatements } from './floor.js';
+
+export interface SearchScale {
+  turns: number;
+  users: number;
+  turnsPerUser: number;
+  /** The service's statement as sent today (unnamed: parsed and planned on every call). */
+  search: LoadResult;
+  /** The same statement as a plain query, parsed and planned on every call (before preparing). */
+  plain: LoadResult;
+  /** Mean hits per search (k = 3, similarity >= 0.25). */
+  hits: number;
+}
+
+export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): Promise<SearchScale> {
+  const turns = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
+  const users = Number((await pool.query<{ n: string }>('SELECT count(DISTINCT user_id) AS n FROM sessions')).rows[0]!.n);
+  const next = conversationStream(seed, users);
+  const cases: { user: string; session: string; database: string; vector: number[] }[] = [];
+  for (let i = 0; i < queries; i++) {
+    const c = next();
+    const user = `bench-user-${String(c.user).padStart(5, '0')}`;
+    const s = await pool.query<{ session_id: string }>(
+      'SELECT session_id FROM sessions WHERE tenant_id = $1 AND user_id = $2 ORDER BY updated_at DESC LIMIT 1 OFFSET $3',
+      [TENANT, user, i % 5],
+    );
+    cases.push({ user, session: s.rows[0]?.session_id ?? crypto.randomUUID(), database: c.database, vector: embedText(c.questions.at(-1)!, DIMENSIONS)! });
+  }
+  const variants: [string, Queryable][] = [['search', pool], ['plain', unpreparedStatements(pool)]];
+  const latencies = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+  let hits = 0;
+  const started = performance.now();
+  for (const [i, c] of cases.entries()) {
+    // Both variants on every case, alternating which goes first.
+    for (const [name, db] of i % 2 ? [...variants].reverse() : variants) {
+      const t0 = performance.now();
+      const r = await retrieveMemory(db, {
+        identity: { tenantId: TENANT, userId: c.user, roles: [] },
+        sessionId: c.session,
+        now: new Date(),
+        windowSize: SETTINGS.windowSize,
+        k: SETTINGS.k,
+        minSimilarity: SETTINGS.minSimilarity,
+        embedding: c.vector,
+        embeddingModel: EMBEDDING_MODEL,
+        scope: { requested: [c.database] },
+      });
+      if (i < 40) continue; // the first 40 cases warm the cache
+      latencies.get(name)!.push(performance.now() - t0);
+      if (name === 'search') hits += r.similar.length;
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const search = summarise(latencies.get('search')!, 1, seconds);
+  const plain = summarise(latencies.get('plain')!, 1, seconds);
+  const measured = latencies.get('search')!.length;
+  return { turns, users, turnsPerUser: turns / Math.max(1, users), search, plain, hits: hits / Math.max(1, measured) };
+}

@@ -1,0 +1,112 @@
+// The real service as a child process (`node --import tsx services/api/server.ts`) on a seeded
+// DATA_DIR, and a load client for POST /memoryChat over undici (keep-alive, loopback only).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createSigner } from 'fast-jwt';
+import { Pool } from 'undici';
+import { userId } from './data.js';
+import { childMatching } from './rss.js';
+import type { TurnFn } from './workload.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const JWT_SECRET = 'bench-secret-that-is-at-least-32-characters-long';
+
+export interface RunningService {
+  pid: number;
+  /** The embedded Postgres: the service's child process. */
+  dbPid: number;
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+export async function startService(dataDir: string, answerUrl: string, extraEnv: Record<string, string> = {}): Promise<RunningService> {
+  const port = await freePort();
+  const profile = process.env.BENCH_CPU_PROF;
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), '--import', 'tsx', 'services/api/server.ts'],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        NODE_ENV: 'production',
+        DATA_DIR: dataDir,
+        ANSWER_URL: answerUrl,
+        JWT_SECRET,
+        LOG_LEVEL: 'warn',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ...extraEnv,
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the service exited during start (code ${child.exitCode})`);
+    try {
+      const res = await fetch(`${baseUrl}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('the service did not start in time');
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // Not just any child: tsx keeps an esbuild process too.
+  const dbPid = childMatching(child.pid!, 'pglite-process') ?? -1;
+  return {
+    pid: child.pid!,
+    dbPid,
+    baseUrl,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** One /memoryChat call per turn, as user `bench-user-N` with an HS256 token. */
+export function serviceTurns(baseUrl: string, connections: number): { turn: TurnFn; close: () => Promise<void> } {
+  const pool = new Pool(baseUrl, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
+  const sign = createSigner({ key: JWT_SECRET, algorithm: 'HS256', expiresIn: 3_600_000 });
+  const tokens = new Map<number, string>();
+  const turn: TurnFn = async (t) => {
+    let token = tokens.get(t.user);
+    if (!token) tokens.set(t.user, (token = sign({ sub: userId(t.user) })));
+    const res = await pool.request({
+      path: '/memoryChat',
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        question: t.question,
+        ...(t.sessionId ? { session_id: t.sessionId } : {}),
+        vdp_database_names: t.database,
+        bench_sql: t.sql,
+      }),
+    });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`);
+    const body = JSON.parse(text) as { conversation_metadata: { conversation_id: string }; warnings: string[] };
+    if (body.warnings.length) throw new Error(`warnings: ${body.warnings.join('; ')}`);
+    return body.conversation_metadata.conversation_id;
+  };
+  return { turn, close: () => pool.close() };
+}

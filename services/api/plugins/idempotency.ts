@@ -1,0 +1,58 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Queryable } from '../../../db/repositories/queryable.js';
+import {
+  IdempotencyInProgressError,
+  requestFingerprint,
+  runIdempotently,
+  type IdempotencyDeps,
+} from '../../core/idempotency.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Sends `run()`'s result with `status`, honouring the request's `Idempotency-Key` header when
+     * present: a retry of the same request replays the first 2xx response (docs/idempotency.md).
+     */
+    withIdempotency(request: FastifyRequest, reply: FastifyReply, status: number, run: () => Promise<unknown>): Promise<FastifyReply>;
+  }
+}
+
+/** A replay of a stored response carries this header (as Stripe and the IETF draft name it). */
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+export default fp(
+  async function idempotency(app: FastifyInstance, opts: { db: Queryable; clock: () => Date }) {
+    const { config } = app;
+    const deps: IdempotencyDeps = {
+      db: opts.db,
+      clock: opts.clock,
+      log: app.log,
+      settings: {
+        ttlMs: config.idempotencyTtlMs,
+        // A live run ends within the rewrite LLM's and the answerer's timeouts; a claim older than
+        // both plus a margin belongs to a process that died, and a retry may take it over.
+        leaseMs: config.ANSWER_TIMEOUT_MS + config.LLM_TIMEOUT_MS + 60_000,
+      },
+    };
+
+    app.decorate('withIdempotency', async function withIdempotency(request, reply, status, run) {
+      const key = request.headers['idempotency-key'];
+      if (typeof key !== 'string') return reply.status(status).send(await run());
+      const route = `${request.method} ${request.routeOptions.url}`;
+      try {
+        const response = await runIdempotently(
+          { ...deps, log: request.log },
+          { identity: request.identity, key, route, fingerprint: requestFingerprint(route, request.params, request.body) },
+          async () => ({ status, body: await run() }),
+        );
+        if (response.replayed) reply.header(REPLAYED_HEADER, 'true');
+        return reply.status(response.status).send(response.body);
+      } catch (err) {
+        if (err instanceof IdempotencyInProgressError) reply.header('retry-after', String(err.retryAfterSeconds));
+        throw err;
+      }
+    } satisfies FastifyInstance['withIdempotency']);
+  },
+  { name: 'idempotency', dependencies: ['problem-errors'] },
+);

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import fastifyRateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Redis } from 'ioredis';
+import type { Config } from '../../core/config.js';
+import { AppError } from '../../core/errors.js';
+import { redisOptions } from '../../worker/redis-connection.js';
+
+const WINDOW_MS = 60_000;
+
+/**
+ * At most RATE_LIMIT_PER_MINUTE requests a minute per (tenant, user), counted in Redis when REDIS_URL
+ * is set (shared by every API replica) and in memory otherwise. Over the limit: a 429 `rate-limited`
+ * problem with `Retry-After`. Health, readiness, metrics, docs and the spec are never limited.
+ *
+ * Register it after `auth`: the check runs as a route-level onRequest hook, after auth's own, so the
+ * verified identity is known. A request without one (no such route today: public routes are exempt,
+ * and a bad token is refused by auth first) would count by client address.
+ */
+export default fp(
+  async function rateLimit(app: FastifyInstance, { config }: { config: Config }) {
+    if (config.RATE_LIMIT_PER_MINUTE === 0) return;
+    const redis = config.REDIS_URL ? new Redis(redisOptions(config.REDIS_URL, 'producer')) : undefined;
+    if (redis) {
+      // ioredis reports a lost connection as an error event; the limiter then lets requests through.
+      redis.on('error', (err) => app.log.warn({ err: err.message }, 'rate limit store unavailable'));
+      app.addHook('onClose', async () => {
+        redis.disconnect();
+      });
+    }
+    await app.register(fastifyRateLimit, {
+      global: true,
+      hook: 'onRequest',
+      max: config.RATE_LIMIT_PER_MINUTE,
+      timeWindow: WINDOW_MS,
+      ...(redis ? { redis, nameSpace: `${config.QUEUE_PREFIX}:rate-limit:` } : {}),
+      // A Redis outage must not take the API down with it: requests pass uncounted.
+      skipOnError: true,
+      keyGenerator: rateLimitKey,
+      allowList: (request) => isExempt(request),
+      addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
+      errorResponseBuilder: (_request, context) =>
+        new AppError('rate-limited', `more than ${context.max} requests a minute; retry in ${context.after}`),
+    });
+  },
+  { name: 'rate-limit', dependencies: ['auth', 'problem-errors'] },
+);
+
+/** The user as a pseudonym (the raw user id is not written to Redis), or the client address. */
+function rateLimitKey(request: FastifyRequest): string {
+  const identity = request.identity;
+  if (!identity) return `ip:${request.ip}`;
+  return `user:${createHash('sha256').update(`${identity.tenantId}\0${identity.userId}`).digest('hex').slice(0, 32)}`;
+}
+
+function isExempt(request: FastifyRequest): boolean {
+  const url = request.routeOptions.url ?? '';
+  return request.routeOptions.config?.public === true || url === '/docs' || url.startsWith('/docs/');
+}

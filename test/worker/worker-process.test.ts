@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix } from '../support/redis.js';
+import { freshDataDir } from '../support/test-app.js';
+
+describe('the worker process (`npm run worker`)', () => {
+  const prefix = uniquePrefix('worker-process');
+  const redis = redisClient();
+  let dataDir = '';
+  afterAll(async () => {
+    const keys = await keysUnder(redis, prefix);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('when started, then it serves probes and job metrics, and SIGTERM closes it cleanly', async () => {
+    dataDir = await freshDataDir();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'services/worker/worker.ts'], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, WORKER_PORT: '0', JWT_SECRET: 'x'.repeat(32) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const port = await new Promise<number>((resolve, reject) => {
+      child.stdout!.on('data', (chunk) => {
+        out += chunk;
+        const ready = out.split('\n').find((l) => l.includes('memorychat worker ready'));
+        if (ready) resolve(JSON.parse(ready).port);
+      });
+      child.stderr!.on('data', (chunk) => (out += chunk));
+      child.on('exit', (code) => reject(new Error(`worker exited with ${code}: ${out}`)));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ checks: { database: 'ok', redis: 'ok' } });
+    expect(await (await fetch(`${base}/metrics`)).text()).toContain('# HELP memorychat_jobs_total');
+
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out).toContain('worker closed');
+  }, 60_000);
+});
