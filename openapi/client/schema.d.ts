@@ -282,6 +282,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description The answering backend failed */
                 502: {
                     headers: {
@@ -382,6 +391,15 @@ export interface paths {
                 };
                 /** @description Missing or invalid token */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -503,6 +521,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         put?: never;
@@ -547,6 +574,15 @@ export interface paths {
                 };
                 /** @description Not found (or not the caller's) */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -652,6 +688,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         trace?: never;
@@ -728,6 +773,15 @@ export interface paths {
                 };
                 /** @description Not found (or not the caller's) */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -963,6 +1017,15 @@ export interface paths {
                 };
                 /** @description The request cannot be processed as sent (e.g. an Idempotency-Key reused for another request) */
                 422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1216,6 +1279,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description A dependency is unavailable or not configured */
                 503: {
                     headers: {
@@ -1362,6 +1434,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -1472,6 +1553,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description A dependency is unavailable or not configured */
                 503: {
                     headers: {
@@ -1560,6 +1650,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1628,6 +1727,15 @@ export interface paths {
                 };
                 /** @description Not found (or not the caller's) */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1745,6 +1853,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1805,6 +1922,15 @@ export interface paths {
                 };
                 /** @description Missing or invalid token */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1884,6 +2010,15 @@ export interface paths {
                 };
                 /** @description Missing or invalid token */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1976,6 +2111,15 @@ export interface paths {
                 };
                 /** @description Not allowed for this token */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2077,6 +2221,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description A dependency is unavailable or not configured */
                 503: {
                     headers: {
@@ -2163,6 +2316,15 @@ export interface paths {
                 };
                 /** @description Not found (or not the caller's) */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2271,6 +2433,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2329,6 +2500,15 @@ export interface paths {
                 };
                 /** @description Not allowed for this token */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2418,6 +2598,15 @@ export interface paths {
                 };
                 /** @description Not allowed for this token */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests for this user; Retry-After says when to retry */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };

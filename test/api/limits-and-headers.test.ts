@@ -42,6 +42,13 @@ describe('limits and headers', () => {
       expect((await t.request('GET', '/sessions', { token: t.token('alice', { tenant: 'acme' }) })).status).toBe(200);
     });
 
+    it('when the OpenAPI document is read, then every limited route documents its 429 and public ones do not', async () => {
+      const spec = (await t.request('GET', '/openapi.json')).body;
+      expect(spec.paths['/memoryChat'].post.responses['429'].content['application/problem+json']).toBeDefined();
+      expect(spec.paths['/sessions'].get.responses['429']).toBeDefined();
+      expect(spec.paths['/healthz'].get.responses['429']).toBeUndefined();
+    });
+
     it('when health, readiness, metrics or docs are requested often, then they are never limited', async () => {
       for (let i = 0; i < 5; i++) {
         expect((await t.request('GET', '/healthz')).status).toBe(200);

@@ -28,6 +28,7 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'Conflict: not ready yet, or the same request is still being processed',
   413: 'Body too large',
   415: 'Unsupported content type',
+  429: 'Too many requests for this user; Retry-After says when to retry',
   422: 'The request cannot be processed as sent (e.g. an Idempotency-Key reused for another request)',
   502: 'The answering backend failed',
   503: 'A dependency is unavailable or not configured',
