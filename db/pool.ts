@@ -12,13 +12,19 @@ export interface Database {
  * The server's Postgres at DATABASE_URL with a normal pool, or the embedded one with a pool of
  * exactly one connection: never wait for a second connection while holding the first.
  */
-export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'>): Promise<Database> {
+export async function openDatabase(
+  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'>,
+  options: { onIdleClientError?: (err: Error) => void } = {},
+): Promise<Database> {
   if (config.DATABASE_URL) {
-    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX });
+    const pool = survivingIdleErrors(
+      new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX }),
+      options.onIdleClientError,
+    );
     return { pool, embedded: false, close: () => pool.end() };
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR);
-  const pool = new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 });
+  const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);
   return {
     pool,
     embedded: true,
@@ -27,4 +33,13 @@ export async function openDatabase(config: Pick<Config, 'DATABASE_URL' | 'DATABA
       await embedded.stop();
     },
   };
+}
+
+/**
+ * An idle connection that breaks (a database restart, a network fault) is dropped by the pool and
+ * the next query reconnects; without an 'error' listener the pool's event would crash the process.
+ */
+function survivingIdleErrors(pool: pg.Pool, onError: (err: Error) => void = () => {}): pg.Pool {
+  pool.on('error', onError);
+  return pool;
 }

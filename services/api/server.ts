@@ -39,6 +39,7 @@ const app = await buildApp({
   logger: loggerOptions(config),
 });
 app.addHook('onClose', async () => database.close());
+database.pool.on('error', (err) => app.log.warn({ err }, 'an idle database connection failed; the next query reconnects'));
 // In-process mode runs the repeatable cleanup on a timer here; with REDIS_URL this registers the
 // BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
 await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));

@@ -29,7 +29,9 @@ try {
 const log = pino({ ...loggerOptions(config), name: 'memorychat-worker' });
 // An embedded database is locked by the process that opened it: the worker can share it only when
 // the API runs elsewhere. In production both use DATABASE_URL.
-const database = await openDatabase(config);
+const database = await openDatabase(config, {
+  onIdleClientError: (err) => log.warn({ err }, 'an idle database connection failed; the next query reconnects'),
+});
 await migrate(database.pool);
 
 const embedder = createEmbedder(config);

@@ -5,6 +5,9 @@ export interface TcpFaultProxy {
   port: number;
   /** The next bytes a client sends reset its connection instead of reaching the server. */
   resetOnNextRequest(): void;
+  /** The server is gone: open connections drop and new ones are refused, until `up()`. */
+  down(): void;
+  up(): void;
   close(): Promise<void>;
 }
 
@@ -14,8 +17,13 @@ export interface TcpFaultProxy {
  */
 export async function startTcpFaultProxy(target: net.NetConnectOpts): Promise<TcpFaultProxy> {
   let armed = false;
+  let isDown = false;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
+    if (isDown) {
+      client.destroy();
+      return;
+    }
     const upstream = net.connect(target);
     sockets.add(client).add(upstream);
     client.on('data', (chunk) => {
@@ -42,6 +50,13 @@ export async function startTcpFaultProxy(target: net.NetConnectOpts): Promise<Tc
     port: (server.address() as AddressInfo).port,
     resetOnNextRequest() {
       armed = true;
+    },
+    down() {
+      isDown = true;
+      for (const s of sockets) s.destroy();
+    },
+    up() {
+      isDown = false;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,0 +1,56 @@
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
+import { startFakeUpstream } from '../support/fake-upstream.js';
+import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy.js';
+import { freshDataDir, startTestApp, type TestApp } from '../support/test-app.js';
+
+describe('a database outage', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let proxy: TcpFaultProxy;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    const dataDir = await freshDataDir();
+    const embedded = await startEmbeddedPostgres(dataDir);
+    proxy = await startTcpFaultProxy({ path: path.join(embedded.connection.host, '.s.PGSQL.5432') });
+    const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: 'postgres', database: 'postgres', max: 1 });
+    pool.on('error', () => {}); // as openDatabase does: a dropped idle connection must not crash the process
+    t = await startTestApp(
+      { ANSWER_URL: upstream.answerUrl },
+      { dataDir, database: { pool, embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
+    );
+  });
+  afterAll(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  it('when the database goes away, then turns answer 503 and /readyz says so; when it returns, the service recovers without a restart', async () => {
+    const token = t.token('outage');
+    const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
+    expect(first.status).toBe(200);
+    const sessionId = first.body.conversation_metadata.conversation_id;
+
+    proxy.down();
+    const during = await t.request('POST', '/memoryChat', { token, body: { question: 'What about 2023?', session_id: sessionId } });
+    expect(during.status).toBe(503);
+    expect(during.headers.get('content-type')).toContain('application/problem+json');
+    expect(during.body.code).toBe('memory-store-unavailable');
+    const notReady = await t.request('GET', '/readyz');
+    expect(notReady.status).toBe(503);
+    expect(notReady.body.checks).toMatchObject({ database: 'unavailable' });
+    expect((await t.request('GET', '/healthz')).status).toBe(200);
+
+    proxy.up();
+    expect((await t.request('GET', '/readyz')).status).toBe(200);
+    const after = await t.request('POST', '/memoryChat', { token, body: { question: 'What about 2022?', session_id: sessionId } });
+    expect(after.status).toBe(200);
+    // The turn refused during the outage was not half-written: only the two answered turns exist.
+    expect(after.body.conversation_metadata.message_count).toBe(2);
+    expect(after.body.warnings).toEqual([]);
+    expect(after.body.memory_context_used.history_messages_count).toBe(1);
+  });
+});
