@@ -38,7 +38,7 @@ export default fp(
     app.decorateRequest('identity', null as unknown as Identity);
 
     app.addHook('onRequest', async (request, reply) => {
-      if (isPublic(request)) return;
+      if (isPublicRoute(request)) return;
       const header = request.headers.authorization;
       if (!header || !/^Bearer\s+\S+$/i.test(header)) {
         throw new AppError('unauthorized', 'send a JWT as "Authorization: Bearer <token>"');
@@ -63,10 +63,9 @@ function userPseudonym(identity: Identity): string {
   return createHash('sha256').update(`${identity.tenantId}\0${identity.userId}`).digest('hex').slice(0, 16);
 }
 
-function isPublic(request: FastifyRequest): boolean {
-  const url = request.routeOptions.url;
-  // No route: the not-found handler answers. Swagger UI's own routes take no route config.
-  return !url || request.routeOptions.config?.public === true || url === '/docs' || url.startsWith('/docs/');
+/** Routes marked `config.public` (health, metrics, docs, the spec); no route: the not-found handler answers. */
+export function isPublicRoute(request: FastifyRequest): boolean {
+  return !request.routeOptions.url || request.routeOptions.config?.public === true;
 }
 
 function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {

@@ -18,6 +18,11 @@ export default fp(
       },
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     });
+    // Swagger UI's routes take no route options of ours: mark them public where they are made,
+    // so auth and the rate limit need no special case for them.
+    app.addHook('onRoute', (route) => {
+      if (route.url === '/docs' || route.url.startsWith('/docs/')) route.config = { ...route.config, public: true };
+    });
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
     app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   },

@@ -7,6 +7,7 @@ import type { Config } from '../../core/config.js';
 import { AppError } from '../../core/errors.js';
 import { redisOptions } from '../../worker/redis-connection.js';
 import { problemResponses } from '../schemas/problem.js';
+import { isPublicRoute } from './auth.js';
 
 const WINDOW_MS = 60_000;
 
@@ -45,7 +46,7 @@ export default fp(
       // A Redis outage must not take the API down with it: requests pass uncounted.
       skipOnError: true,
       keyGenerator: rateLimitKey,
-      allowList: (request) => isExempt(request),
+      allowList: (request) => isPublicRoute(request),
       addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
       errorResponseBuilder: (_request, context) =>
         new AppError('rate-limited', `more than ${context.max} requests a minute; retry in ${context.after}`),
@@ -59,9 +60,4 @@ function rateLimitKey(request: FastifyRequest): string {
   const identity = request.identity;
   if (!identity) return `ip:${request.ip}`;
   return `user:${createHash('sha256').update(`${identity.tenantId}\0${identity.userId}`).digest('hex').slice(0, 32)}`;
-}
-
-function isExempt(request: FastifyRequest): boolean {
-  const url = request.routeOptions.url ?? '';
-  return request.routeOptions.config?.public === true || url === '/docs' || url.startsWith('/docs/');
 }
