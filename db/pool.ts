@@ -1,9 +1,13 @@
 import pg from 'pg';
 import type { Config } from '../services/core/config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded/embedded-postgres.js';
+import { scopedDatabase, type ScopedDatabase } from './row-security.js';
 
 export interface Database {
+  /** Unscoped: migrations, and tests and scripts that seed or inspect the tables. */
   pool: pg.Pool;
+  /** What the service's code uses: every statement under row-level security. */
+  scoped: ScopedDatabase;
   embedded: boolean;
   close(): Promise<void>;
 }
@@ -21,12 +25,13 @@ export async function openDatabase(
       new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX }),
       options.onIdleClientError,
     );
-    return { pool, embedded: false, close: () => pool.end() };
+    return { pool, scoped: scopedDatabase(pool), embedded: false, close: () => pool.end() };
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR);
   const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);
   return {
     pool,
+    scoped: scopedDatabase(pool),
     embedded: true,
     async close() {
       await pool.end();

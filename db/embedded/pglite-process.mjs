@@ -28,11 +28,12 @@ try {
   // One connection only: the socket server multiplexes every connection onto one Postgres session,
   // and concurrent parameterized queries over several connections were seen to get each other's rows.
   server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
-  // The session outlives its connections: a new connection would find the named (prepared)
-  // statements of one that broke, and its own Parse of the same names would fail. A connection is
-  // attached before any of its bytes are read, so this runs ahead of its first statement.
+  // The session outlives its connections: a new connection would find the transaction (with its
+  // role and identity) and the named (prepared) statements of one that broke mid-way, and its own
+  // Parse of the same names would fail. A connection is attached before any of its bytes are read,
+  // so this runs ahead of its first statement.
   server.addEventListener('connection', () => {
-    db.exec('DEALLOCATE ALL').catch((err) => console.error(`embedded Postgres: DEALLOCATE ALL failed: ${err.message}`));
+    db.exec('ROLLBACK; DEALLOCATE ALL').catch((err) => console.error(`embedded Postgres: resetting the session failed: ${err.message}`));
   });
   await server.start();
   process.send?.({ type: 'ready' });

@@ -1,8 +1,13 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
-/** A pool or a client inside a transaction: repositories take either. */
-export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+/**
+ * What repositories run their statements on: in the service, a scope of db/row-security.ts; in tests
+ * and scripts that inspect or seed the database, also a plain pool.
+ */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = any>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
 
 const statementNames = new Map<string, string>();
 

@@ -50,7 +50,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database answers (and Redis, when REDIS_URL is set) */
+        /**
+         * Ready when the database answers; reports Redis too (REDIS_URL set)
+         * @description Redis down leaves the service ready, with status "degraded": requests are served and their jobs wait in Postgres until Redis is back. Without the database nothing can be served: 503.
+         */
         get: {
             parameters: {
                 query?: never;

@@ -46,7 +46,7 @@ try {
 
   const logs: string[] = [];
   const result = await runRetentionCleanup({
-    db,
+    db: database.scoped,
     clock: () => new Date(),
     batchSize,
     log: { info: (_o, msg) => void logs.push(msg), warn: () => {}, error: () => {} },

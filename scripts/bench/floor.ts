@@ -36,9 +36,11 @@ export function shortVectors(pool: pg.Pool): Queryable {
   } as unknown as Queryable;
 }
 
-export function floorTurns(db: Queryable): TurnFn {
+/** `dbFor` gives the statements' connection for the turn's user: a plain pool, or a row-security scope. */
+export function floorTurns(dbFor: (owner: { tenantId: string; userId: string }) => Queryable): TurnFn {
   return async (t) => {
     const identity = { tenantId: TENANT, userId: userId(t.user), roles: [] };
+    const db = dbFor(identity);
     const now = new Date();
     const embedding = embedText(t.question, DIMENSIONS);
     const retrieved = await retrieveMemory(db, {

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import type { Database } from '../../db/pool.js';
 import { copyDataDir, openBenchDatabase } from './database.js';
 import { floorTurns, shortVectors, unpreparedStatements } from './floor.js';
+import { scopedDatabase } from '../../db/row-security.js';
 import { addLangchainIndexes, createLangchainTables, dropLangchainIndexes, langchainTurn, vectorStore } from './langchain-peer.js';
 import { combine, runLoad, type LoadResult } from './load.js';
 import { childrenOf, commandLineIncludes, cpuMsOf, memoryOf, RssSampler, type Memory } from './rss.js';
@@ -214,9 +215,10 @@ async function main() {
   };
   const systems: System[] = [
     { name: 'service', pids: [service.pid, service.dbPid], turnFor: (c) => serviceTurns(service.baseUrl, c) },
-    { name: 'floor', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(floorDb.pool) }) },
-    { name: 'floorPlain', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(unpreparedStatements(floorDb.pool)) }) },
-    { name: 'floorLean', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(shortVectors(floorDb.pool)) }) },
+    { name: 'floor', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => floorDb.pool) }) },
+    { name: 'floorPlain', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => unpreparedStatements(floorDb.pool)) }) },
+    { name: 'floorLean', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => shortVectors(floorDb.pool)) }) },
+    { name: 'floorScoped', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns((who) => scopedDatabase(floorDb.pool).asUser(who)) }) },
     ...(lcDb
       ? [
           { name: 'langchainShipped', pids: [process.pid, floorPid] as [number, number], turnFor: () => ({ turn: lcTurn(floorDb) }) },
@@ -262,6 +264,7 @@ async function main() {
     floor: combined.get('floor')!,
     floorPlain: combined.get('floorPlain')!,
     floorLean: combined.get('floorLean')!,
+    floorScoped: combined.get('floorScoped')!,
     langchainShipped: combined.get('langchainShipped') ?? [],
     langchainIndexed: combined.get('langchainIndexed') ?? [],
     rounds: Object.fromEntries(rounds),
@@ -282,6 +285,7 @@ type Results = {
   floor: LoadResult[];
   floorPlain: LoadResult[];
   floorLean: LoadResult[];
+  floorScoped: LoadResult[];
   langchainShipped: LoadResult[];
   langchainIndexed: LoadResult[];
   rounds: Record<string, LoadResult[][]>;
@@ -312,6 +316,7 @@ function report(r: Results): string {
     ['b. floor: same SQL with pg (2 round trips)', r.floor],
     ['b\'. floor before prepared statements (plain queries)', r.floorPlain],
     ['b\'\'. floor + float4-precision vector text', r.floorLean],
+    ['b\'\'\'. floor under row-level security (each statement in a scoped transaction)', r.floorScoped],
     ['c. LangChain JS as shipped', r.langchainShipped],
     ['c\'. LangChain JS + 2 indexes', r.langchainIndexed],
   ];
@@ -340,6 +345,8 @@ function report(r: Results): string {
   ratio('floor before prepared statements ÷ floor, p50', (i) => at(r.floorPlain, i)!.p50 / at(r.floor, i)!.p50, '(> 1: preparing made it faster)');
   ratio('floor ÷ floor before prepared statements, throughput, median of rounds', perRound('floor', 'floorPlain'), '');
   ratio('floor + float4 vectors ÷ floor, throughput, median of rounds', perRound('floorLean', 'floor'), '');
+  ratio('floor under row-level security ÷ floor, p50', (i) => at(r.floorScoped, i)!.p50 / at(r.floor, i)!.p50, '(the cost of RLS)');
+  ratio('floor under row-level security ÷ floor, throughput, median of rounds', perRound('floorScoped', 'floor'), '');
   lines.push('');
   lines.push('CPU per turn (ms; app = service process, or the bench process for in-process flows, which also runs the load');
   lines.push('driver and the instant answerer; db = the embedded Postgres process, single-threaded: its CPU per turn bounds throughput):');

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type pg from 'pg';
+import { scopedDatabase, type ScopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../core/config.js';
 import type { MemoryChatDeps } from '../core/memory-chat.js';
 import type { MemoryApiDeps } from '../core/memory-api-deps.js';
@@ -16,10 +17,12 @@ import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
-import problemErrors from './plugins/problem-errors.js';
+import inputGuard from './plugins/input-guard.js';
+import problemErrors, { renderClientError, renderFrameworkError } from './plugins/problem-errors.js';
 import queuePlugin from './plugins/queue.js';
 import rateLimit from './plugins/rate-limit.js';
 import securityHeaders from './plugins/security-headers.js';
+import shutdownRefusal from './plugins/shutdown-refusal.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
 import gdprRoutes from './routes/gdpr.js';
 import healthRoutes from './routes/health.js';
@@ -33,7 +36,8 @@ import { ProblemSchema } from './schemas/problem.js';
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config;
-    db: pg.Pool;
+    /** The service's only way to its tables: statements scoped to a user or to maintenance. */
+    db: ScopedDatabase;
     memoryChatDeps: MemoryChatDeps;
     memoryApiDeps: MemoryApiDeps;
   }
@@ -65,15 +69,23 @@ export async function buildApp(deps: AppDeps) {
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => crypto.randomUUID(),
+    // Errors raised before routing or by Node's HTTP parser are problem documents too.
+    frameworkErrors: renderFrameworkError,
+    clientErrorHandler: renderClientError,
+    // Above the longest path parameter a schema allows (an admin route's user_id: 256 characters).
+    routerOptions: { maxParamLength: 512 },
+    // Requests arriving while closing get a problem from the shutdown-refusal plugin instead.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = createMetrics();
   const embedder = instrumentEmbedder(deps.embedder, metrics);
 
   app.decorate('config', config);
-  app.decorate('db', deps.db);
+  const db = scopedDatabase(deps.db);
+  app.decorate('db', db);
   app.decorate('memoryChatDeps', {
-    db: deps.db,
+    db,
     embedder,
     answerer: instrumentAnswerer(deps.answerer, metrics),
     llm: deps.llm,
@@ -95,7 +107,7 @@ export async function buildApp(deps: AppDeps) {
   } satisfies MemoryChatDeps);
 
   app.decorate('memoryApiDeps', {
-    db: deps.db,
+    db,
     embedder,
     clock: app.memoryChatDeps.clock,
     log: app.log,
@@ -113,6 +125,8 @@ export async function buildApp(deps: AppDeps) {
 
   app.addSchema(ProblemSchema);
   await app.register(problemErrors);
+  await app.register(inputGuard);
+  await app.register(shutdownRefusal);
   // Before every route (docs included) and before auth: hooks apply to routes declared after them, and
   // a CORS preflight carries no token.
   await app.register(securityHeaders);
@@ -125,14 +139,14 @@ export async function buildApp(deps: AppDeps) {
     config,
     queue: deps.queue,
     processorDeps: {
-      db: deps.db,
+      db,
       embedder,
       metrics,
       summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
       clock: app.memoryChatDeps.clock,
     },
   });
-  await app.register(idempotency, { db: deps.db, clock: app.memoryChatDeps.clock });
+  await app.register(idempotency, { db, clock: app.memoryChatDeps.clock });
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);
   await app.register(sessionRoutes);

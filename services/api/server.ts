@@ -38,21 +38,28 @@ const app = await buildApp({
   localSecret,
   logger: loggerOptions(config),
 });
-app.addHook('onClose', async () => database.close());
 database.pool.on('error', (err) => app.log.warn({ err }, 'an idle database connection failed; the next query reconnects'));
 // In-process mode runs the repeatable cleanup on a timer here; with REDIS_URL this registers the
 // BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
 await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));
 if (app.queue.mode === 'in-process') {
-  await enqueueReEmbeddingIfNeeded(database.pool, app.queue, providers.embedder, app.log).catch((err) =>
+  await enqueueReEmbeddingIfNeeded(app.db, app.queue, providers.embedder, app.log).catch((err) =>
     app.log.error({ err }, 'checking for turns to re-embed failed'),
   );
 }
 
+// SIGTERM (docs/soak.md): app.close() stops listening, lets running requests finish (later ones get
+// a 503 problem, shutdown-refusal plugin) and runs the plugins' onClose hooks, among them the in-process
+// queue's, which waits for running jobs. Only then does the database close: closed earlier, a job
+// waiting for the pool's connection would wait forever, and the grace period would end in a kill.
 closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
   if (err) app.log.error({ err }, 'closing after an error');
   else app.log.info({ signal }, 'closing');
-  await app.close();
+  try {
+    await app.close();
+  } finally {
+    await database.close();
+  }
 });
 
 await app.listen({ port: config.PORT, host: config.host });

@@ -22,11 +22,15 @@ export async function runGdprErase(
   deps: GdprJobDeps & { batchSize: number; removeQueuedJobs: (tenantId: string, userId: string) => Promise<number> },
   job: { tenantId: string; requestId: string },
 ): Promise<EraseCounts> {
-  const audit = await findAuditRow(deps.db, job.tenantId, job.requestId);
+  // The job knows its request, not yet its subject: the audit row is read and kept across users.
+  const jobBookkeeping = deps.db.asMaintenance();
+  const audit = await findAuditRow(jobBookkeeping, job.tenantId, job.requestId);
   if (!audit || audit.action !== 'erase') throw new PermanentJobError(`no erase request ${job.requestId}`);
-  await markAuditRunning(deps.db, job.tenantId, job.requestId, deps.clock());
+  await markAuditRunning(jobBookkeeping, job.tenantId, job.requestId, deps.clock());
 
   const userId = audit.subject_user_id;
+  // Everything else acts for the subject only: row-level security confines it to their rows.
+  const subject = deps.db.asUser({ tenantId: job.tenantId, userId });
   // Counts accumulate across attempts so the audit row reports the whole erasure.
   const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, idempotency_keys: 0, queued_jobs: 0, ...audit.counts };
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
@@ -40,13 +44,13 @@ export async function runGdprErase(
   ];
   for (const [what, deleteBatch] of tables) {
     for (;;) {
-      const deleted = await deleteBatch(deps.db, job.tenantId, userId, deps.batchSize);
+      const deleted = await deleteBatch(subject, job.tenantId, userId, deps.batchSize);
       counts[what] += deleted;
       if (deleted < deps.batchSize) break;
     }
     deps.log.info({ what, deleted: counts[what] }, 'erase step finished');
   }
   counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
-  await markAuditFinished(deps.db, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
+  await markAuditFinished(jobBookkeeping, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
   return counts;
 }

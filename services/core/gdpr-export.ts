@@ -1,9 +1,9 @@
 import { findAuditRow, insertExport, listSessionsForExport, listTurnsForExport, markAuditFinished, markAuditRunning } from '../../db/repositories/gdpr.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { PermanentJobError, type JobLogger } from './job-queue.js';
 
 export interface GdprJobDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   clock: () => Date;
   log: JobLogger;
 }
@@ -19,20 +19,24 @@ export async function runGdprExport(
   deps: GdprJobDeps & { exportTtlMs: number },
   job: { tenantId: string; requestId: string },
 ): Promise<{ sessions: number; turns: number }> {
-  const audit = await findAuditRow(deps.db, job.tenantId, job.requestId);
+  // The job knows its request, not yet its subject: the audit row is read and kept across users.
+  const jobBookkeeping = deps.db.asMaintenance();
+  const audit = await findAuditRow(jobBookkeeping, job.tenantId, job.requestId);
   if (!audit || audit.action !== 'export') throw new PermanentJobError(`no export request ${job.requestId}`);
   if (audit.status === 'completed') return { sessions: audit.counts.sessions ?? 0, turns: audit.counts.turns ?? 0 };
   const now = deps.clock();
-  await markAuditRunning(deps.db, job.tenantId, job.requestId, now);
+  await markAuditRunning(jobBookkeeping, job.tenantId, job.requestId, now);
 
   const userId = audit.subject_user_id;
-  const sessions = await listSessionsForExport(deps.db, job.tenantId, userId, now);
+  // Everything else acts for the subject only: row-level security confines it to their rows.
+  const subject = deps.db.asUser({ tenantId: job.tenantId, userId });
+  const sessions = await listSessionsForExport(subject, job.tenantId, userId, now);
   let turnCount = 0;
   const exported = [];
   for (const session of sessions) {
     const turns: Record<string, unknown>[] = [];
     for (let after = 0; ; ) {
-      const page = await listTurnsForExport(deps.db, job.tenantId, userId, session.session_id, after, TURN_PAGE);
+      const page = await listTurnsForExport(subject, job.tenantId, userId, session.session_id, after, TURN_PAGE);
       turns.push(...page.map((row) => row.turn));
       if (page.length < TURN_PAGE) break;
       after = page.at(-1)!.turn_number;
@@ -48,7 +52,7 @@ export async function runGdprExport(
     generated_at: now.toISOString(),
     sessions: exported,
   };
-  await insertExport(deps.db, {
+  await insertExport(subject, {
     tenantId: job.tenantId,
     userId,
     requestId: job.requestId,
@@ -58,7 +62,7 @@ export async function runGdprExport(
     payload: JSON.stringify(document),
   });
   const counts = { sessions: sessions.length, turns: turnCount };
-  await markAuditFinished(deps.db, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts });
+  await markAuditFinished(jobBookkeeping, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts });
   deps.log.info(counts, 'export finished');
   return counts;
 }

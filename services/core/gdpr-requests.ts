@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { findAuditRow, findExportPayload, insertAuditRow, markAuditFinished, type AuditRow, type GdprAction } from '../../db/repositories/gdpr.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from './errors.js';
 import type { Identity } from './identity.js';
 import type { JobQueue } from './job-queue.js';
@@ -12,7 +12,7 @@ export function isAdmin(identity: Identity): boolean {
 }
 
 export interface GdprDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   queue: JobQueue;
   clock: () => Date;
 }
@@ -22,7 +22,7 @@ export interface GdprDeps {
  * actor's tenant: an admin acts only within the tenant of their token.
  */
 export async function requestGdpr(deps: GdprDeps, actor: Identity, subjectUserId: string, action: GdprAction): Promise<AuditRow> {
-  const row = await insertAuditRow(deps.db, {
+  const row = await insertAuditRow(deps.db.asUser(actor), {
     tenant_id: actor.tenantId,
     request_id: randomUUID(),
     action,
@@ -31,9 +31,14 @@ export async function requestGdpr(deps: GdprDeps, actor: Identity, subjectUserId
     requested_at: deps.clock(),
   });
   try {
-    await deps.queue.enqueue(action === 'export' ? 'gdpr-export' : 'gdpr-erase', { tenantId: row.tenant_id, requestId: row.request_id });
+    // With Redis down the job waits in Postgres under its subject; this fails only if that fails too.
+    await deps.queue.enqueue(
+      action === 'export' ? 'gdpr-export' : 'gdpr-erase',
+      { tenantId: row.tenant_id, requestId: row.request_id },
+      { owner: { tenantId: row.tenant_id, userId: row.subject_user_id } },
+    );
   } catch (err) {
-    await markAuditFinished(deps.db, row.tenant_id, row.request_id, { status: 'failed', now: deps.clock(), errorCode: 'queue-unavailable' });
+    await markAuditFinished(deps.db.asUser(actor), row.tenant_id, row.request_id, { status: 'failed', now: deps.clock(), errorCode: 'queue-unavailable' });
     throw new AppError('queue-unavailable', 'the request could not be queued; please retry', { cause: err });
   }
   return row;
@@ -43,8 +48,8 @@ export async function requestGdpr(deps: GdprDeps, actor: Identity, subjectUserId
  * The request, if the caller may see it: its subject, its actor, or an admin of its tenant.
  * Anyone else gets the same 404 as for a request that does not exist.
  */
-export async function findVisibleRequest(db: Queryable, caller: Identity, requestId: string): Promise<AuditRow> {
-  const row = await findAuditRow(db, caller.tenantId, requestId);
+export async function findVisibleRequest(db: ScopedDatabase, caller: Identity, requestId: string): Promise<AuditRow> {
+  const row = await findAuditRow(db.asUser({ ...caller, tenantAdmin: isAdmin(caller) }), caller.tenantId, requestId);
   if (!row || !(row.subject_user_id === caller.userId || row.actor_user_id === caller.userId || isAdmin(caller))) {
     throw new AppError('gdpr-request-not-found', `GDPR request ${requestId} does not exist or is not yours`);
   }
@@ -58,7 +63,8 @@ export async function downloadExport(deps: Pick<GdprDeps, 'db' | 'clock'>, calle
   if (row.status !== 'completed') {
     throw new AppError('export-not-ready', `the export is ${row.status}; poll GET /gdpr/requests/${requestId}`);
   }
-  const payload = await findExportPayload(deps.db, row.tenant_id, row.subject_user_id, row.request_id, deps.clock());
+  // Allowed above; the export is the subject's row, read as the subject.
+  const payload = await findExportPayload(deps.db.asUser({ tenantId: row.tenant_id, userId: row.subject_user_id }), row.tenant_id, row.subject_user_id, row.request_id, deps.clock());
   if (payload === undefined) throw new AppError('export-expired', 'the export has expired or its data was erased; request a new one');
   return payload;
 }

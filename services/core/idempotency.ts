@@ -6,7 +6,7 @@ import {
   releaseIdempotencyKey,
   type IdempotencyKeyRef,
 } from '../../db/repositories/idempotency.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from './errors.js';
 import type { Identity } from './identity.js';
 
@@ -26,7 +26,7 @@ export interface IdempotencySettings {
 }
 
 export interface IdempotencyDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   clock: () => Date;
   settings: IdempotencySettings;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
@@ -125,13 +125,15 @@ export async function runIdempotently(
     await release(deps, ref, claimId);
     return { ...result, replayed: false };
   }
+  const complete = () =>
+    completeIdempotencyKey(deps.db.asUser(ref), { ...ref, claimId, responseStatus: result.status, responseBody: result.body });
   try {
-    const stored = await completeIdempotencyKey(deps.db, { ...ref, claimId, responseStatus: result.status, responseBody: result.body });
-    if (!stored) deps.log.warn({ route: req.route }, 'idempotency claim was taken over before the response was stored');
+    if (!(await complete())) deps.log.warn({ route: req.route }, 'idempotency claim was taken over before the response was stored');
   } catch (err) {
-    // The work is done and stored: the client gets its response. The claim stays in_progress until
-    // its lease ends; a retry meanwhile answers 409 (docs/idempotency.md, "failure windows").
-    deps.log.error({ err, route: req.route }, 'storing the idempotent response failed');
+    // The work is done and stored: the client gets its response. Until the key is completed a retry
+    // answers 409 (docs/idempotency.md, "failure windows").
+    deps.log.error({ err, route: req.route }, 'storing the idempotent response failed; retrying it in the background');
+    retryInBackground(deps, 'storing the idempotent response', complete);
   }
   return { ...result, replayed: false };
 }
@@ -145,7 +147,7 @@ async function claimOrRead(
 ): Promise<IdempotentResponse | undefined> {
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const now = deps.clock();
-    const claimed = await claimIdempotencyKey(deps.db, {
+    const claimed = await claimIdempotencyKey(deps.db.asUser(ref), {
       ...ref,
       route: req.route,
       fingerprint: req.fingerprint,
@@ -153,9 +155,9 @@ async function claimOrRead(
       now,
       leaseMs: deps.settings.leaseMs,
       ttlMs: deps.settings.ttlMs,
-    });
+    }).catch(storeUnavailable);
     if (claimed) return undefined;
-    const row = await findIdempotencyKey(deps.db, ref, now);
+    const row = await findIdempotencyKey(deps.db.asUser(ref), ref, now).catch(storeUnavailable);
     if (!row) continue; // released or expired since the claim: claim again
     if (row.fingerprint !== req.fingerprint) {
       throw new AppError(
@@ -172,11 +174,46 @@ async function claimOrRead(
   throw new IdempotencyInProgressError(req.key);
 }
 
+/** The keys live in the memory store: when it cannot be reached, the request fails as a turn write does (503, retryable). */
+function storeUnavailable(err: unknown): never {
+  throw new AppError('memory-store-unavailable', 'the memory store could not be reached; please retry', { cause: err });
+}
+
 async function release(deps: IdempotencyDeps, ref: IdempotencyKeyRef, claimId: string) {
+  const releaseClaim = () => releaseIdempotencyKey(deps.db.asUser(ref), { ...ref, claimId });
   try {
-    await releaseIdempotencyKey(deps.db, { ...ref, claimId });
+    await releaseClaim();
   } catch (err) {
-    // The claim then ends with its lease; until then a retry answers 409.
-    deps.log.error({ err }, 'releasing the idempotency claim failed');
+    // Until the claim is released a retry answers 409.
+    deps.log.error({ err }, 'releasing the idempotency claim failed; retrying it in the background');
+    retryInBackground(deps, 'releasing the idempotency claim', releaseClaim);
   }
+}
+
+const FIRST_BOOKKEEPING_RETRY_MS = 250;
+const MAX_BOOKKEEPING_RETRY_MS = 5000;
+
+/**
+ * A key's bookkeeping that failed because the database was away (a restart, a failover) is retried
+ * until it succeeds or the claim's lease ends. Left undone, every retry of the request would answer
+ * 409 until the lease ends, and a run that succeeded would then run again and store its turn twice
+ * (the soak found both: docs/soak.md). The claim id fences each attempt: it never touches a claim
+ * that was taken over meanwhile.
+ */
+function retryInBackground(deps: IdempotencyDeps, what: string, write: () => Promise<unknown>): void {
+  const giveUpAt = Date.now() + deps.settings.leaseMs;
+  let delayMs = FIRST_BOOKKEEPING_RETRY_MS;
+  const attempt = () =>
+    write().then(
+      () => deps.log.warn({}, `${what}: done on a retry`),
+      (err: unknown) => {
+        if (Date.now() + delayMs >= giveUpAt) deps.log.error({ err }, `${what} failed until the claim's lease ended`);
+        else schedule();
+      },
+    );
+  const schedule = () => {
+    setTimeout(attempt, delayMs).unref();
+    delayMs = Math.min(delayMs * 2, MAX_BOOKKEEPING_RETRY_MS);
+  };
+  schedule();
 }

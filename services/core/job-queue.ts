@@ -29,9 +29,21 @@ export interface FailedJobView {
   failedAt: string | null;
 }
 
+export interface EnqueueOptions {
+  /**
+   * The user the job concerns, when its payload does not name one (a GDPR job names only its
+   * request). Lets the BullMQ queue hold the job in Postgres, under that user, while Redis is down.
+   */
+  owner?: { tenantId: string; userId: string };
+}
+
 export interface JobQueue {
   readonly mode: 'bullmq' | 'in-process';
-  enqueue<K extends JobKind>(kind: K, data: JobPayloads[K]): Promise<void>;
+  /**
+   * Queues a job. On BullMQ, a job of a user that Redis does not take within a short bound is held
+   * in Postgres and enqueued once Redis is back (docs/worker.md): the caller never waits on an outage.
+   */
+  enqueue<K extends JobKind>(kind: K, data: JobPayloads[K], options?: EnqueueOptions): Promise<void>;
   /** Jobs per state, for admins and metrics. */
   counts(): Promise<Record<JobState, number>>;
   /** The dead-letter view: jobs that used up their attempts, newest first. */

@@ -1,5 +1,5 @@
 import type { SessionRow } from '../../db/repositories/memory-store.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { TurnStoredEvent } from './memory-chat.js';
 
@@ -16,7 +16,7 @@ export interface MemoryApiSettings {
 
 /** The collaborators of the memory API (DESIGN §6); the routes pass them, tests build the real ones. */
 export interface MemoryApiDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   embedder: Embedder;
   clock: () => Date;
   settings: MemoryApiSettings;

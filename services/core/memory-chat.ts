@@ -6,7 +6,7 @@ import {
   type Retrieved,
   type SessionRow,
 } from '../../db/repositories/memory-store.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Answer, Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
@@ -32,7 +32,7 @@ export interface MemorySettings {
 }
 
 export interface MemoryChatDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   embedder: Embedder;
   answerer: Answerer;
   llm?: ChatLlm;
@@ -187,7 +187,7 @@ async function readMemory(
     }
   }
   try {
-    const retrieved = await retrieveMemory(deps.db, {
+    const retrieved = await retrieveMemory(deps.db.asUser(req.identity), {
       identity: req.identity,
       sessionId: req.sessionId,
       now,
@@ -230,7 +230,7 @@ interface TurnTarget {
 }
 
 function append(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {
-  return appendTurn(deps.db, { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn });
+  return appendTurn(deps.db.asUser(target.identity), { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn });
 }
 
 async function store(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {

@@ -31,7 +31,7 @@ export async function resolveMemoryContext(deps: MemoryApiDeps, identity: Identi
       warnings.push('related memories are unavailable: the embeddings provider failed');
     }
   }
-  const retrieved = await retrieveMemory(deps.db, {
+  const retrieved = await retrieveMemory(deps.db.asUser(identity), {
     withMessages: true,
     identity,
     sessionId: req.sessionId,

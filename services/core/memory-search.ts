@@ -17,7 +17,7 @@ export interface SearchRequest {
 /** `POST /memory/search`: the caller's turns ranked by similarity to `query`, with scores. */
 export async function searchMemory(deps: MemoryApiDeps, identity: Identity, req: SearchRequest) {
   const now = deps.clock();
-  if (req.sessionId && !(await findLiveSession(deps.db, identity, req.sessionId, now))) throw notFound(req.sessionId);
+  if (req.sessionId && !(await findLiveSession(deps.db.asUser(identity), identity, req.sessionId, now))) throw notFound(req.sessionId);
   let embedding: number[] | null;
   try {
     [embedding = null] = await deps.embedder.embed([req.query]);
@@ -25,7 +25,7 @@ export async function searchMemory(deps: MemoryApiDeps, identity: Identity, req:
     throw new AppError('embeddings-unavailable', 'the query could not be embedded; please retry', { cause: err });
   }
   if (!embedding) return { results: [] };
-  const hits = await searchTurns(deps.db, {
+  const hits = await searchTurns(deps.db.asUser(identity), {
     identity,
     now,
     embedding,

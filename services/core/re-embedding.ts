@@ -1,11 +1,11 @@
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../db/repositories/reembedding.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 import { embeddedTurnText } from './turn-text.js';
 
 export interface ReEmbedDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   embedder: Embedder;
   log: JobLogger;
   batchSize: number;
@@ -15,8 +15,8 @@ export interface ReEmbedDeps {
 }
 
 /** At start: queue a re-embedding when stored turns carry another model than the active one. */
-export async function enqueueReEmbeddingIfNeeded(db: Queryable, queue: JobQueue, embedder: Embedder, log: JobLogger): Promise<boolean> {
-  if (!(await hasTurnsOfOtherModels(db, embedder.modelId))) return false;
+export async function enqueueReEmbeddingIfNeeded(db: ScopedDatabase, queue: JobQueue, embedder: Embedder, log: JobLogger): Promise<boolean> {
+  if (!(await hasTurnsOfOtherModels(db.asMaintenance(), embedder.modelId))) return false;
   log.info({ model: embedder.modelId }, 'turns carry another embedding model: queueing re-embedding');
   await queue.enqueue('re-embed', { modelId: embedder.modelId });
   return true;
@@ -41,13 +41,13 @@ export async function runReEmbedding(deps: ReEmbedDeps, job: { modelId: string }
   let batches = 0;
   for (;;) {
     const started = performance.now();
-    const turns = await nextTurnsToEmbed(deps.db, job.modelId, after, deps.batchSize);
+    const turns = await nextTurnsToEmbed(deps.db.asMaintenance(), job.modelId, after, deps.batchSize);
     if (!turns.length) break;
     const vectors = await deps.embedder.embed(
       turns.map((t) => embeddedTurnText({ question: t.question, sqlQuery: t.sql_query, tablesUsed: t.tables_used, answer: t.answer })),
     );
     const batch = turns.flatMap((t, i) => (vectors[i] ? [{ key: t, embedding: vectors[i]! }] : []));
-    embedded += await saveEmbeddings(deps.db, job.modelId, batch);
+    embedded += await saveEmbeddings(deps.db.asMaintenance(), job.modelId, batch);
     skipped += turns.length - batch.length;
     batches += 1;
     after = turns.at(-1)!;

@@ -4,11 +4,11 @@ import {
   deleteExpiredIdempotencyKeys,
   deleteExpiredTurns,
 } from '../../db/repositories/cleanup.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { JobLogger } from './job-queue.js';
 
 export interface CleanupDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   clock: () => Date;
   log: JobLogger;
   batchSize: number;
@@ -41,7 +41,7 @@ export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupRes
   ];
   for (const [what, deleteBatch] of steps) {
     for (;;) {
-      const deleted = await deleteBatch(deps.db, now, deps.batchSize);
+      const deleted = await deleteBatch(deps.db.asMaintenance(), now, deps.batchSize);
       result[what] += deleted;
       result.batches += 1;
       if (deleted > 0) deps.log.info({ what, deleted, total: result[what] }, 'cleanup batch');

@@ -16,12 +16,12 @@ import { sessionView, type MemoryApiDeps } from './memory-api-deps.js';
  * renames and clears count as activity): a bot polling its sessions must not keep them alive.
  */
 export async function listUserSessions(deps: MemoryApiDeps, identity: Identity, limit: number, cursor?: string) {
-  const page = await listSessions(deps.db, identity, deps.clock(), limit, cursor ? decodeCursor(cursor) : undefined);
+  const page = await listSessions(deps.db.asUser(identity), identity, deps.clock(), limit, cursor ? decodeCursor(cursor) : undefined);
   return { sessions: page.sessions.map(sessionView), next_cursor: page.next ? encodeCursor(page.next) : null };
 }
 
 export async function getUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string) {
-  const found = await getSessionWithTurns(deps.db, identity, sessionId, deps.clock());
+  const found = await getSessionWithTurns(deps.db.asUser(identity), identity, sessionId, deps.clock());
   if (!found) throw notFound(sessionId);
   const windowStart = found.turns.length - deps.settings.maxTurnsPerSession;
   const covered = found.session.summary_through_turn ?? 0;
@@ -51,17 +51,17 @@ export async function getUserSession(deps: MemoryApiDeps, identity: Identity, se
 }
 
 export async function renameUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string, name: string) {
-  const session = await renameSession(deps.db, identity, sessionId, name, retention(deps));
+  const session = await renameSession(deps.db.asUser(identity), identity, sessionId, name, retention(deps));
   if (!session) throw notFound(sessionId);
   return sessionView(session);
 }
 
 export async function deleteUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string) {
-  if (!(await deleteSession(deps.db, identity, sessionId, deps.clock()))) throw notFound(sessionId);
+  if (!(await deleteSession(deps.db.asUser(identity), identity, sessionId, deps.clock()))) throw notFound(sessionId);
 }
 
 export async function clearUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string) {
-  const session = await clearSession(deps.db, identity, sessionId, retention(deps));
+  const session = await clearSession(deps.db.asUser(identity), identity, sessionId, retention(deps));
   if (!session) throw notFound(sessionId);
   return sessionView(session);
 }

@@ -39,7 +39,7 @@ export async function recallResultCsv(
 }
 
 async function findTurn(deps: MemoryApiDeps, identity: Identity, sessionId: string, lookup: SqlTurnLookup, what: string): Promise<SqlTurn> {
-  const found = await findSqlTurn(deps.db, identity, sessionId, deps.clock(), lookup);
+  const found = await findSqlTurn(deps.db.asUser(identity), identity, sessionId, deps.clock(), lookup);
   if (!found.session) throw notFound(sessionId);
   if (!found.turn) throw new AppError('turn-not-found', `session ${sessionId} has no ${what}`);
   if (!found.turn.has_sql) throw new AppError('turn-has-no-sql', `turn ${found.turn.turn_number} was answered without SQL`);

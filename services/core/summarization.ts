@@ -1,4 +1,4 @@
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { loadSummaryState, loadTurnsToSummarize, saveSummary, type SessionKey } from '../../db/repositories/summaries.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import type { Config } from './config.js';
@@ -61,7 +61,7 @@ export async function enqueueSummarizationIfDue(
 }
 
 export interface SummarizeDeps {
-  db: Queryable;
+  db: ScopedDatabase;
   /** Undefined: the extractive summary, no LLM. */
   llm?: ChatLlm;
   clock: () => Date;
@@ -81,7 +81,7 @@ export interface SummarizeResult {
  * stopped. Turns that must not steer SQL or have no content are skipped but counted as covered.
  */
 export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Promise<SummarizeResult> {
-  const state = await loadSummaryState(deps.db, key, deps.clock());
+  const state = await loadSummaryState(deps.db.asUser(key), key, deps.clock());
   if (!state) return { outcome: 'session-gone', throughTurn: null, llmCalls: 0 };
   const target = state.last_turn_number - turnsKeptVerbatim(deps.settings);
   let through = state.summary_through_turn;
@@ -90,7 +90,7 @@ export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Pr
 
   let llmCalls = 0;
   while ((through ?? 0) < target) {
-    const turns = await loadTurnsToSummarize(deps.db, key, through ?? 0, target, PAGE_TURNS);
+    const turns = await loadTurnsToSummarize(deps.db.asUser(key), key, through ?? 0, target, PAGE_TURNS);
     const chunks = turns.length ? chunkTurns(turns, turnBudget(deps, summary)) : [{ rendered: [], throughTurn: target }];
     for (const chunk of chunks) {
       let next = summary;
@@ -102,7 +102,7 @@ export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Pr
           next = foldExtractively(summary, chunk, deps.settings.maxOutputTokens);
         }
       }
-      const saved = await saveSummary(deps.db, key, { text: next, throughTurn: chunk.throughTurn, expectedThroughTurn: through });
+      const saved = await saveSummary(deps.db.asUser(key), key, { text: next, throughTurn: chunk.throughTurn, expectedThroughTurn: through });
       if (!saved) return { outcome: 'superseded', throughTurn: through, llmCalls };
       deps.log.info({ throughTurn: chunk.throughTurn, turns: chunk.rendered.length }, 'summary advanced');
       summary = next;
@@ -110,7 +110,7 @@ export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Pr
     }
     if (turns.length < PAGE_TURNS && (through ?? 0) < target) {
       // Turns up to the target were deleted (a cleared session): nothing more to read.
-      const saved = await saveSummary(deps.db, key, { text: summary, throughTurn: target, expectedThroughTurn: through });
+      const saved = await saveSummary(deps.db.asUser(key), key, { text: summary, throughTurn: target, expectedThroughTurn: through });
       if (!saved) return { outcome: 'superseded', throughTurn: through, llmCalls };
       through = target;
     }

@@ -1,5 +1,6 @@
 import type { TurnToSummarize } from '../../db/repositories/summaries.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import { quoteStored } from './memory-block.js';
 import { countTokens, cutText } from './text.js';
 
 const QUESTION_CHARS = 1000;
@@ -22,10 +23,11 @@ export function renderTurnForSummary(turn: TurnToSummarize): string {
   const question = turn.question.trim();
   const answer = turn.answer.trim();
   if (!question && !answer) return '';
-  const lines = [`Turn ${turn.turn_number}. Question: ${cutText(question, QUESTION_CHARS)}`];
-  if (turn.sql_query?.trim()) lines.push(`SQL: ${cutText(turn.sql_query.trim(), SQL_CHARS)}`);
-  if (turn.tables_used.length) lines.push(`Tables: ${turn.tables_used.join(', ')}`);
-  if (answer) lines.push(`Answer: ${cutText(answer, ANSWER_CHARS)}`);
+  // Quoted: a stored line cannot start a line and pose as this turn's SQL (the extractive fold reads it back).
+  const lines = [`Turn ${turn.turn_number}. Question: ${quoteStored(cutText(question, QUESTION_CHARS))}`];
+  if (turn.sql_query?.trim()) lines.push(`SQL: ${quoteStored(cutText(turn.sql_query.trim(), SQL_CHARS))}`);
+  if (turn.tables_used.length) lines.push(`Tables: ${quoteStored(turn.tables_used.join(', '))}`);
+  if (answer) lines.push(`Answer: ${quoteStored(cutText(answer, ANSWER_CHARS))}`);
   return lines.join('\n');
 }
 

@@ -47,7 +47,9 @@ export async function recordTurn(
   const tablesUsed = databaseNames(input.tables_used) ?? [];
 
   const recent = 'sessionId' in target
-    ? await recentQuestions(deps.db, identity, sessionId, now, deps.settings.maxTurnsPerSession)
+    ? await recentQuestions(deps.db.asUser(identity), identity, sessionId, now, deps.settings.maxTurnsPerSession).catch((err: unknown) => {
+        throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
+      })
     : [];
   // One embedding call: the turn's text for search, then the question and recent questions for dedup.
   let vectors: (number[] | null)[] = [];
@@ -62,7 +64,7 @@ export async function recordTurn(
   }
   const duplicateOf = nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity);
 
-  const stored = await appendTurn(deps.db, {
+  const stored = await appendTurn(deps.db.asUser(identity), {
     identity,
     sessionId,
     createWithName: 'sessionId' in target ? undefined : (target.newSessionName ?? cutText(input.question.trim(), SESSION_NAME_CHARS)),

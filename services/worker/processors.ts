@@ -1,5 +1,5 @@
 import { markAuditFinished } from '../../db/repositories/gdpr.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../core/config.js';
 import { runGdprErase } from '../core/gdpr-erase.js';
 import { runGdprExport } from '../core/gdpr-export.js';
@@ -13,7 +13,7 @@ import { instrumentProcessors, type Metrics } from '../core/metrics.js';
 
 export interface ProcessorDeps {
   config: Config;
-  db: Queryable;
+  db: ScopedDatabase;
   embedder: Embedder;
   summaryLlm?: ChatLlm;
   clock: () => Date;
@@ -90,7 +90,7 @@ async function failingAuditOnLastAttempt<T>(
   } catch (err) {
     if ((ctx.finalAttempt || err instanceof PermanentJobError) && data?.tenantId && data?.requestId) {
       const errorCode = err instanceof PermanentJobError ? 'bad-request' : ((err as { code?: string }).code ?? (err as Error).name ?? 'error');
-      await markAuditFinished(deps.db, data.tenantId, data.requestId, { status: 'failed', now: deps.clock(), errorCode: String(errorCode) }).catch(
+      await markAuditFinished(deps.db.asMaintenance(), data.tenantId, data.requestId, { status: 'failed', now: deps.clock(), errorCode: String(errorCode) }).catch(
         (auditErr) => ctx.log.error({ err: auditErr }, 'marking the GDPR request failed did not work'),
       );
     }

@@ -1,9 +1,14 @@
 import type { RedisOptions } from 'ioredis';
 
+/** Redis answers in well under a millisecond; this only bounds a connection that hangs. */
+const PRODUCER_COMMAND_TIMEOUT_MS = 1_000;
+
 /**
  * ioredis options from REDIS_URL (redis://[user:password@]host:port[/db], rediss:// for TLS).
  * Workers block on Redis and must retry forever (maxRetriesPerRequest: null, as BullMQ requires);
- * producers fail fast instead, so an API request does not hang while Redis is down.
+ * producers fail fast instead, so an API request does not hang while Redis is down: no offline
+ * queue (a command fails at once while disconnected), and a command timeout for a connection that
+ * stays open but stops answering (a stalled network), which otherwise waits forever.
  */
 export function redisOptions(url: string, role: 'worker' | 'producer'): RedisOptions {
   const u = new URL(url);
@@ -15,7 +20,7 @@ export function redisOptions(url: string, role: 'worker' | 'producer'): RedisOpt
     ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
     db: Number.isInteger(db) ? db : 0,
     ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
-    ...(role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
+    ...(role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS }),
     // Reconnect with a capped backoff instead of ioredis' default that grows without bound.
     retryStrategy: (times: number) => Math.min(times * 200, 5_000),
   };

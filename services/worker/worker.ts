@@ -35,21 +35,22 @@ const database = await openDatabase(config, {
 await migrate(database.pool);
 
 const embedder = createEmbedder(config);
-const queue = new BullJobQueue(config);
+// The outbox: an erase removes the user's jobs held in Postgres, and held jobs are handed to Redis from here too.
+const queue = new BullJobQueue(config, { outboxDb: database.scoped.asMaintenance(), log });
 const metrics = createMetrics();
 const processors = createProcessors({
   metrics,
   config,
-  db: database.pool,
+  db: database.scoped,
   embedder,
   summaryLlm: createSummaryLlm(config),
   clock: () => new Date(),
   queue,
 });
 const worker = startBullWorker({ config, processors, log });
-const http = await startWorkerHttp({ port: config.WORKER_PORT, host: config.host, db: database.pool, queue, metrics });
+const http = await startWorkerHttp({ port: config.WORKER_PORT, host: config.host, db: database.scoped.asMaintenance(), queue, metrics });
 await queue.start();
-await enqueueReEmbeddingIfNeeded(database.pool, queue, embedder, log).catch((err) =>
+await enqueueReEmbeddingIfNeeded(database.scoped, queue, embedder, log).catch((err) =>
   log.error({ err }, 'checking for turns to re-embed failed'),
 );
 

@@ -68,6 +68,15 @@ describe('authentication', () => {
       await expect401(t, sign({ name: 'alice' }), /"sub"/);
     });
 
+    it('when the user or tenant claim holds NUL or a lone surrogate, then 401, not a database error or a merged user', async () => {
+      await expect401(t, sign({ sub: 'ali\u0000ce' }), /NUL/);
+      await expect401(t, sign({ sub: 'alice', tenant: 'ac\u0000me' }), /NUL/);
+      // Both would be stored as U+FFFD: two users sharing one identity.
+      await expect401(t, sign({ sub: '\ud800' }), /lone UTF-16 surrogate/);
+      await expect401(t, sign({ sub: '\udbff' }), /lone UTF-16 surrogate/);
+      await expect401(t, sign({ sub: 'alice', tenant: 'x\udc00' }), /lone UTF-16 surrogate/);
+    });
+
     it('when the token is oversized, then 401, not a server error', async () => {
       await expect401(t, sign({ sub: 'alice', padding: 'p'.repeat(9000) }));
     });

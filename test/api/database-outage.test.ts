@@ -1,5 +1,6 @@
 import path from 'node:path';
 import pg from 'pg';
+import { scopedDatabase } from '../../db/row-security.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
@@ -20,7 +21,7 @@ describe('a database outage', () => {
     pool.on('error', () => {}); // as openDatabase does: a dropped idle connection must not crash the process
     t = await startTestApp(
       { ANSWER_URL: upstream.answerUrl },
-      { dataDir, database: { pool, embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
+      { dataDir, database: { pool, scoped: scopedDatabase(pool), embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
     );
   });
   afterAll(async () => {

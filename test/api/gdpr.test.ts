@@ -22,7 +22,7 @@ describe('GDPR export and erase on BullMQ', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, JOB_BACKOFF_MS: '20' });
-    worker = startTestWorker({ config: t.config, db: t.database.pool, queue: t.app.queue, clock: () => t.clock.now });
+    worker = startTestWorker({ config: t.config, db: t.database.scoped, queue: t.app.queue, clock: () => t.clock.now });
   });
   afterAll(async () => {
     await worker?.close();

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { scopedDatabase } from '../../db/row-security.js';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
@@ -145,7 +146,7 @@ describe('memory in /memoryChat', () => {
     pool.on('error', () => {}); // the reset connection reports here too
     const app = await startTestApp(
       { ANSWER_URL: upstream.answerUrl },
-      { dataDir, database: { pool, embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
+      { dataDir, database: { pool, scoped: scopedDatabase(pool), embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
     );
     apps.push(app);
     const first = await chat(app, 'faulty', { question: 'Show me total sales by region for 2024' });

@@ -8,6 +8,9 @@ export interface TcpFaultProxy {
   /** The server is gone: open connections drop and new ones are refused, until `up()`. */
   down(): void;
   up(): void;
+  /** The network stalls: connections stay open but no byte moves either way, until `resume()` delivers them. */
+  stall(): void;
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -18,6 +21,7 @@ export interface TcpFaultProxy {
 export async function startTcpFaultProxy(target: net.NetConnectOpts): Promise<TcpFaultProxy> {
   let armed = false;
   let isDown = false;
+  let stalled = false;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     if (isDown) {
@@ -26,6 +30,10 @@ export async function startTcpFaultProxy(target: net.NetConnectOpts): Promise<Tc
     }
     const upstream = net.connect(target);
     sockets.add(client).add(upstream);
+    if (stalled) {
+      client.pause();
+      upstream.pause();
+    }
     client.on('data', (chunk) => {
       if (armed) {
         armed = false;
@@ -57,6 +65,14 @@ export async function startTcpFaultProxy(target: net.NetConnectOpts): Promise<Tc
     },
     up() {
       isDown = false;
+    },
+    stall() {
+      stalled = true;
+      for (const s of sockets) s.pause();
+    },
+    resume() {
+      stalled = false;
+      for (const s of sockets) s.resume();
     },
     close: () =>
       new Promise<void>((resolve) => {

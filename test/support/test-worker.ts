@@ -7,7 +7,7 @@ import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createSummaryLlm } from '../../services/providers/llm/summary-llm.js';
 import { startBullWorker } from '../../services/worker/bull-worker.js';
 import { createProcessors } from '../../services/worker/processors.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 
 export const silentLog = pino({ level: 'silent' });
 
@@ -17,7 +17,7 @@ export const silentLog = pino({ level: 'silent' });
  */
 export function startTestWorker(options: {
   config: Config;
-  db: Queryable;
+  db: ScopedDatabase;
   queue: JobQueue;
   clock?: () => Date;
   embedder?: Embedder;

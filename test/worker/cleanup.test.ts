@@ -75,7 +75,7 @@ describe('retention cleanup job', () => {
        VALUES ('default', 'u1', gen_random_uuid(), now() - interval '2 days', now() - interval '1 day', 0, '{}'),
               ('default', 'u1', gen_random_uuid(), now(), now() + interval '1 day', 0, '{}')`,
     );
-    workers.push(startTestWorker({ config, db: database.pool, queue }));
+    workers.push(startTestWorker({ config, db: database.scoped, queue }));
     await queue.enqueue('cleanup', {});
     const counts = await waitFor(async () => {
       const c = await queue.counts();
@@ -93,7 +93,7 @@ describe('retention cleanup job', () => {
 
   it('when two workers race on two cleanup jobs, then every expired row is deleted exactly once and no job fails', async () => {
     await seedMix(10, 40);
-    workers.push(startTestWorker({ config, db: database.pool, queue }), startTestWorker({ config, db: database.pool, queue }));
+    workers.push(startTestWorker({ config, db: database.scoped, queue }), startTestWorker({ config, db: database.scoped, queue }));
     await Promise.all([queue.enqueue('cleanup', {}), queue.enqueue('cleanup', {})]);
     await waitFor(async () => (await queue.counts()).completed === 2, 30_000, 'two cleanups');
     const done = await queue.queue.getCompleted();
@@ -106,7 +106,7 @@ describe('retention cleanup job', () => {
 
   it('when the cleanup runs again over a clean database, then it deletes nothing', async () => {
     await seedMix(2, 5);
-    const processors = createProcessors({ config, db: database.pool, embedder: createEmbedder(config), clock: () => new Date(), queue });
+    const processors = createProcessors({ config, db: database.scoped, embedder: createEmbedder(config), clock: () => new Date(), queue });
     const ctx = { jobId: 'x', attempt: 1, finalAttempt: true, log: silentLog };
     expect(await processors.cleanup({}, ctx)).toMatchObject({ turns: 10, sessions: 2 });
     expect(await processors.cleanup({}, ctx)).toMatchObject({ turns: 0, sessions: 0, exports: 0 });
@@ -116,7 +116,7 @@ describe('retention cleanup job', () => {
     const fast = new BullJobQueue({ ...config, MEMORY_CLEANUP_INTERVAL: '1s', cleanupIntervalMs: 1000 });
     try {
       await seedMix(2, 5);
-      workers.push(startTestWorker({ config, db: database.pool, queue }));
+      workers.push(startTestWorker({ config, db: database.scoped, queue }));
       await fast.start();
       await fast.start(); // idempotent: still one scheduler
       const schedulers = await fast.queue.getJobSchedulers();
@@ -134,7 +134,7 @@ describe('retention cleanup job', () => {
     const inProcess = new InProcessQueue({
       config: { ...config, REDIS_URL: undefined, cleanupIntervalMs: 200 },
       log: silentLog,
-      processors: (q) => createProcessors({ config, db: database.pool, embedder: createEmbedder(config), clock: () => new Date(), queue: q }),
+      processors: (q) => createProcessors({ config, db: database.scoped, embedder: createEmbedder(config), clock: () => new Date(), queue: q }),
     });
     try {
       await inProcess.start();

@@ -49,10 +49,10 @@ describe('re-embedding job', () => {
     const queue = new InProcessQueue({
       config: t.config,
       log: silentLog,
-      processors: (q) => createProcessors({ config: t.config, db: t.database.pool, embedder, clock: () => new Date(), queue: q }),
+      processors: (q) => createProcessors({ config: t.config, db: t.database.scoped, embedder, clock: () => new Date(), queue: q }),
     });
     try {
-      expect(await enqueueReEmbeddingIfNeeded(t.database.pool, queue, embedder, silentLog)).toBe(true);
+      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(true);
       await waitFor(async () => (await queue.counts()).completed === 1, 20_000, 're-embedding');
       expect((await queue.counts()).failed).toBe(0);
     } finally {
@@ -62,7 +62,7 @@ describe('re-embedding job', () => {
     const { rows } = await t.database.pool.query('SELECT DISTINCT vector_dims(embedding) AS dims FROM turns');
     expect(rows).toEqual([{ dims: 256 }]);
     expect((await search()).similar).toHaveLength(3);
-    expect(await enqueueReEmbeddingIfNeeded(t.database.pool, queue, embedder, silentLog)).toBe(false);
+    expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
   });
 
   it('when a remote provider is rate-limited, then batches are paced to REEMBED_MAX_PER_MINUTE', async () => {
@@ -70,7 +70,7 @@ describe('re-embedding job', () => {
     const waits: number[] = [];
     const result = await runReEmbedding(
       {
-        db: t.database.pool,
+        db: t.database.scoped,
         embedder: createLocalEmbedder('local-hash-v2', 256),
         log: silentLog,
         batchSize: 10,

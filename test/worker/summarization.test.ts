@@ -40,7 +40,7 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
       JOB_ATTEMPTS: '2',
       JOB_BACKOFF_MS: '20',
     });
-    worker = startTestWorker({ config: t.config, db: t.database.pool, queue: t.app.queue, clock: () => t.clock.now });
+    worker = startTestWorker({ config: t.config, db: t.database.scoped, queue: t.app.queue, clock: () => t.clock.now });
   });
   afterAll(async () => {
     await worker?.close();
@@ -79,7 +79,7 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
 
     const fifth = await ask('And 2024?', id);
     expect(fifth.conversation_metadata.is_summarized).toBe(true);
-    expect(upstream.lastBody().custom_instructions).toContain('Summary of earlier turns:\nSUMMARY-1');
+    expect(upstream.lastBody().custom_instructions).toContain('Summary of earlier turns:\n    SUMMARY-1');
 
     await ask('What about 2025?', id); // turn 6: 4 turns past the summary, so due again
     await waitFor(async () => (await summaryOf(id)).summary_through_turn === 4, 20_000, 'second summary');
@@ -154,7 +154,7 @@ describe('summarizeSession (core)', () => {
     const s = settings({ SUMMARY_MAX_INPUT_TOKENS: '1500', SUMMARY_MAX_TOKENS: '600' });
     const llm = createAnthropicChat({ apiKey: 'test', baseURL: anthropic.baseURL, model: 'claude-test', timeoutMs: 5000 });
     const result = await summarizeSession(
-      { db: t.database.pool, llm, clock: () => new Date(), log: silentLog, settings: s },
+      { db: t.database.scoped, llm, clock: () => new Date(), log: silentLog, settings: s },
       { tenantId: 'default', userId: 'chunky', sessionId },
     );
     expect(result).toMatchObject({ outcome: 'summarized', throughTurn: 110 });
@@ -172,7 +172,7 @@ describe('summarizeSession (core)', () => {
     const sessionId = await seedSession(t.database.pool, { userId: 'plain', turns: 16, expiresAt: new Date(Date.now() + HOUR) });
     await t.database.pool.query(`UPDATE turns SET status = 'upstream_error' WHERE session_id = $1 AND turn_number = 2`, [sessionId]);
     await t.database.pool.query(`UPDATE turns SET question = ' ', answer = '' WHERE session_id = $1 AND turn_number = 3`, [sessionId]);
-    const deps = { db: t.database.pool, clock: () => new Date(), log: silentLog, settings: settings({}) };
+    const deps = { db: t.database.scoped, clock: () => new Date(), log: silentLog, settings: settings({}) };
     const key = { tenantId: 'default', userId: 'plain', sessionId };
     expect(await summarizeSession(deps, key)).toMatchObject({ outcome: 'summarized', throughTurn: 6, llmCalls: 0 });
     const { rows } = await t.database.pool.query('SELECT summary_text FROM sessions WHERE session_id = $1', [sessionId]);

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import type { Config } from '../../core/config.js';
 import { AppError } from '../../core/errors.js';
 import type { Identity } from '../../core/identity.js';
+import { storableTextProblem } from '../../core/storable-text.js';
 import { createJwksKeys } from '../jwks-keys.js';
 
 declare module 'fastify' {
@@ -102,6 +103,10 @@ function identityFrom(claims: Record<string, unknown>, config: Config): Identity
   }
   const tenant = claims[config.JWT_TENANT_CLAIM];
   const databases = config.JWT_DATABASES_CLAIM ? stringList(claims[config.JWT_DATABASES_CLAIM], ',') : undefined;
+  const ids = [String(user), ...(typeof tenant === 'string' ? [tenant] : []), ...(databases ?? [])];
+  const problem = ids.map(storableTextProblem).find(Boolean);
+  // Such an id could not be stored or set as a row-security scope, and broken Unicode would merge users.
+  if (problem) throw new AppError('unauthorized', `a user, tenant or databases claim of the token ${problem}`);
   return {
     userId: String(user),
     tenantId: typeof tenant === 'string' && tenant.trim() ? tenant : 'default',

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Queryable } from '../../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../../db/row-security.js';
 import {
   IdempotencyInProgressError,
   requestFingerprint,
@@ -22,7 +22,7 @@ declare module 'fastify' {
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
 export default fp(
-  async function idempotency(app: FastifyInstance, opts: { db: Queryable; clock: () => Date }) {
+  async function idempotency(app: FastifyInstance, opts: { db: ScopedDatabase; clock: () => Date }) {
     const { config } = app;
     const deps: IdempotencyDeps = {
       db: opts.db,

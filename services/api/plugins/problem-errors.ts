@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, ERROR_CATALOG, type ErrorCode, type FieldError } from '../../core/errors.js';
 
@@ -17,6 +19,11 @@ export default fp(
       }
       return sendProblem(reply, problem, request.url);
     });
+    // Node answers an Expect other than 100-continue itself, with a bare 417, unless someone listens.
+    app.server.on('checkExpectation', (_request, response) => {
+      const body = JSON.stringify(problemDocument(new AppError('expectation-failed', 'only "Expect: 100-continue" is supported')));
+      response.writeHead(417, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+    });
     app.setNotFoundHandler((request, reply) =>
       sendProblem(reply, new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`), request.url),
     );
@@ -24,22 +31,57 @@ export default fp(
   { name: 'problem-errors' },
 );
 
+/**
+ * Errors the router raises before a route is found (a path that is not valid percent-encoding, an
+ * over-long path parameter): Fastify answers them itself, in its own JSON, unless given this.
+ */
+export const renderFrameworkError: NonNullable<FastifyServerOptions['frameworkErrors']> = (error, request, reply) => {
+  const problem = toAppError(error);
+  (request as FastifyRequest).log.info({ code: problem.code, status: problem.status }, problem.message);
+  void sendProblem(reply as FastifyReply, problem, request.url);
+};
+
+/**
+ * Requests Node's HTTP parser refuses (control characters in a header, a malformed request line,
+ * headers over the size limit, a request that never finished) never reach Fastify; Node answers them
+ * on the socket, so the problem document is written there.
+ */
+export function renderClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const problem = new AppError(CLIENT_ERRORS[error.code ?? ''] ?? 'malformed-request');
+  const body = JSON.stringify(problemDocument(problem));
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+const CLIENT_ERRORS: Record<string, ErrorCode> = {
+  HPE_HEADER_OVERFLOW: 'headers-too-large',
+  ERR_HTTP_REQUEST_TIMEOUT: 'request-timeout',
+};
+
 function sendProblem(reply: FastifyReply, problem: AppError, instance: string) {
   if (problem.status === 401) reply.header('www-authenticate', 'Bearer');
+  return reply.status(problem.status).type('application/problem+json').send(problemDocument(problem, instance));
+}
+
+function problemDocument(problem: AppError, instance?: string) {
   const hideDetail = problem.status >= 500 && problem.code === 'internal-error';
-  return reply
-    .status(problem.status)
-    .type('application/problem+json')
-    .send({
-      type: `/problems/${problem.code}`,
-      title: problem.title,
-      status: problem.status,
-      detail: hideDetail ? 'an unexpected error occurred; it has been logged' : problem.message,
-      instance: instance.split('?')[0],
-      code: problem.code,
-      ...(problem.extra.errors ? { errors: problem.extra.errors } : {}),
-      ...problem.extra.extensions,
-    });
+  return {
+    type: `/problems/${problem.code}`,
+    title: problem.title,
+    status: problem.status,
+    detail: hideDetail ? 'an unexpected error occurred; it has been logged' : problem.message,
+    ...(instance === undefined ? {} : { instance: instance.split('?')[0] }),
+    code: problem.code,
+    ...(problem.extra.errors ? { errors: problem.extra.errors } : {}),
+    ...problem.extra.extensions,
+  };
 }
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {

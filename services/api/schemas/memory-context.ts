@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { JsonObject } from './json-object.js';
 
 const StringOrList = Type.Union([Type.Array(Type.String()), Type.String()]);
 
@@ -43,7 +44,7 @@ export const MemoryContextReply = Type.Object({
   messages: Type.Array(Type.Unknown(), { description: 'openai/anthropic: the history, ready to prepend; empty for text' }),
   history_turns: Type.Array(Type.Integer(), { description: 'Turn numbers in the history, oldest first' }),
   summary: Type.Union([Type.String(), Type.Null()]),
-  slots: Type.Record(Type.String(), Type.Unknown()),
+  slots: JsonObject(),
   memories: Type.Array(Memory),
   tokens: Tokens,
   truncated: Type.Boolean({ description: 'Something did not fit in max_tokens' }),

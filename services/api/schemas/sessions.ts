@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { JsonObject } from './json-object.js';
 import { ChainFormatSchema, MessageChain } from './message-chains.js';
 
 const StringOrList = Type.Union([Type.Array(Type.String()), Type.String()]);
@@ -14,7 +15,7 @@ export const Session = Type.Object({
   expires_at: Type.String({ format: 'date-time', description: 'MEMORY_TTL after the last write (sliding) or after creation (absolute)' }),
   is_summarized: Type.Boolean(),
   summary_through_turn: Type.Union([Type.Integer(), Type.Null()]),
-  slots: Type.Record(Type.String(), Type.Unknown(), { description: 'Carried-forward context slots, latest value per key' }),
+  slots: JsonObject({ description: 'Carried-forward context slots, latest value per key' }),
 });
 
 export const SessionPage = Type.Object({
@@ -42,8 +43,8 @@ export const StoredTurnView = Type.Object({
   execution_result: Type.Unknown(),
   messages_format: Type.Union([ChainFormatSchema, Type.Null()]),
   messages: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
-  context: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
-  metadata: Type.Record(Type.String(), Type.Unknown()),
+  context: Type.Union([JsonObject(), Type.Null()]),
+  metadata: JsonObject(),
   duplicate_of: Type.Union([Type.Integer(), Type.Null()], { description: 'The earlier turn of this session whose question this one nearly repeats' }),
   in_context_window: Type.Boolean({ description: 'False once MEMORY_MAX_TURNS_PER_SESSION or the summary pushed it out of the context' }),
 });
@@ -75,11 +76,11 @@ export function turnBody(maxQuestionChars: number, withSessionName: boolean) {
     messages: Type.Optional(MessageChain),
     messages_format: Type.Optional(ChainFormatSchema),
     context: Type.Optional(
-      Type.Record(Type.String(), Type.Unknown(), {
+      JsonObject({
         description: 'Structured slots carried forward to later context, e.g. {"span": 3.2, "memberType": "joist"}; null removes a slot',
       }),
     ),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    metadata: Type.Optional(JsonObject()),
     ...(withSessionName ? { session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) } : {}),
   });
 }

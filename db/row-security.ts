@@ -1,0 +1,92 @@
+import pg from 'pg';
+import type { Queryable } from './repositories/queryable.js';
+
+/** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
+export interface RowOwner {
+  tenantId: string;
+  userId: string;
+  /** The token carries the admin role: widens only the GDPR audit rows it may read (its tenant's). */
+  tenantAdmin?: boolean;
+}
+
+/**
+ * The only way the service's code reaches its tables (docs/row-level-security.md). Each statement runs
+ * in its own transaction that first takes the role and the identity the row-level security policies
+ * of migration 005 check, so a statement that forgets its WHERE clause still sees one user's rows.
+ */
+export interface ScopedDatabase {
+  /** Statements that act for one user: they read and write that user's rows only. */
+  asUser(owner: RowOwner): Queryable;
+  /** Statements of jobs that work across users: retention cleanup, re-embedding, job bookkeeping. */
+  asMaintenance(): Queryable;
+}
+
+export function scopedDatabase(pool: pg.Pool): ScopedDatabase {
+  const maintenance = inTransactionScoped(pool, "BEGIN; SELECT set_config('role', 'memorychat_maintenance', true)");
+  return {
+    asUser: (owner) => inTransactionScoped(pool, userScopeStatement(owner)),
+    asMaintenance: () => maintenance,
+  };
+}
+
+/**
+ * One round trip opens the transaction and sets its scope (simple protocol: several statements, so the
+ * identity goes in as escaped literals; auth refuses ids with NUL, which no literal can carry).
+ * SET LOCAL semantics: the scope ends with the transaction, so a pooled connection never carries one
+ * user's identity into the next statement.
+ */
+function userScopeStatement(owner: RowOwner): string {
+  return (
+    "BEGIN; SELECT set_config('role', 'memorychat_app', true), " +
+    `set_config('memorychat.tenant_id', ${pg.escapeLiteral(owner.tenantId)}, true), ` +
+    `set_config('memorychat.user_id', ${pg.escapeLiteral(owner.userId)}, true), ` +
+    `set_config('memorychat.tenant_admin', '${owner.tenantAdmin ? 'on' : 'off'}', true)`
+  );
+}
+
+function inTransactionScoped(pool: pg.Pool, scopeStatement: string): Queryable {
+  return {
+    async query<R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>> {
+      const client = await connect(pool);
+      let broken: Error | undefined;
+      // A checked-out client whose connection drops (a database restart) emits 'error'; unheard, that
+      // event would crash the process. pool.query() listens the same way; the pending query rejects anyway.
+      const onConnectionError = (err: Error) => {
+        broken = err;
+      };
+      client.on('error', onConnectionError);
+      try {
+        await client.query(scopeStatement);
+        const result = await client.query<R>(statement, values);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        // A connection that cannot even roll back is dropped from the pool rather than reused mid-transaction.
+        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+          broken = rollbackErr;
+        });
+        throw err;
+      } finally {
+        client.removeListener('error', onConnectionError);
+        client.release(broken);
+      }
+    },
+  };
+}
+
+/** Long enough for the embedded server to notice that the connection it admitted is gone. */
+const RECONNECT_DELAY_MS = 100;
+
+/**
+ * A connection that fails to open has run nothing, so opening it is tried once more: the embedded
+ * server admits one connection and frees its slot only a moment after the previous one drops, so a
+ * statement right after a dropped connection would otherwise fail while the database is fine.
+ */
+async function connect(pool: pg.Pool): Promise<pg.PoolClient> {
+  try {
+    return await pool.connect();
+  } catch {
+    await new Promise((resolve) => setTimeout(resolve, RECONNECT_DELAY_MS));
+    return pool.connect();
+  }
+}

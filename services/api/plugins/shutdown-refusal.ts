@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError } from '../../core/errors.js';
+
+/**
+ * Graceful shutdown (docs/soak.md): once `app.close()` starts (SIGTERM), requests already running
+ * finish with their normal response; a request that still arrives on an open keep-alive connection
+ * is refused with a 503 `shutting-down` problem before anything runs, so the client may retry it
+ * elsewhere. Every response from then on closes its connection, so the listener drains instead of
+ * waiting for idle keep-alive sockets. New connections are refused by the closed listener itself.
+ * Fastify's own `return503OnClosing` is off (app.ts): it answers plain JSON, not a problem.
+ */
+export default fp(
+  async function shutdownRefusal(app: FastifyInstance) {
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+    });
+    app.addHook('onRequest', async (_request, reply) => {
+      if (!closing) return;
+      reply.header('connection', 'close').header('retry-after', '1');
+      throw new AppError('shutting-down', 'the service is shutting down; retry the request');
+    });
+    app.addHook('onSend', async (_request, reply) => {
+      if (closing) reply.header('connection', 'close');
+    });
+  },
+  { name: 'shutdown-refusal', dependencies: ['problem-errors'] },
+);
