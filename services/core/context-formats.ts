@@ -44,13 +44,15 @@ export function buildFormattedContext(p: ContextParts) {
     ...p.memories.map((memory) => ({ kind: 'memory', memory }) as const),
   ];
 
+  // Each item is tokenised once: the selection and the per-part counts of every assembly share it.
+  const tokensOf = new Map(candidates.map((item) => [item, itemTokens(p, item)]));
   const kept: Item[] = [];
   let used = countTokens(renderBlock(p, []));
   let truncated = false;
   let historyStopped = false;
   for (const item of candidates) {
     if (item.kind === 'history' && historyStopped) continue;
-    const cost = itemTokens(p, item) + 8;
+    const cost = tokensOf.get(item)! + 8;
     if (used + cost <= p.maxTokens) {
       kept.push(item);
       used += cost;
@@ -60,11 +62,11 @@ export function buildFormattedContext(p: ContextParts) {
       if (item.kind === 'history') historyStopped = true;
     }
   }
-  let assembled = assemble(p, kept);
+  let assembled = assemble(p, kept, tokensOf);
   while (kept.length && assembled.tokens.total > p.maxTokens) {
     kept.pop();
     truncated = true;
-    assembled = assemble(p, kept);
+    assembled = assemble(p, kept, tokensOf);
   }
   return { ...assembled, truncated };
 }
@@ -78,7 +80,7 @@ function itemTokens(p: ContextParts, item: Item): number {
   return countTokens(renderItem(p, item));
 }
 
-function assemble(p: ContextParts, kept: Item[]) {
+function assemble(p: ContextParts, kept: Item[], tokensOf: Map<Item, number>) {
   const history = kept.flatMap((i) => (i.kind === 'history' ? [i] : [])).sort((a, b) => a.turn.turn_number - b.turn.turn_number);
   const memories = kept.flatMap((i) => (i.kind === 'memory' ? [i.memory] : []));
   const summaryKept = kept.some((i) => i.kind === 'summary');
@@ -89,7 +91,7 @@ function assemble(p: ContextParts, kept: Item[]) {
     ? normaliseAnthropic(history.flatMap((h) => h.messages as AnthropicMessage[]))
     : history.flatMap((h) => h.messages);
   const messageTokens = messages.length ? countTokens(JSON.stringify(messages)) : 0;
-  const partTokens = (items: Item[]) => items.reduce((sum, i) => sum + itemTokens(p, i), 0);
+  const partTokens = (items: Item[]) => items.reduce((sum, i) => sum + tokensOf.get(i)!, 0);
   return {
     context_text: contextText,
     augmented_question: contextText ? `${contextText}\n\nCurrent question: ${p.question}` : p.question,
@@ -108,8 +110,8 @@ function assemble(p: ContextParts, kept: Item[]) {
       similarity: Math.round(m.similarity * 10_000) / 10_000,
     })),
     tokens: {
-      summary: summaryKept ? countTokens(renderItem(p, { kind: 'summary' })) : 0,
-      slots: slotsKept ? countTokens(renderItem(p, { kind: 'slots' })) : 0,
+      summary: partTokens(kept.filter((i) => i.kind === 'summary')),
+      slots: partTokens(kept.filter((i) => i.kind === 'slots')),
       history: partTokens(history),
       memories: partTokens(kept.filter((i) => i.kind === 'memory')),
       question: countTokens(p.question),

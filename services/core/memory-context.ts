@@ -56,19 +56,23 @@ export function buildMemoryContext(input: ContextInput): BuiltContext {
       used += cost;
     } else truncated = true;
   }
-  while (kept.length && countTokens(render(kept)) > input.maxTokens) {
+  // The final text is rendered and counted once; only a text over the budget is rendered again.
+  let text = kept.length ? render(kept) : '';
+  let tokens = text ? countTokens(text) : 0;
+  while (kept.length && tokens > input.maxTokens) {
     kept.pop();
     truncated = true;
+    text = kept.length ? render(kept) : '';
+    tokens = text ? countTokens(text) : 0;
   }
 
-  const text = kept.length ? render(kept) : '';
   const history = kept.flatMap((i) => (i.kind === 'history' ? [i.turn] : [])).sort((a, b) => a.turn_number - b.turn_number);
   return {
     text,
     history,
     similar: kept.flatMap((i) => (i.kind === 'similar' ? [i.turn] : [])),
     summaryUsed: kept.some((i) => i.kind === 'summary'),
-    tokens: text ? countTokens(text) : 0,
+    tokens,
     truncated,
   };
 }
