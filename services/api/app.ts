@@ -32,6 +32,7 @@ import sessionRoutes from './routes/sessions.js';
 import sqlRecallRoutes from './routes/sql-recall.js';
 import turnRoutes from './routes/turns.js';
 import { ProblemSchema } from './schemas/problem.js';
+import { requestValidatorFactory } from './request-validator.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -76,6 +77,7 @@ export async function buildApp(deps: AppDeps) {
     routerOptions: { maxParamLength: 512 },
     // Requests arriving while closing get a problem from the shutdown-refusal plugin instead.
     return503OnClosing: false,
+    schemaController: { compilersFactory: { buildValidator: requestValidatorFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = createMetrics();
