@@ -53,6 +53,13 @@ export interface RetrievalRequest {
 export interface Retrieved {
   /** Undefined when `sessionId` was given but is not the caller's live session. */
   session?: SessionRow;
+  /**
+   * The session's summary and slots as far as the request's database bounds allow: a summary that
+   * covers a turn outside them is not used (and the window then reaches back past it), and slots
+   * come only from turns within them.
+   */
+  summary: string | null;
+  slots: Record<string, unknown>;
   /** Newest first. */
   window: HistoryTurn[];
   /** Most similar first. */
@@ -78,6 +85,7 @@ const EXPIRED_SESSIONS = 'SELECT x.session_id FROM sessions x WHERE x.tenant_id 
 export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
   const params: unknown[] = [req.identity.tenantId, req.identity.userId, req.sessionId ?? null, req.now];
   const scope = databaseScopeSql(req.scope, params);
+  const bounded = scope !== 'TRUE';
   params.push(req.windowSize, req.k, req.minSimilarity, req.embeddingModel);
   const [windowP, kP, minP, modelP] = [params.length - 3, params.length - 2, params.length - 1, params.length];
   params.push(req.embedding ? pgvector.toSql(req.embedding) : null);
@@ -85,14 +93,17 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(prepared(
     `WITH sess AS (
-       SELECT ${SESSION_COLUMNS} FROM sessions
+       SELECT ${SESSION_COLUMNS},
+              ${bounded ? summaryWithin(scope) : 'summary_text'} AS usable_summary,
+              ${bounded ? slotsWithin(scope) : 'slots'} AS usable_slots
+       FROM sessions
        WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
      ), win AS (
        SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
               ${req.withMessages ? 't.messages' : 'NULL::jsonb AS messages'}
        FROM turns t, sess
        WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
-         AND t.turn_number > COALESCE(sess.summary_through_turn, 0)
+         AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
          AND t.status <> 'upstream_error' AND ${scope}
        ORDER BY t.turn_number DESC LIMIT $${windowP}
      ), sim AS (
@@ -115,15 +126,44 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     params,
   ));
 
-  const out: Retrieved = { window: [], similar: [] };
+  const out: Retrieved = { window: [], similar: [], summary: null, slots: {} };
   for (const { source, row } of rows) {
-    if (source === 'session') out.session = sessionFromJson(row);
+    if (source === 'session') {
+      out.session = sessionFromJson(row);
+      out.summary = (row.usable_summary as string | null) ?? null;
+      out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
+    }
     else if (source === 'window') out.window.push(turnFromJson(row));
     else out.similar.push({ ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) });
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
   out.similar.sort((a, b) => b.similarity - a.similarity);
   return out;
+}
+
+/**
+ * The session's summary when every turn it covers lies within the bounds (`scope`, over `t`), else NULL.
+ * Runs inside the `sess` CTE, whose FROM is `sessions`.
+ */
+function summaryWithin(scope: string): string {
+  return `CASE WHEN NOT EXISTS (
+      SELECT 1 FROM turns t
+      WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+        AND t.turn_number <= sessions.summary_through_turn AND NOT (${scope}))
+    THEN summary_text END`;
+}
+
+/**
+ * The slots as the turns within the bounds set them: per key, the value of the latest such turn that
+ * names it, nulls removed, as the session's own slots are merged at write time (appendTurn).
+ */
+function slotsWithin(scope: string): string {
+  return `(SELECT COALESCE(jsonb_strip_nulls(jsonb_object_agg(latest.key, latest.value)), '{}'::jsonb)
+     FROM (SELECT DISTINCT ON (kv.key) kv.key, kv.value
+           FROM turns t, jsonb_each(t.context) kv
+           WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+             AND jsonb_typeof(t.context) = 'object' AND ${scope}
+           ORDER BY kv.key, t.turn_number DESC) latest)`;
 }
 
 /** The caller's live session, or undefined: another user's or an expired session is not found. */

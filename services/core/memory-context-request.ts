@@ -50,8 +50,8 @@ export async function resolveMemoryContext(deps: MemoryApiDeps, identity: Identi
     format: req.format,
     maxTokens: req.maxTokens ?? deps.settings.maxContextTokens,
     now,
-    summary: retrieved.session?.summary_text ?? null,
-    slots: retrieved.session?.slots ?? {},
+    summary: retrieved.summary,
+    slots: retrieved.slots,
     window: retrieved.window,
     memories: retrieved.similar,
   });
