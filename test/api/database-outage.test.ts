@@ -29,7 +29,7 @@ describe('a database outage', () => {
     await upstream?.close();
   });
 
-  it('when the database goes away, then turns answer 503 and /readyz says so; when it returns, the service recovers without a restart', async () => {
+  it('when the database goes away, then turns, reads and GDPR requests answer 503 and /readyz says so; when it returns, the service recovers without a restart', async () => {
     const token = t.token('outage');
     const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
     expect(first.status).toBe(200);
@@ -40,6 +40,11 @@ describe('a database outage', () => {
     expect(during.status).toBe(503);
     expect(during.headers.get('content-type')).toContain('application/problem+json');
     expect(during.body.code).toBe('memory-store-unavailable');
+    // Routes that do not map database errors themselves: a retryable 503 too, never a 500.
+    for (const [method, path] of [['GET', '/sessions'], ['GET', `/sessions/${sessionId}`], ['GET', '/me/export']] as const) {
+      const read = await t.request(method, path, { token });
+      expect([path, read.status, read.body.code]).toEqual([path, 503, 'memory-store-unavailable']);
+    }
     const notReady = await t.request('GET', '/readyz');
     expect(notReady.status).toBe(503);
     expect(notReady.body.checks).toMatchObject({ database: 'unavailable' });

@@ -112,7 +112,25 @@ function toAppError(error: FastifyError | AppError): AppError {
     const code = (Object.keys(ERROR_CATALOG) as ErrorCode[]).find((c) => ERROR_CATALOG[c].status === status);
     return new AppError(code ?? 'validation-failed', error.message);
   }
+  if (isDatabaseUnavailable(error)) {
+    return new AppError('memory-store-unavailable', 'the memory store could not be reached; please retry', { cause: error });
+  }
   return new AppError('internal-error', undefined, { cause: error });
+}
+
+/** SQLSTATEs of a server shutting down, crashed or starting up (class 57P), and class 08, connection exceptions. */
+const UNAVAILABLE_SQLSTATE = /^(57P0[1-3]|08...)$/;
+
+/**
+ * The database cannot be reached (down, restarting, the connection cut): the request may succeed
+ * when retried, so it is a 503 on every route, not only on those that map it themselves (the turn
+ * writes and Idempotency-Keys). The fleet soak saw GDPR requests answer 500 during a restart.
+ */
+function isDatabaseUnavailable(error: Error & { code?: string; syscall?: string }): boolean {
+  if (typeof error.code === 'string' && UNAVAILABLE_SQLSTATE.test(error.code)) return true;
+  if (error.code === 'ECONNREFUSED' && error.syscall === 'connect') return true;
+  // node-postgres, when the server closes the connection under a query or while connecting.
+  return /^Connection terminated/.test(error.message);
 }
 
 function missingProperty(params: unknown): string {
