@@ -4,7 +4,8 @@ import { Pool } from 'undici';
 
 export type Attempt =
   | { kind: 'response'; status: number; headers: Record<string, string | string[] | undefined>; body: any }
-  | { kind: 'network'; code: string; message: string };
+  /** `origin`: the base URL the attempt went to; `sentAt`: when (epoch ms). */
+  | { kind: 'network'; code: string; message: string; origin: string; sentAt: number };
 
 export interface HttpClient {
   send(
@@ -19,6 +20,7 @@ export function createHttpClient(baseUrl: string, connections: number): HttpClie
   const pool = new Pool(baseUrl, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   return {
     async send(method, path, { token, body, headers = {}, timeoutMs = 30_000 }) {
+      const sentAt = Date.now();
       try {
         const res = await pool.request({
           method,
@@ -42,9 +44,34 @@ export function createHttpClient(baseUrl: string, connections: number): HttpClie
         return { kind: 'response', status: res.statusCode, headers: res.headers, body: parsed };
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
-        return { kind: 'network', code: e.code ?? e.name, message: e.message };
+        return { kind: 'network', code: e.code ?? e.name, message: e.message, origin: baseUrl, sentAt };
       }
     },
     close: () => pool.close(),
+  };
+}
+
+/**
+ * Several replicas behind one client, as a client-side load balancer does it: each request goes to
+ * the client's own replica, and after a connection error there to the next one for `avoidMs`.
+ */
+export function createFailoverClient(replicas: HttpClient[], home: number, avoidMs = 3_000): HttpClient {
+  const avoidUntil = replicas.map(() => 0);
+  const pick = () => {
+    for (let i = 0; i < replicas.length; i++) {
+      const candidate = (home + i) % replicas.length;
+      if (avoidUntil[candidate]! <= Date.now()) return candidate;
+    }
+    return home;
+  };
+  return {
+    async send(method, path, options) {
+      const chosen = pick();
+      const attempt = await replicas[chosen]!.send(method, path, options);
+      if (attempt.kind === 'network') avoidUntil[chosen] = Date.now() + avoidMs;
+      return attempt;
+    },
+    // The replicas' pools are shared by every client: their owner closes them.
+    close: async () => {},
   };
 }

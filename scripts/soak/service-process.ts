@@ -1,5 +1,6 @@
 // The real service as a child process, started as k8s starts it (`node --import tsx
-// services/api/server.ts`), so that signals, exit codes and restarts are the real ones.
+// services/api/server.ts`, or the worker as `npm run worker` does), so that signals, exit codes and
+// restarts are the real ones.
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
@@ -22,7 +23,15 @@ export interface ServiceProcess {
   output(): string;
   /** SIGTERM, then SIGKILL when it is still running after `killAfterMs`. */
   stop(killAfterMs?: number): Promise<ProcessExit>;
+  /** SIGKILL at once: a crash, an OOM kill, a node lost. */
+  kill(): Promise<ProcessExit>;
 }
+
+/** What runs in the process, and the variable that sets the port its /readyz answers on. */
+const PROGRAMS = {
+  api: { entry: 'services/api/server.ts', portVariable: 'PORT' },
+  worker: { entry: 'services/worker/worker.ts', portVariable: 'WORKER_PORT' },
+} as const;
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -33,17 +42,25 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts the service with exactly `env` (plus PATH and HOME) on `port` (default: a free one) and
- * waits until GET /readyz answers 200: it is listening and its database answers.
+ * Starts the service (or the worker) with exactly `env` (plus PATH and HOME) on `port` (default: a
+ * free one) and waits until GET /readyz answers 200: it is listening and its database (and, for the
+ * worker, Redis) answers.
  */
 export async function startServiceProcess(
   env: Record<string, string>,
-  options: { port?: number; startTimeoutMs?: number; /** Appends all the process writes here. */ logFile?: string } = {},
+  options: {
+    program?: keyof typeof PROGRAMS;
+    port?: number;
+    startTimeoutMs?: number;
+    /** Appends all the process writes here. */
+    logFile?: string;
+  } = {},
 ): Promise<ServiceProcess> {
+  const program = PROGRAMS[options.program ?? 'api'];
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/api/server.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', program.entry], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', ...env, PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', ...env, [program.portVariable]: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -65,13 +82,13 @@ export async function startServiceProcess(
   const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`the service exited during start (code ${child.exitCode}):\n${output}`);
+      throw new Error(`${program.entry} exited during start (code ${child.exitCode}):\n${output}`);
     }
     const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
     if (ready) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`the service was not ready in time:\n${output}`);
+      throw new Error(`${program.entry} was not ready in time:\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -88,6 +105,10 @@ export async function startServiceProcess(
       const exit = await exited;
       clearTimeout(timer);
       return exit;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      return exited;
     },
   };
 }

@@ -1,7 +1,8 @@
 // One soak client: a user with one conversation who asks (/memoryChat) and stores turns (memory API)
 // one request after another, each under its own Idempotency-Key, retrying every failure that may be
 // transient with the same key and the same body until it is acknowledged. Now and then it sends an
-// acknowledged request once more, as a client does whose response was lost, and checks the replay.
+// acknowledged request once more, as a client does whose response was lost, and checks the replay;
+// and, when asked to, now and then requests the export of its data (GDPR), a background job.
 import type { Attempt, HttpClient } from './http-client.js';
 
 export interface LogicalRequest {
@@ -24,6 +25,24 @@ export interface LogicalRequest {
   resent?: 'same' | 'different' | 'unfinished';
   /** What the resend was answered, when it was not the same replayed result. */
   resentAnswer?: string;
+  /** `409 idempotency-in-progress` answers to this key, and when the last one came (epoch ms). */
+  conflicts: number;
+  lastConflictAt?: number;
+  /** Attempts that ended in a network error: where they went and when they were sent and failed. */
+  dropped: { origin: string; sentAt: number; failedAt: number }[];
+}
+
+/** A GDPR export the client requested (`GET /me/export`). */
+export interface ExportRequest {
+  client: number;
+  /** The request id of the 202; undefined when it was never accepted. */
+  requestId?: string;
+  outcome: 'accepted' | 'rejected' | 'unfinished';
+}
+
+export interface SoakClientResult {
+  requests: LogicalRequest[];
+  exports: ExportRequest[];
 }
 
 /** Every attempt's result, by HTTP status or by network error code. */
@@ -47,10 +66,14 @@ export interface SoakClientOptions {
   attemptTimeoutMs: number;
   /** The share of acknowledged requests sent once more, as after a lost response. */
   resendRate: number;
+  /** The share of acknowledged requests followed by a GDPR export request (default none). */
+  exportRate?: number;
   tally: AttemptTally;
 }
 
 type Response = Extract<Attempt, { kind: 'response' }>;
+/** What the attempts at one request leave behind. */
+type AttemptRecord = Pick<LogicalRequest, 'key' | 'attempts' | 'conflicts' | 'lastConflictAt' | 'dropped'>;
 
 /**
  * Retried: network failures and timeouts, 409 (the same key is still running), 429 and every 5xx.
@@ -61,8 +84,9 @@ function isRetryable(status: number): boolean {
   return status === 409 || status === 429 || status >= 500;
 }
 
-export async function runSoakClient(o: SoakClientOptions): Promise<LogicalRequest[]> {
+export async function runSoakClient(o: SoakClientOptions): Promise<SoakClientResult> {
   const done: LogicalRequest[] = [];
+  const exports: ExportRequest[] = [];
   let sessionId: string | undefined;
   for (let seq = 0; Date.now() < o.deadline; seq++) {
     const route = seq === 0 ? (o.client % 2 ? 'chat' : 'turn') : o.random() < 0.5 ? 'chat' : 'turn';
@@ -75,6 +99,8 @@ export async function runSoakClient(o: SoakClientOptions): Promise<LogicalReques
       attempts: 0,
       outcome: 'unfinished',
       replayed: false,
+      conflicts: 0,
+      dropped: [],
     };
     done.push(request);
     const path = route === 'chat' ? '/memoryChat' : sessionId ? `/sessions/${sessionId}/turns` : '/sessions/turns';
@@ -84,7 +110,7 @@ export async function runSoakClient(o: SoakClientOptions): Promise<LogicalReques
         : { question: request.question, answer: `stored by soak client ${o.client}` };
 
     const started = Date.now();
-    const final = await untilFinal(o, request, path, body);
+    const final = await untilFinal(o, request, 'POST', path, body);
     if (!final) break; // gave up: the run is over
     if (final.status < 200 || final.status >= 300) {
       request.outcome = 'rejected';
@@ -99,7 +125,7 @@ export async function runSoakClient(o: SoakClientOptions): Promise<LogicalReques
     sessionId = result.sessionId;
 
     if (o.random() < o.resendRate) {
-      const again = await untilFinal(o, request, path, body);
+      const again = await untilFinal(o, request, 'POST', path, body);
       if (!again) request.resent = 'unfinished';
       else {
         const replay = again.status === final.status ? resultOf(route, again) : undefined;
@@ -114,26 +140,48 @@ export async function runSoakClient(o: SoakClientOptions): Promise<LogicalReques
         }
       }
     }
+    if (o.exportRate && o.random() < o.exportRate) exports.push(await requestExport(o));
   }
-  return done;
+  return { requests: done, exports };
+}
+
+/** `GET /me/export` until it is accepted (a 202 with the request id) or refused for good. */
+async function requestExport(o: SoakClientOptions): Promise<ExportRequest> {
+  // No Idempotency-Key on this route: a retry after a lost response makes a second request, and the
+  // client knows only the one it was answered.
+  const final = await untilFinal(o, { key: '', attempts: 0, conflicts: 0, dropped: [] }, 'GET', '/me/export');
+  if (!final) return { client: o.client, outcome: 'unfinished' };
+  if (final.status !== 202) return { client: o.client, outcome: 'rejected' };
+  return { client: o.client, requestId: final.body.request_id, outcome: 'accepted' };
 }
 
 /** Sends until a response that is not retryable arrives (undefined: it was time to give up first). */
-async function untilFinal(o: SoakClientOptions, request: LogicalRequest, path: string, body: object): Promise<Response | undefined> {
+async function untilFinal(
+  o: SoakClientOptions,
+  request: AttemptRecord,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: object,
+): Promise<Response | undefined> {
   for (let attempts = 1; Date.now() < o.giveUpAt; attempts++) {
     request.attempts++;
-    const attempt = await o.http.send('POST', path, {
+    const attempt = await o.http.send(method, path, {
       token: o.token,
       body,
-      headers: { 'idempotency-key': request.key },
+      headers: request.key ? { 'idempotency-key': request.key } : {},
       timeoutMs: o.attemptTimeoutMs,
     });
     let retryAfterMs: number | undefined;
     if (attempt.kind === 'network') {
       bump(o.tally.network, attempt.code);
+      request.dropped.push({ origin: attempt.origin, sentAt: attempt.sentAt, failedAt: Date.now() });
     } else {
       bump(o.tally.statuses, attempt.status);
       if (attempt.status >= 400) bump(o.tally.problems, `${attempt.status} ${attempt.body?.code ?? 'no-problem-code'}`);
+      if (attempt.status === 409 && attempt.body?.code === 'idempotency-in-progress') {
+        request.conflicts++;
+        request.lastConflictAt = Date.now();
+      }
       if (!isRetryable(attempt.status)) return attempt;
       const retryAfter = Number(attempt.headers['retry-after']);
       if (retryAfter > 0) retryAfterMs = retryAfter * 1000;

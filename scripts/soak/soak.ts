@@ -44,7 +44,8 @@ export interface Restart {
   exit?: ProcessExit;
 }
 
-export interface SoakReport extends Reconciliation {
+/** What every soak reports about its clients' requests and the turns stored for them. */
+export interface SoakFigures extends Reconciliation {
   clients: number;
   durationMs: number;
   requests: number;
@@ -59,10 +60,13 @@ export interface SoakReport extends Reconciliation {
   statuses: Record<string, number>;
   problems: Record<string, number>;
   network: Record<string, number>;
-  restarts: Restart[];
-  finalExit: ProcessExit;
   latencyMs: { p50: number; p95: number; max: number };
   acknowledgedPerSecond: number;
+}
+
+export interface SoakReport extends SoakFigures {
+  restarts: Restart[];
+  finalExit: ProcessExit;
 }
 
 const TENANT = 'soak';
@@ -94,7 +98,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     o.log(`service on ${first.baseUrl}, database ${db.url}; ${o.clients} clients for ${o.durationMs / 1000} s, restart: ${o.restart}`);
 
     const sign = createSigner({ key: JWT_SECRET, algorithm: 'HS256', expiresIn: 24 * 3_600_000 });
-    const tally: AttemptTally = { statuses: new Map(), problems: new Map(), network: new Map() };
+    const tally = newTally();
     const started = Date.now();
     const deadline = started + o.durationMs;
     const clients = Array.from({ length: o.clients }, (_, i) =>
@@ -128,39 +132,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       o.log(`restarted the ${kind === 'db' ? 'database' : 'service'} at ${((stopAt - started) / 1000).toFixed(1)} s, down ${Date.now() - stopAt} ms`);
     }
 
-    const requests: LogicalRequest[] = (await Promise.all(clients)).flat();
+    const requests: LogicalRequest[] = (await Promise.all(clients)).flatMap((c) => c.requests);
     const finishedMs = Date.now() - started;
     const finalExit = await services.stop();
     // The server takes one connection: the audit reads once the service has let go of it.
     const { turns, sessions } = await readStoredTurns(db.url, TENANT);
     const reconciliation = reconcile(requests, turns, sessions);
-
-    const latencies = requests.flatMap((r) => (r.latencyMs === undefined ? [] : [r.latencyMs])).sort((a, b) => a - b);
-    const attempts = requests.reduce((n, r) => n + r.attempts, 0);
-    return {
-      ...reconciliation,
-      clients: o.clients,
-      durationMs: finishedMs,
-      requests: requests.length,
-      attempts,
-      retries: attempts - requests.length,
-      replayed: requests.filter((r) => r.replayed).length,
-      resent: requests.filter((r) => r.resent).length,
-      resentDifferent: requests.filter((r) => r.resent && r.resent !== 'same').length,
-      rejected: requests.filter((r) => r.outcome === 'rejected').length,
-      unfinished: requests.filter((r) => r.outcome === 'unfinished').length,
-      statuses: Object.fromEntries([...tally.statuses].sort(([a], [b]) => a - b)),
-      problems: Object.fromEntries([...tally.problems].sort()),
-      network: Object.fromEntries(tally.network),
-      restarts,
-      finalExit,
-      latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), max: latencies.at(-1) ?? NaN },
-      acknowledgedPerSecond: reconciliation.acknowledged / (o.durationMs / 1000),
-      anomalies: [
-        ...reconciliation.anomalies,
-        ...requests.filter((r) => r.resent === 'different').slice(0, 10).map((r) => `resent ${r.key}: ${r.resentAnswer}`),
-      ],
-    };
+    return { ...soakFigures(o, requests, tally, reconciliation, finishedMs), restarts, finalExit };
   } finally {
     await http?.close();
     await services.stop();
@@ -196,6 +174,45 @@ class ServiceLifecycle {
   }
 }
 
+/** The figures of a soak whose clients made `requests`, reconciled against the stored turns. */
+export function soakFigures(
+  o: Pick<SoakOptions, 'clients' | 'durationMs'>,
+  requests: LogicalRequest[],
+  tally: AttemptTally,
+  reconciliation: Reconciliation,
+  finishedMs: number,
+): SoakFigures {
+  const latencies = requests.flatMap((r) => (r.latencyMs === undefined ? [] : [r.latencyMs])).sort((a, b) => a - b);
+  const attempts = requests.reduce((n, r) => n + r.attempts, 0);
+  return {
+    ...reconciliation,
+    clients: o.clients,
+    durationMs: finishedMs,
+    requests: requests.length,
+    attempts,
+    retries: attempts - requests.length,
+    replayed: requests.filter((r) => r.replayed).length,
+    resent: requests.filter((r) => r.resent).length,
+    resentDifferent: requests.filter((r) => r.resent && r.resent !== 'same').length,
+    rejected: requests.filter((r) => r.outcome === 'rejected').length,
+    unfinished: requests.filter((r) => r.outcome === 'unfinished').length,
+    statuses: Object.fromEntries([...tally.statuses].sort(([a], [b]) => a - b)),
+    problems: Object.fromEntries([...tally.problems].sort()),
+    network: Object.fromEntries(tally.network),
+    latencyMs: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), max: latencies.at(-1) ?? NaN },
+    acknowledgedPerSecond: reconciliation.acknowledged / (o.durationMs / 1000),
+    anomalies: [
+      ...reconciliation.anomalies,
+      ...requests.filter((r) => r.resent === 'different').slice(0, 10).map((r) => `resent ${r.key}: ${r.resentAnswer}`),
+    ],
+  };
+}
+
+/** A new tally of attempts' results. */
+export function newTally(): AttemptTally {
+  return { statuses: new Map(), problems: new Map(), network: new Map() };
+}
+
 /**
  * When each restart happens: one in the middle, or the service at a third and the database at two
  * thirds (the service first: after a database restart some clients wait out a claim's lease).
@@ -216,12 +233,19 @@ function percentile(sorted: number[], p: number): number {
 
 /** The figures as one line (and the lines the CLI prints). */
 export function formatSoakReport(r: SoakReport): string {
-  const fiveXx = Object.entries(r.statuses).filter(([s]) => Number(s) >= 500);
   const restarts = r.restarts
     .map((x) => `${x.kind}@${(x.atMs / 1000).toFixed(1)}s(down ${x.downMs} ms${x.exit ? `, exit ${x.exit.code}` : ''})`)
     .join(' ');
   return [
     `soak: clients=${r.clients} duration=${(r.durationMs / 1000).toFixed(1)}s restarts=${r.restarts.length} [${restarts}]`,
+    ...formatFigures(r, `final-exit=${r.finalExit.code}`),
+  ].join('\n');
+}
+
+/** The lines about requests, stored turns and latency (`latencyTail` ends the latency line). */
+export function formatFigures(r: SoakFigures, latencyTail: string): string[] {
+  const fiveXx = Object.entries(r.statuses).filter(([s]) => Number(s) >= 500);
+  return [
     `  requests=${r.requests} attempts=${r.attempts} retries=${r.retries} acknowledged=${r.acknowledged} replayed=${r.replayed} ` +
       `resent=${r.resent} resent-different=${r.resentDifferent} rejected=${r.rejected} unfinished=${r.unfinished}`,
     `  statuses=${JSON.stringify(r.statuses)} 5xx=${JSON.stringify(Object.fromEntries(fiveXx))} network=${JSON.stringify(r.network)}`,
@@ -229,7 +253,7 @@ export function formatSoakReport(r: SoakReport): string {
     `  stored=${r.stored} lost=${r.lost} duplicated=${r.duplicated} misplaced=${r.misplaced} ` +
       `unacknowledged-stored=${r.unacknowledgedStored} inconsistent-sessions=${r.inconsistentSessions}`,
     `  latency p50=${r.latencyMs.p50} ms p95=${r.latencyMs.p95} ms max=${r.latencyMs.max} ms ` +
-      `acknowledged/s=${r.acknowledgedPerSecond.toFixed(1)} final-exit=${r.finalExit.code}`,
+      `acknowledged/s=${r.acknowledgedPerSecond.toFixed(1)} ${latencyTail}`,
     ...r.anomalies.map((a) => `  ! ${a}`),
-  ].join('\n');
+  ];
 }
