@@ -84,7 +84,7 @@ export async function buildApp(deps: AppDeps) {
   const embedder = instrumentEmbedder(deps.embedder, metrics);
 
   app.decorate('config', config);
-  const db = scopedDatabase(deps.db);
+  const db = scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL });
   app.decorate('db', db);
   app.decorate('memoryChatDeps', {
     db,
