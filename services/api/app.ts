@@ -57,6 +57,8 @@ export interface AppDeps {
   clock?: () => Date;
   /** The HS256 secret in local mode. */
   localSecret?: string;
+  /** Run the BullMQ queue's jobs in this process (the embedded database with REDIS_URL: server.ts). */
+  consumeOwnQueue?: boolean;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -84,7 +86,7 @@ export async function buildApp(deps: AppDeps) {
   const embedder = instrumentEmbedder(deps.embedder, metrics);
 
   app.decorate('config', config);
-  const db = scopedDatabase(deps.db);
+  const db = scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL });
   app.decorate('db', db);
   app.decorate('memoryChatDeps', {
     db,
@@ -140,6 +142,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(queuePlugin, {
     config,
     queue: deps.queue,
+    consume: deps.consumeOwnQueue,
     processorDeps: {
       db,
       embedder,

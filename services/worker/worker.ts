@@ -3,6 +3,7 @@
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { migrate } from '../../db/migrate.js';
+import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { openDatabase } from '../../db/pool.js';
 import { loggerOptions } from '../api/logger-options.js';
 import { ConfigError, loadConfig, type Config } from '../core/config.js';
@@ -27,10 +28,17 @@ try {
 }
 
 const log = pino({ ...loggerOptions(config), name: 'memorychat-worker' });
-// An embedded database is locked by the process that opened it: the worker can share it only when
-// the API runs elsewhere. In production both use DATABASE_URL.
 const database = await openDatabase(config, {
   onIdleClientError: (err) => log.warn({ err }, 'an idle database connection failed; the next query reconnects'),
+}).catch((err: unknown) => {
+  // An embedded database is locked by the process that opened it, and an API on it runs the jobs of
+  // its queue itself (services/worker/create-queue.ts), so a worker has nothing to do there.
+  if (!(err instanceof EmbeddedDatabaseInUseError)) throw err;
+  console.error(
+    `memorychat worker: the embedded database in ${config.DATA_DIR} is in use by process ${err.holderPid}, ` +
+      'which runs its own jobs; a separate worker needs a PostgreSQL server shared with the API (set DATABASE_URL for both).',
+  );
+  process.exit(1);
 });
 await migrate(database.pool);
 
