@@ -1,39 +1,10 @@
 import pgvector from 'pgvector';
 import { prepared, type Queryable } from './queryable.js';
-import type { DatabaseScope, Identity } from '../../services/core/identity.js';
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
+import type { DatabaseScope, Identity } from '../../services/model/identity.js';
+import type { SessionRow } from '../../services/model/sessions.js';
+import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { visibleInSearchSql } from './turn-duplicates.js';
-
-export interface SessionRow {
-  session_id: string;
-  session_name: string;
-  created_at: Date;
-  updated_at: Date;
-  expires_at: Date;
-  turn_count: number;
-  summary_text: string | null;
-  summary_through_turn: number | null;
-  /** Carried-forward structured slots (DESIGN §6 `context`), latest value per key. */
-  slots: Record<string, unknown>;
-}
-
-export interface HistoryTurn {
-  turn_number: number;
-  status: TurnStatus;
-  question: string;
-  answer: string;
-  sql_query: string | null;
-  tables_used: string[];
-  created_at: Date;
-  /** The turn's stored message chain, when the retrieval asked for it. */
-  messages?: unknown;
-}
-
-export interface SimilarTurn extends HistoryTurn {
-  session_id: string;
-  similarity: number;
-}
 
 export interface RetrievalRequest {
   identity: Identity;
@@ -126,27 +97,6 @@ export async function findLiveSession(db: Queryable, identity: Identity, session
     [identity.tenantId, identity.userId, sessionId, now],
   );
   return rows[0];
-}
-
-export interface NewTurn {
-  status: TurnStatus;
-  question: string;
-  augmentedQuestion: string | null;
-  answer: string;
-  sqlQuery: string | null;
-  queryExplanation: string | null;
-  tablesUsed: string[];
-  vdpDatabaseNames: string[];
-  executionResult: unknown;
-  metadata: Record<string, unknown>;
-  embedding: number[] | null;
-  embeddingModel: string;
-  /** The turn's message chain as stored by the memory API: `{ format, messages }`. */
-  messages?: unknown;
-  /** Structured slots to carry forward; merged into the session's slots (null removes a slot). */
-  context?: Record<string, unknown> | null;
-  /** The recent turn of the same session this one nearly repeats. */
-  duplicateOf?: number | null;
 }
 
 export interface AppendTurnRequest {

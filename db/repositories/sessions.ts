@@ -1,6 +1,7 @@
-import type { Identity } from '../../services/core/identity.js';
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
-import { SESSION_COLUMNS, sessionFromJson, type SessionRow } from './memory-store.js';
+import type { Identity } from '../../services/model/identity.js';
+import type { SessionRow } from '../../services/model/sessions.js';
+import type { TurnStatus } from '../../services/model/turns.js';
+import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
 import type { Queryable } from './queryable.js';
 
 /**

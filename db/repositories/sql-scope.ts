@@ -1,4 +1,4 @@
-import type { DatabaseScope } from '../../services/core/identity.js';
+import type { DatabaseScope } from '../../services/model/identity.js';
 
 /**
  * The permission boundary on turns (DESIGN §3), as SQL over `t.vdp_database_names`: a turn is

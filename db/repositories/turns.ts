@@ -1,8 +1,6 @@
 import pgvector from 'pgvector';
-import type { DatabaseScope, Identity } from '../../services/core/identity.js';
-import type { TurnRef } from '../../services/core/turn-refs.js';
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
-import type { HistoryTurn } from './memory-store.js';
+import type { DatabaseScope, Identity } from '../../services/model/identity.js';
+import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { visibleInSearchSql } from './turn-duplicates.js';

@@ -3,7 +3,7 @@
 // config loader accepts in production.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigSchema, loadConfig } from '../../services/core/config.js';
+import { ConfigSchema, loadConfig } from '../../services/config/config.js';
 import { podContainers, type Resource } from './render.js';
 
 type Body = Record<string, any>;

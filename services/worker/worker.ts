@@ -4,16 +4,16 @@ import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
-import { loggerOptions } from '../api/logger-options.js';
-import { ConfigError, loadConfig, type Config } from '../core/config.js';
-import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
+import { loggerOptions } from '../infra/logger-options.js';
+import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { createEmbedder } from '../providers/embeddings/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import { startBullWorker } from './bull-worker.js';
 import { createMetrics } from '../core/metrics.js';
-import { createProcessors } from './processors.js';
+import { createProcessors } from '../core/jobs/processors.js';
 import { startWorkerHttp } from './worker-http.js';
-import { BullJobQueue } from './queue.js';
+import { BullJobQueue } from '../infra/queue/bull-queue.js';
 
 let config: Config & { REDIS_URL: string };
 try {

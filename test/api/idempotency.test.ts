@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runRetentionCleanup } from '../../services/core/retention-cleanup.js';
+import { runRetentionCleanup } from '../../services/core/jobs/retention-cleanup.js';
 import { sendJson } from '../support/fake-http-server.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

@@ -6,7 +6,7 @@ import {
   requestFingerprint,
   runIdempotently,
   type IdempotencyDeps,
-} from '../../core/idempotency.js';
+} from '../../core/idempotency/idempotency.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../../core/config.js';
-import type { JobQueue } from '../../core/job-queue.js';
-import { createJobQueue } from '../../worker/create-queue.js';
-import type { ProcessorDeps } from '../../worker/processors.js';
+import type { Config } from '../../config/config.js';
+import type { JobQueue } from '../../core/jobs/job-queue.js';
+import { createJobQueue } from '../../infra/queue/create-queue.js';
+import type { ProcessorDeps } from '../../core/jobs/processors.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { ADMIN_ROLE } from '../../core/gdpr-requests.js';
+import { ADMIN_ROLE } from '../../core/gdpr/requests.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminJobsResponse, FailedJobsQuery, FailedJobsResponse } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import type { GdprAction } from '../../../db/repositories/gdpr.js';
-import { ADMIN_ROLE, describeRequest, downloadExport, findVisibleRequest, requestGdpr } from '../../core/gdpr-requests.js';
-import type { Identity } from '../../core/identity.js';
+import { ADMIN_ROLE, describeRequest, downloadExport, findVisibleRequest, requestGdpr } from '../../core/gdpr/requests.js';
+import type { Identity } from '../../model/identity.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStatus } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';

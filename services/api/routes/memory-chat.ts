@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { runMemoryChat } from '../../core/memory-chat.js';
+import { runMemoryChat } from '../../core/memory/chat.js';
 import { recordMemoryUse } from '../../core/metrics.js';
 import { MemoryChatHeaders, MemoryChatResponse, memoryChatBody } from '../schemas/memory-chat.js';
 import { problemResponses } from '../schemas/problem.js';

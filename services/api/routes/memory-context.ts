@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { resolveMemoryContext } from '../../core/memory-context-request.js';
-import { searchMemory } from '../../core/memory-search.js';
+import { resolveMemoryContext } from '../../core/memory/context.js';
+import { searchMemory } from '../../core/memory/search.js';
 import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
 import { problemResponses } from '../schemas/problem.js';
 

@@ -6,7 +6,7 @@ import {
   getUserSession,
   listUserSessions,
   renameUserSession,
-} from '../../core/sessions.js';
+} from '../../core/sessions/sessions.js';
 import { problemResponses } from '../schemas/problem.js';
 import { RenameSessionBody, Session, SessionListQuery, SessionPage, SessionParams, SessionWithTurns } from '../schemas/sessions.js';
 

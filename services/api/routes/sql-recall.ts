@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../../core/sql-recall.js';
-import { createVqlExecutor } from '../../core/vql-execution.js';
+import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../../core/recall/sql-recall.js';
+import { createVqlExecutor } from '../../core/recall/vql-execution.js';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams } from '../schemas/sessions.js';
 import { CsvResponse, ResultCsvHeaders, ResultCsvQuery, SqlSearchQuery, TurnRefParams, TurnSql } from '../schemas/sql-recall.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import { recordTurn, type TurnInput } from '../../core/turn-recording.js';
+import { recordTurn, type TurnInput } from '../../core/sessions/turns.js';
 import { IdempotencyHeaders } from '../schemas/idempotency.js';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams, StoredTurnReply, turnBody } from '../schemas/sessions.js';
