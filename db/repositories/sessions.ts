@@ -5,7 +5,7 @@ import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
 import type { Queryable } from './queryable.js';
 
 /**
- * Sessions of the memory API (DESIGN §6). Every statement is scoped by (tenant, user) and sees
+ * Sessions of the memory API (docs/design.md §6). Every statement is scoped by (tenant, user) and sees
  * only live sessions (`expires_at > now`), so an expired session is gone before any cleanup runs.
  */
 

@@ -1,7 +1,7 @@
 import type { DatabaseScope } from '../../services/model/identity.js';
 
 /**
- * The permission boundary on turns (DESIGN §3), as SQL over `t.vdp_database_names`: a turn is
+ * The permission boundary on turns (docs/design.md §3), as SQL over `t.vdp_database_names`: a turn is
  * usable only when its databases lie within the requested ones and within the token's claim.
  * A turn that recorded no databases ran against "all", so a bounded request never uses it.
  */

@@ -1,5 +1,5 @@
 /**
- * Search shows one turn of a near-duplicate pair (DESIGN §6, semantic dedup): a turn marked as a
+ * Search shows one turn of a near-duplicate pair (docs/design.md §6, semantic dedup): a turn marked as a
  * duplicate is hidden while its original still exists. When the original is gone (trimmed after
  * summarisation), the duplicate stands in for it, so the question stays findable.
  */

@@ -101,7 +101,7 @@ export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
 }
 
 /**
- * The caller's turns nearest to a query (DESIGN §9: exact per-user search), within the database
+ * The caller's turns nearest to a query (docs/design.md §9: exact per-user search), within the database
  * scope, in live sessions only, with one turn of each near-duplicate pair.
  */
 export async function searchTurns(db: Queryable, req: SearchRequest): Promise<SearchHit[]> {

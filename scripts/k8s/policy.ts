@@ -1,4 +1,4 @@
-// The rules memorychat's manifests keep beyond the API schema (DESIGN §10): hardened pods, probes
+// The rules memorychat's manifests keep beyond the API schema (docs/design.md §10): hardened pods, probes
 // on the real endpoints, selectors that select something, and configuration that the service's own
 // config loader accepts in production.
 import { existsSync } from 'node:fs';

@@ -67,7 +67,7 @@ export const ConfigSchema = Type.Object({
 
   EMBEDDINGS_PROVIDER: Type.Union([Type.Literal('local'), Type.Literal('openai')], { default: 'local' }),
   EMBEDDINGS_MODEL: Type.Optional(Type.String({ minLength: 1 })),
-  // Vectors stay inline in the 8 KB turn row (DESIGN §9), so they are capped well below a page.
+  // Vectors stay inline in the 8 KB turn row (docs/design.md §9), so they are capped well below a page.
   EMBEDDINGS_DIMENSIONS: Type.Optional(Type.Integer({ minimum: 16, maximum: 1536 })),
 
   LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('openai'), Type.Literal('anthropic')])),
@@ -78,7 +78,7 @@ export const ConfigSchema = Type.Object({
   ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
 
-  // Background work (DESIGN §7). Without REDIS_URL the same processors run inside the API process.
+  // Background work (docs/design.md §7). Without REDIS_URL the same processors run inside the API process.
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   // BullMQ key prefix: lets several deployments (or test files) share one Redis.
   QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', default: 'bull' }),

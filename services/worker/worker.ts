@@ -1,4 +1,4 @@
-// `npm run worker`: the BullMQ worker process (DESIGN §7). It shares services/core with the API and
+// `npm run worker`: the BullMQ worker process (docs/design.md §7). It shares services/core with the API and
 // needs REDIS_URL; without Redis the API runs the same processors in-process instead.
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';

@@ -7,7 +7,7 @@ import type { ProcessorDeps } from '../../core/jobs/processors.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Background jobs (DESIGN §7): BullMQ with REDIS_URL, in-process without. */
+    /** Background jobs (docs/design.md §7): BullMQ with REDIS_URL, in-process without. */
     queue: JobQueue;
   }
 }

@@ -9,7 +9,7 @@ import { problemResponses } from '../schemas/problem.js';
 
 const security = [{ bearerAuth: [] }];
 
-/** GDPR export and erasure (DESIGN §7): queued, answered 202 with a request id, audited. */
+/** GDPR export and erasure (docs/design.md §7): queued, answered 202 with a request id, audited. */
 export default async function gdprRoutes(app: FastifyInstance) {
   const deps = () => ({ db: app.db, queue: app.queue, clock: app.memoryChatDeps.clock });
   const accept = async (reply: FastifyReply, actor: Identity, subject: string, action: GdprAction) => {

@@ -5,7 +5,7 @@ import { searchMemory } from '../../core/memory/search.js';
 import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
 import { problemResponses } from '../schemas/problem.js';
 
-/** DESIGN §6: context for a new question, and search over the caller's turns. Nothing is stored. */
+/** docs/design.md §6: context for a new question, and search over the caller's turns. Nothing is stored. */
 export default async function memoryContextRoutes(app: FastifyInstance) {
   const ContextBody = memoryContextBody(app.config.MEMORY_MAX_QUESTION_CHARS);
 

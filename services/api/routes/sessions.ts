@@ -12,7 +12,7 @@ import { RenameSessionBody, Session, SessionListQuery, SessionPage, SessionParam
 
 const common = { tags: ['sessions'], security: [{ bearerAuth: [] }] };
 
-/** DESIGN §6 sessions: the caller's own, live sessions only (another user's or an expired one is 404). */
+/** docs/design.md §6 sessions: the caller's own, live sessions only (another user's or an expired one is 404). */
 export default async function sessionRoutes(app: FastifyInstance) {
   app.get(
     '/sessions',

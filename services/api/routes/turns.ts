@@ -5,7 +5,7 @@ import { IdempotencyHeaders } from '../schemas/idempotency.js';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams, StoredTurnReply, turnBody } from '../schemas/sessions.js';
 
-/** DESIGN §6: a chatbot that runs its own LLM stores each finished turn here. */
+/** docs/design.md §6: a chatbot that runs its own LLM stores each finished turn here. */
 export default async function turnRoutes(app: FastifyInstance) {
   const NewSessionBody = turnBody(app.config.MEMORY_MAX_QUESTION_CHARS, true);
   const Body = turnBody(app.config.MEMORY_MAX_QUESTION_CHARS, false);

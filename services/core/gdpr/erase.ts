@@ -13,7 +13,7 @@ export interface EraseCounts {
 }
 
 /**
- * Erases a user (DESIGN §7): turns (with their embeddings), sessions (with their summaries), stored
+ * Erases a user (docs/design.md §7): turns (with their embeddings), sessions (with their summaries), stored
  * exports and Idempotency-Key responses, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
  * each batch its own short transaction, so a large user never holds a long lock; a retried job
  * simply continues. The audit row is kept, with counts only.

@@ -11,7 +11,7 @@ export interface GdprJobDeps {
 const TURN_PAGE = 500;
 
 /**
- * Builds a user's export (DESIGN §7): every live session with its summary and every turn with its
+ * Builds a user's export (docs/design.md §7): every live session with its summary and every turn with its
  * SQL and results, as one JSON document stored in gdpr_exports until GDPR_EXPORT_TTL passes.
  * Expired data is not exported: it is already invisible and awaits deletion.
  */

@@ -1,5 +1,5 @@
 /**
- * The background jobs of DESIGN §7 and the queue the API and the worker share. Two implementations
+ * The background jobs of docs/design.md §7 and the queue the API and the worker share. Two implementations
  * live in services/worker: BullMQ (REDIS_URL set) and in-process (no Redis). Core code only sees
  * this interface, so it has no BullMQ import.
  */

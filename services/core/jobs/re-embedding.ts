@@ -24,7 +24,7 @@ export async function enqueueReEmbeddingIfNeeded(db: ScopedDatabase, queue: JobQ
 
 /**
  * Re-embeds every turn not embedded with the active model, batch by batch in primary-key order
- * (DESIGN §7). Search already compares only embeddings of the active model, so until a turn is
+ * (docs/design.md §7). Search already compares only embeddings of the active model, so until a turn is
  * re-embedded it is simply not found by similarity; nothing mixes models. A job for a model that is
  * no longer the active one stops at once (a newer deployment will queue its own).
  */

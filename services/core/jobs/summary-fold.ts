@@ -16,7 +16,7 @@ export const SUMMARY_SYSTEM_PROMPT =
 
 /**
  * A turn as summarization input, or '' for a turn that must not be summarized: upstream errors and
- * failed queries never steer later SQL (DESIGN §4), and empty turns add nothing.
+ * failed queries never steer later SQL (docs/design.md §4), and empty turns add nothing.
  */
 export function renderTurnForSummary(turn: TurnToSummarize): string {
   if (turn.status === 'upstream_error' || turn.status === 'failed') return '';

@@ -32,7 +32,7 @@ const REWRITE_SYSTEM_PROMPT =
   'Reply with the rewritten question only.';
 
 /**
- * Puts memory where the answerer can use it (DESIGN §4). `instructions` leaves the question as asked,
+ * Puts memory where the answerer can use it (docs/design.md §4). `instructions` leaves the question as asked,
  * because the Denodo AI SDK embeds `question` to find views and long history there hurts it.
  */
 export async function buildAugmentedRequest(input: AugmentInput): Promise<Augmented> {

@@ -35,7 +35,7 @@ export interface MemoryChatDeps {
   clock: () => Date;
   settings: MemorySettings;
   log: { warn(obj: object, msg: string): void };
-  /** Called once a turn is stored: queues summarization when the session is due (DESIGN §7). */
+  /** Called once a turn is stored: queues summarization when the session is due (docs/design.md §7). */
   afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;
 }
 
@@ -63,7 +63,7 @@ export interface MemoryChatRequest {
 const SESSION_NAME_CHARS = 100;
 
 /**
- * One proxied question (DESIGN §4): resolve memory, ask the answerer with it, store the turn.
+ * One proxied question (docs/design.md §4): resolve memory, ask the answerer with it, store the turn.
  * A failed memory read degrades to an answer without memory plus a warning; a failed write is an
  * error, because a turn must never silently vanish.
  */
@@ -265,7 +265,7 @@ async function storeFailedTurn(
   }
 }
 
-/** The session as /memoryChat reports it (DESIGN §4 names the id `conversation_id`). */
+/** The session as /memoryChat reports it (docs/design.md §4 names the id `conversation_id`). */
 export function conversationMetadata(session: SessionRow) {
   const { session_id, slots: _slots, ...rest } = sessionView(session);
   return { conversation_id: session_id, ...rest };

@@ -15,7 +15,7 @@ export interface ContextRequest {
 }
 
 /**
- * `POST /memory/context` (DESIGN §6): what a chatbot running its own LLM should add to a new
+ * `POST /memory/context` (docs/design.md §6): what a chatbot running its own LLM should add to a new
  * question. Nothing is stored, and reading does not extend a sliding session.
  */
 export async function resolveMemoryContext(deps: MemoryApiDeps, identity: Identity, req: ContextRequest) {

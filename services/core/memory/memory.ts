@@ -14,14 +14,14 @@ export interface MemoryApiSettings {
   maxContextTokens: number;
 }
 
-/** The collaborators of the memory API (DESIGN §6); the routes pass them, tests build the real ones. */
+/** The collaborators of the memory API (docs/design.md §6); the routes pass them, tests build the real ones. */
 export interface MemoryApiDeps {
   db: ScopedDatabase;
   embedder: Embedder;
   clock: () => Date;
   settings: MemoryApiSettings;
   log: { warn(obj: object, msg: string): void };
-  /** Queues summarization when the session is due (DESIGN §7); the same hook as /memoryChat's. */
+  /** Queues summarization when the session is due (docs/design.md §7); the same hook as /memoryChat's. */
   afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;
 }
 

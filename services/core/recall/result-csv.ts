@@ -1,7 +1,7 @@
 import { stringify } from 'csv-stringify/sync';
 
 /**
- * CSV from a stored Denodo `execution_result` (DESIGN §5 forms): the old `{"Row 1": [{columnName,
+ * CSV from a stored Denodo `execution_result` (docs/design.md §5 forms): the old `{"Row 1": [{columnName,
  * value}, …]}`, the new `{full, full_csv, llm, llm_csv}` (the full rows win over the LLM's sample),
  * or a plain list of row objects. Undefined when the result holds no rows (an error text, null).
  */

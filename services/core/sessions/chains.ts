@@ -1,7 +1,7 @@
 import { AppError, type FieldError } from '../../model/errors.js';
 
 /**
- * A turn's message chain (DESIGN §6): user → assistant with tool calls → tool results → … → final
+ * A turn's message chain (docs/design.md §6): user → assistant with tool calls → tool results → … → final
  * answer, in Anthropic Messages or OpenAI Chat Completions form. Binary content is replaced by text
  * placeholders before storage, and the chain is checked so that replaying it is valid for its API.
  */

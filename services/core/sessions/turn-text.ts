@@ -2,7 +2,7 @@ import { cutText } from '../text.js';
 
 const ANSWER_CHARS_EMBEDDED = 200;
 
-/** What a turn is found by (DESIGN §8): question, SQL, tables and a short part of the answer. */
+/** What a turn is found by (docs/design.md §8): question, SQL, tables and a short part of the answer. */
 export function embeddedTurnText(turn: { question: string; sqlQuery: string | null; tablesUsed: string[]; answer: string }): string {
   return [
     turn.question,

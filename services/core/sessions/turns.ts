@@ -29,7 +29,7 @@ export interface TurnInput {
 const SESSION_NAME_CHARS = 100;
 
 /**
- * Stores a finished turn sent by a chatbot that runs its own LLM (DESIGN §2 memory API mode): the
+ * Stores a finished turn sent by a chatbot that runs its own LLM (docs/design.md §2 memory API mode): the
  * chain is validated and stripped of binary content, the turn is embedded, and a question that
  * nearly repeats a recent one of the session is stored marked as its duplicate.
  */

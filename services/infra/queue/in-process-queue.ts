@@ -25,7 +25,7 @@ interface Entry {
 const FAILED_KEPT = 1000;
 
 /**
- * The queue without Redis (DESIGN §7, the embedded default): the same processors, run inside the
+ * The queue without Redis (docs/design.md §7, the embedded default): the same processors, run inside the
  * API process with the same retries and backoff, a concurrency limit, one summarization per
  * session at a time, and a timer for the repeatable cleanup. Jobs live in memory, so a restart
  * forgets queued work; the next turn, cleanup tick or start re-creates what matters.
