@@ -4,16 +4,16 @@ import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
-import { loggerOptions } from '../infra/logger-options.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
-import { createEmbedder } from '../providers/embeddings/index.js';
+import { createMemory } from '../core/memory/memory.js';
+import { createMetrics } from '../core/metrics.js';
+import { loggerOptions } from '../infra/logger-options.js';
+import { BullJobQueue } from '../infra/queue/bull-queue.js';
+import { createProviders } from '../providers/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import { startBullWorker } from './bull-worker.js';
-import { createMetrics } from '../core/metrics.js';
-import { createProcessors } from '../core/jobs/processors.js';
 import { startWorkerHttp } from './worker-http.js';
-import { BullJobQueue } from '../infra/queue/bull-queue.js';
 
 let config: Config & { REDIS_URL: string };
 try {
@@ -34,23 +34,24 @@ const database = await openDatabase(config, {
 });
 await migrate(database.pool);
 
-const embedder = createEmbedder(config);
+const providers = createProviders(config);
 // The outbox: an erase removes the user's jobs held in Postgres, and held jobs are handed to Redis from here too.
 const queue = new BullJobQueue(config, { outboxDb: database.scoped.asMaintenance(), log });
 const metrics = createMetrics();
-const processors = createProcessors({
-  metrics,
+// The same memory as the API's, made by the same factory: the worker runs its job processors.
+const memory = createMemory({
+  ...providers,
   config,
   db: database.scoped,
-  embedder,
   summaryLlm: createSummaryLlm(config),
-  clock: () => new Date(),
   queue,
+  log,
+  metrics,
 });
-const worker = startBullWorker({ config, processors, log });
+const worker = startBullWorker({ config, processors: memory.processors, log });
 const http = await startWorkerHttp({ port: config.WORKER_PORT, host: config.host, db: database.scoped.asMaintenance(), queue, metrics });
 await queue.start();
-await enqueueReEmbeddingIfNeeded(database.scoped, queue, embedder, log).catch((err) =>
+await enqueueReEmbeddingIfNeeded(database.scoped, queue, providers.embedder, log).catch((err) =>
   log.error({ err }, 'checking for turns to re-embed failed'),
 );
 

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import {
   IdempotencyInProgressError,
   requestFingerprint,
@@ -22,11 +21,11 @@ declare module 'fastify' {
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
 export default fp(
-  async function idempotency(app: FastifyInstance, opts: { db: ScopedDatabase; clock: () => Date }) {
-    const { config } = app;
+  async function idempotency(app: FastifyInstance) {
+    const { config, db, memory } = app;
     const deps: IdempotencyDeps = {
-      db: opts.db,
-      clock: opts.clock,
+      db,
+      clock: memory.clock,
       log: app.log,
       settings: {
         ttlMs: config.idempotencyTtlMs,
@@ -54,5 +53,5 @@ export default fp(
       }
     } satisfies FastifyInstance['withIdempotency']);
   },
-  { name: 'idempotency', dependencies: ['problem-errors'] },
+  { name: 'idempotency', dependencies: ['problem-errors', 'memory'] },
 );

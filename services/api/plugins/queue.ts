@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../../config/config.js';
 import type { JobQueue } from '../../core/jobs/job-queue.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
-import type { ProcessorDeps } from '../../core/jobs/processors.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,17 +10,16 @@ declare module 'fastify' {
   }
 }
 
-export interface QueuePluginOptions {
-  config: Config;
-  /** A queue made by the caller (tests); otherwise one is made from config. */
-  queue?: JobQueue;
-  processorDeps: Omit<ProcessorDeps, 'queue' | 'config'>;
-}
-
-/** Decorates `queue` and closes it with the app (in-process mode lets running jobs finish). */
+/**
+ * Decorates `queue` and closes it with the app (in-process mode lets running jobs finish). Without
+ * Redis the jobs run here, with the processors of `app.memory` (asked for at the first job, since
+ * the memory is made with this queue).
+ */
 export default fp(
-  async function queuePlugin(app: FastifyInstance, options: QueuePluginOptions) {
-    const queue = options.queue ?? createJobQueue(options.config, options.processorDeps, app.log);
+  async function queuePlugin(app: FastifyInstance, options: { queue?: JobQueue }) {
+    const queue =
+      options.queue ??
+      createJobQueue(app.config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors });
     app.decorate('queue', queue);
     app.addHook('onClose', async () => queue.close());
   },

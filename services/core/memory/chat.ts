@@ -1,51 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { appendTurn, retrieveMemory, type Retrieved } from '../../../db/repositories/memory-store.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
-import type { SessionRow } from '../../model/sessions.js';
-import type { NewTurn } from '../../model/turns.js';
-import type { Answer, Answerer } from '../../providers/answerers/answerer.js';
-import type { Embedder } from '../../providers/embeddings/embedder.js';
-import type { ChatLlm } from '../../providers/llm/chat-llm.js';
-import { buildAugmentedRequest, type AugmentationStrategy } from './augment.js';
+import { appendTurn, type Retrieved } from '../../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import { buildMemoryContext, type BuiltContext } from './chat-block.js';
-import { cutText } from '../text.js';
-import { sessionView } from './memory.js';
+import type { SessionRow } from '../../model/sessions.js';
+import type { NewTurn } from '../../model/turns.js';
+import type { Answer } from '../../providers/answerers/answerer.js';
+import { sessionView } from '../sessions/session-view.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
-
-export interface MemorySettings {
-  maxHistoryTurns: number;
-  semanticSearchK: number;
-  minSimilarity: number;
-  maxContextTokens: number;
-  maxQuestionChars: number;
-  augmentation: AugmentationStrategy;
-  ttlMs: number;
-  ttlMode: 'sliding' | 'absolute';
-  /** MEMORY_MAX_TURNS_PER_SESSION: no window is longer, whatever the request asks. */
-  maxTurnsPerSession?: number;
-}
-
-export interface MemoryChatDeps {
-  db: ScopedDatabase;
-  embedder: Embedder;
-  answerer: Answerer;
-  llm?: ChatLlm;
-  clock: () => Date;
-  settings: MemorySettings;
-  log: { warn(obj: object, msg: string): void };
-  /** Called once a turn is stored: queues summarization when the session is due (docs/design.md §7). */
-  afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;
-}
-
-export interface TurnStoredEvent {
-  identity: Identity;
-  sessionId: string;
-  turnCount: number;
-  lastTurnNumber: number;
-  summaryThroughTurn: number | null;
-}
+import { cutText } from '../text.js';
+import { buildAugmentedRequest } from './augment.js';
+import { buildMemoryContext } from './chat-block.js';
+import { databaseNames } from './database-names.js';
+import type { MemoryDeps } from './deps.js';
+import { recallMemory } from './recall.js';
 
 export interface MemoryChatRequest {
   identity: Identity;
@@ -67,7 +34,7 @@ const SESSION_NAME_CHARS = 100;
  * A failed memory read degrades to an answer without memory plus a warning; a failed write is an
  * error, because a turn must never silently vanish.
  */
-export async function runMemoryChat(deps: MemoryChatDeps, req: MemoryChatRequest) {
+export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
   const { settings } = deps;
   const now = deps.clock();
   const warnings: string[] = [];
@@ -165,38 +132,31 @@ export async function runMemoryChat(deps: MemoryChatDeps, req: MemoryChatRequest
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
 
 async function readMemory(
-  deps: MemoryChatDeps,
+  deps: MemoryDeps,
   req: MemoryChatRequest,
   now: Date,
   databases: string[] | undefined,
   warnings: string[],
 ): Promise<Retrieved | undefined> {
   if (!req.useMemory && !req.sessionId) return undefined;
-  const k = req.useMemory ? (req.semanticSearchK ?? deps.settings.semanticSearchK) : 0;
-  let questionEmbedding: number[] | null = null;
-  if (k > 0) {
-    try {
-      [questionEmbedding = null] = await deps.embedder.embed([req.question]);
-    } catch (err) {
-      deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');
-      warnings.push('semantic memory search is unavailable: answered with the conversation history only');
-    }
-  }
+  const { settings } = deps;
   try {
-    const retrieved = await retrieveMemory(deps.db.asUser(req.identity), {
-      identity: req.identity,
-      sessionId: req.sessionId,
-      now,
-      windowSize: req.useMemory
-        ? Math.min(req.maxHistoryTurns ?? deps.settings.maxHistoryTurns, deps.settings.maxTurnsPerSession ?? Infinity)
-        : 0,
-      k: questionEmbedding ? k : 0,
-      minSimilarity: deps.settings.minSimilarity,
-      embedding: questionEmbedding,
-      embeddingModel: deps.embedder.modelId,
-      scope: { requested: databases, allowed: req.identity.databases },
-    });
-    return retrieved;
+    return await recallMemory(
+      deps,
+      {
+        identity: req.identity,
+        question: req.question,
+        sessionId: req.sessionId,
+        now,
+        windowSize: req.useMemory ? Math.min(req.maxHistoryTurns ?? settings.maxHistoryTurns, settings.maxTurnsPerSession) : 0,
+        k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
+        databases,
+      },
+      (err) => {
+        deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');
+        warnings.push('semantic memory search is unavailable: answered with the conversation history only');
+      },
+    );
   } catch (err) {
     deps.log.warn({ err }, 'reading memory failed; answering without memory');
     warnings.push('memory is unavailable: this question was answered without conversation memory');
@@ -204,7 +164,7 @@ async function readMemory(
   }
 }
 
-async function embedTurn(deps: MemoryChatDeps, question: string, answer: Answer, warnings: string[]) {
+async function embedTurn(deps: MemoryDeps, question: string, answer: Answer, warnings: string[]) {
   try {
     const [embedding = null] = await deps.embedder.embed([
       embeddedTurnText({ question, sqlQuery: answer.sqlQuery, tablesUsed: answer.fields.tables_used, answer: answer.fields.answer }),
@@ -225,11 +185,11 @@ interface TurnTarget {
   now: Date;
 }
 
-function append(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {
+function append(deps: MemoryDeps, target: TurnTarget, turn: NewTurn) {
   return appendTurn(deps.db.asUser(target.identity), { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn });
 }
 
-async function store(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {
+async function store(deps: MemoryDeps, target: TurnTarget, turn: NewTurn) {
   let stored: Awaited<ReturnType<typeof appendTurn>>;
   try {
     stored = await append(deps, target, turn);
@@ -242,7 +202,7 @@ async function store(deps: MemoryChatDeps, target: TurnTarget, turn: NewTurn) {
 
 /** Upstream failures are kept, flagged, so the conversation's record is complete; they never steer SQL. */
 async function storeFailedTurn(
-  deps: MemoryChatDeps,
+  deps: MemoryDeps,
   target: TurnTarget,
   turnBase: Pick<NewTurn, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames'>,
   error: AppError,
@@ -269,17 +229,6 @@ async function storeFailedTurn(
 export function conversationMetadata(session: SessionRow) {
   const { session_id, slots: _slots, ...rest } = sessionView(session);
   return { conversation_id: session_id, ...rest };
-}
-
-/** Denodo takes `vdp_database_names` as a comma-separated string; arrays are accepted too. */
-export function databaseNames(value: unknown): string[] | undefined {
-  const names = Array.isArray(value)
-    ? value.filter((v): v is string => typeof v === 'string')
-    : typeof value === 'string'
-      ? value.split(',')
-      : [];
-  const cleaned = [...new Set(names.map((n) => n.trim()).filter(Boolean))];
-  return cleaned.length ? cleaned : undefined;
 }
 
 function round(value: number, digits: number): number {

@@ -1,10 +1,11 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 import { chainAsAnthropic, chainAsOpenAi } from '../sessions/chain-conversion.js';
-import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
-import { ANSWER_CHARS_IN_CONTEXT } from './chat-block.js';
 import { normaliseAnthropic, type AnthropicMessage, type OpenAiMessage, type StoredChain } from '../sessions/chains.js';
-import { relativeTime } from './relative-time.js';
 import { countTokens, cutText } from '../text.js';
+import { ANSWER_CHARS_IN_CONTEXT } from './chat-block.js';
+import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
+import { historyOf, memoryItems, packMemory, similarOf, type MemoryItem } from './pack.js';
+import { relativeTime } from './relative-time.js';
 
 export type ContextFormat = 'text' | 'openai' | 'anthropic';
 
@@ -21,82 +22,57 @@ export interface ContextParts {
   memories: SimilarTurn[];
 }
 
-type Item =
-  | { kind: 'history'; turn: HistoryTurn; messages: (AnthropicMessage | OpenAiMessage)[] }
-  | { kind: 'summary' }
-  | { kind: 'slots' }
-  | { kind: 'memory'; memory: SimilarTurn };
+type Messages = (AnthropicMessage | OpenAiMessage)[];
+
+/** Separators an item brings with it. */
+const ITEM_ALLOWANCE = 8;
 
 /**
  * The context of `POST /memory/context` in the caller's format, within `maxTokens`. In `text` format
  * everything is one prompt block with relative times (the knowledge bot's injection format); in
  * `openai`/`anthropic` the window becomes messages to prepend and the rest a block for the question.
- * Kept first: the latest turn, the slots, the summary, older turns newest first, then memories.
- * Turns are dropped whole, oldest first, so no tool chain is ever cut in half.
+ * The packer keeps the latest turn, the slots, the summary, older turns newest first, then memories;
+ * once a turn does not fit no older one follows, so the window has no hole.
  */
 export function buildFormattedContext(p: ContextParts) {
-  const [latest, ...older] = p.window;
-  const candidates: Item[] = [
-    ...(latest ? [historyItem(p, latest)] : []),
-    ...(Object.keys(p.slots).length ? [{ kind: 'slots' } as const] : []),
-    ...(p.summary ? [{ kind: 'summary' } as const] : []),
-    ...older.map((turn) => historyItem(p, turn)),
-    ...p.memories.map((memory) => ({ kind: 'memory', memory }) as const),
-  ];
-
-  // Each item is tokenised once: the selection and the per-part counts of every assembly share it.
-  const tokensOf = new Map(candidates.map((item) => [item, itemTokens(p, item)]));
-  const kept: Item[] = [];
-  let used = countTokens(renderBlock(p, []));
-  let truncated = false;
-  let historyStopped = false;
-  for (const item of candidates) {
-    if (item.kind === 'history' && historyStopped) continue;
-    const cost = tokensOf.get(item)! + 8;
-    if (used + cost <= p.maxTokens) {
-      kept.push(item);
-      used += cost;
-    } else {
-      truncated = true;
-      // An older turn must not survive a newer one: the window would have a hole.
-      if (item.kind === 'history') historyStopped = true;
-    }
-  }
-  let assembled = assemble(p, kept, tokensOf);
-  while (kept.length && assembled.tokens.total > p.maxTokens) {
-    kept.pop();
-    truncated = true;
-    assembled = assemble(p, kept, tokensOf);
-  }
-  return { ...assembled, truncated };
+  const items = memoryItems({ window: p.window, slots: p.slots, summary: p.summary, similar: p.memories });
+  // Each turn is converted and each item tokenised once: the packing and every rendering share them.
+  const messagesOf = new Map<HistoryTurn, Messages>(
+    p.format === 'text' ? [] : p.window.map((turn) => [turn, turnMessages(turn, p.format as 'openai' | 'anthropic')]),
+  );
+  const tokensOf = new Map(items.map((item) => [item, itemTokens(p, item, messagesOf)]));
+  const { rendered, truncated } = packMemory(items, p.maxTokens, {
+    frameTokens: countTokens(renderBlock(p, [])),
+    cost: (item) => tokensOf.get(item)! + ITEM_ALLOWANCE,
+    render: (kept) => assemble(p, kept, tokensOf, messagesOf),
+    tokens: (assembled) => assembled.tokens.total,
+    historyWithoutHoles: true,
+  });
+  return { ...rendered, truncated };
 }
 
-function historyItem(p: ContextParts, turn: HistoryTurn): Item {
-  return { kind: 'history', turn, messages: p.format === 'text' ? [] : turnMessages(turn, p.format) };
-}
-
-function itemTokens(p: ContextParts, item: Item): number {
-  if (item.kind === 'history' && p.format !== 'text') return countTokens(JSON.stringify(item.messages));
+function itemTokens(p: ContextParts, item: MemoryItem, messagesOf: Map<HistoryTurn, Messages>): number {
+  if (item.kind === 'history' && p.format !== 'text') return countTokens(JSON.stringify(messagesOf.get(item.turn)));
   return countTokens(renderItem(p, item));
 }
 
-function assemble(p: ContextParts, kept: Item[], tokensOf: Map<Item, number>) {
-  const history = kept.flatMap((i) => (i.kind === 'history' ? [i] : [])).sort((a, b) => a.turn.turn_number - b.turn.turn_number);
-  const memories = kept.flatMap((i) => (i.kind === 'memory' ? [i.memory] : []));
+function assemble(p: ContextParts, kept: MemoryItem[], tokensOf: Map<MemoryItem, number>, messagesOf: Map<HistoryTurn, Messages>) {
+  const history = historyOf(kept);
+  const memories = similarOf(kept);
   const summaryKept = kept.some((i) => i.kind === 'summary');
   const slotsKept = kept.some((i) => i.kind === 'slots');
   const inBlock = p.format === 'text' ? kept : kept.filter((i) => i.kind !== 'history');
   const contextText = inBlock.length ? renderBlock(p, inBlock) : '';
   const messages = p.format === 'anthropic'
-    ? normaliseAnthropic(history.flatMap((h) => h.messages as AnthropicMessage[]))
-    : history.flatMap((h) => h.messages);
+    ? normaliseAnthropic(history.flatMap((turn) => messagesOf.get(turn) as AnthropicMessage[]))
+    : history.flatMap((turn) => messagesOf.get(turn) ?? []);
   const messageTokens = messages.length ? countTokens(JSON.stringify(messages)) : 0;
-  const partTokens = (items: Item[]) => items.reduce((sum, i) => sum + tokensOf.get(i)!, 0);
+  const partTokens = (kind: MemoryItem['kind']) => kept.reduce((sum, i) => sum + (i.kind === kind ? tokensOf.get(i)! : 0), 0);
   return {
     context_text: contextText,
     augmented_question: contextText ? `${contextText}\n\nCurrent question: ${p.question}` : p.question,
     messages,
-    history_turns: history.map((h) => h.turn.turn_number),
+    history_turns: history.map((turn) => turn.turn_number),
     summary: summaryKept ? p.summary : null,
     slots: slotsKept ? p.slots : {},
     memories: memories.map((m) => ({
@@ -110,10 +86,10 @@ function assemble(p: ContextParts, kept: Item[], tokensOf: Map<Item, number>) {
       similarity: Math.round(m.similarity * 10_000) / 10_000,
     })),
     tokens: {
-      summary: partTokens(kept.filter((i) => i.kind === 'summary')),
-      slots: partTokens(kept.filter((i) => i.kind === 'slots')),
-      history: partTokens(history),
-      memories: partTokens(kept.filter((i) => i.kind === 'memory')),
+      summary: partTokens('summary'),
+      slots: partTokens('slots'),
+      history: partTokens('history'),
+      memories: partTokens('similar'),
       question: countTokens(p.question),
       total: (contextText ? countTokens(contextText) : 0) + messageTokens,
     },
@@ -121,7 +97,7 @@ function assemble(p: ContextParts, kept: Item[], tokensOf: Map<Item, number>) {
 }
 
 /** A stored chain in the asked format, or the question and answer as a two-message exchange. */
-function turnMessages(turn: HistoryTurn, format: 'openai' | 'anthropic'): (AnthropicMessage | OpenAiMessage)[] {
+function turnMessages(turn: HistoryTurn, format: 'openai' | 'anthropic'): Messages {
   const chain = turn.messages as StoredChain | null;
   if (chain?.format && Array.isArray(chain.messages)) return format === 'anthropic' ? chainAsAnthropic(chain) : chainAsOpenAi(chain);
   const sql = turn.status === 'ok' && turn.sql_query ? `\n\nSQL used:\n${turn.sql_query}` : '';
@@ -131,38 +107,45 @@ function turnMessages(turn: HistoryTurn, format: 'openai' | 'anthropic'): (Anthr
   ];
 }
 
-function renderBlock(p: ContextParts, items: Item[]): string {
+function renderBlock(p: ContextParts, items: MemoryItem[]): string {
   const parts: string[] = [];
-  if (items.some((i) => i.kind === 'summary')) parts.push(renderItem(p, { kind: 'summary' }));
-  if (items.some((i) => i.kind === 'slots')) parts.push(renderItem(p, { kind: 'slots' }));
-  const history = items.flatMap((i) => (i.kind === 'history' ? [i] : [])).sort((a, b) => a.turn.turn_number - b.turn.turn_number);
-  if (history.length) parts.push(`Recent conversation (oldest first):\n${history.map((h) => renderItem(p, h)).join('\n')}`);
-  const memories = items.filter((i) => i.kind === 'memory');
-  if (memories.length) parts.push(`Related earlier questions (most similar first):\n${memories.map((m) => renderItem(p, m)).join('\n')}`);
+  const summary = items.find((i) => i.kind === 'summary');
+  if (summary) parts.push(renderItem(p, summary));
+  const slots = items.find((i) => i.kind === 'slots');
+  if (slots) parts.push(renderItem(p, slots));
+  const history = historyOf(items);
+  if (history.length) parts.push(`Recent conversation (oldest first):\n${history.map((turn) => renderTurn(p, turn)).join('\n')}`);
+  const memories = similarOf(items);
+  if (memories.length) parts.push(`Related earlier questions (most similar first):\n${memories.map((m) => renderMemory(p, m)).join('\n')}`);
   return memoryBlock(parts);
 }
 
-function renderItem(p: ContextParts, item: Item): string {
+function renderItem(p: ContextParts, item: MemoryItem): string {
   switch (item.kind) {
     case 'summary':
-      return `Summary of earlier conversation:\n${CONTINUATION_INDENT}${quoteStored(p.summary ?? '')}`;
+      return `Summary of earlier conversation:\n${CONTINUATION_INDENT}${quoteStored(item.text)}`;
     case 'slots':
-      return `Known details (latest value wins):\n${Object.entries(p.slots)
+      return `Known details (latest value wins):\n${Object.entries(item.slots)
         .map(([k, v]) => `- ${quoteStored(k)}: ${quoteStored(typeof v === 'string' ? v : JSON.stringify(v))}`)
         .join('\n')}`;
-    case 'history': {
-      const when = `[${relativeTime(item.turn.created_at, p.now)}]`;
-      const answer = item.turn.answer ? quoteStored(cutText(item.turn.answer, ANSWER_CHARS_IN_CONTEXT)) : '(no answer recorded)';
-      const lines = [`${when} User: ${quoteStored(item.turn.question)}`, `${when} Assistant: ${answer}`];
-      if (item.turn.status === 'ok' && item.turn.sql_query) lines.push(`  SQL: ${quoteStored(item.turn.sql_query)}`);
-      return lines.join('\n');
-    }
-    case 'memory': {
-      const m = item.memory;
-      const lines = [`[${relativeTime(m.created_at, p.now)}] Question: ${quoteStored(m.question)}`];
-      if (m.sql_query) lines.push(`  SQL: ${quoteStored(m.sql_query)}`);
-      if (m.answer) lines.push(`  Answer: ${quoteStored(cutText(m.answer, ANSWER_CHARS_IN_CONTEXT))}`);
-      return lines.join('\n');
-    }
+    case 'history':
+      return renderTurn(p, item.turn);
+    case 'similar':
+      return renderMemory(p, item.turn);
   }
+}
+
+function renderTurn(p: ContextParts, turn: HistoryTurn): string {
+  const when = `[${relativeTime(turn.created_at, p.now)}]`;
+  const answer = turn.answer ? quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT)) : '(no answer recorded)';
+  const lines = [`${when} User: ${quoteStored(turn.question)}`, `${when} Assistant: ${answer}`];
+  if (turn.status === 'ok' && turn.sql_query) lines.push(`  SQL: ${quoteStored(turn.sql_query)}`);
+  return lines.join('\n');
+}
+
+function renderMemory(p: ContextParts, m: SimilarTurn): string {
+  const lines = [`[${relativeTime(m.created_at, p.now)}] Question: ${quoteStored(m.question)}`];
+  if (m.sql_query) lines.push(`  SQL: ${quoteStored(m.sql_query)}`);
+  if (m.answer) lines.push(`  Answer: ${quoteStored(cutText(m.answer, ANSWER_CHARS_IN_CONTEXT))}`);
+  return lines.join('\n');
 }

@@ -2,8 +2,8 @@ import { findLiveSession } from '../../../db/repositories/memory-store.js';
 import { searchTurns } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryApiDeps } from './memory.js';
-import { databaseNames } from './chat.js';
+import { databaseNames } from './database-names.js';
+import type { MemoryDeps } from './deps.js';
 import { notFound } from '../sessions/sessions.js';
 
 export interface SearchRequest {
@@ -15,7 +15,7 @@ export interface SearchRequest {
 }
 
 /** `POST /memory/search`: the caller's turns ranked by similarity to `query`, with scores. */
-export async function searchMemory(deps: MemoryApiDeps, identity: Identity, req: SearchRequest) {
+export async function searchMemory(deps: MemoryDeps, identity: Identity, req: SearchRequest) {
   const now = deps.clock();
   if (req.sessionId && !(await findLiveSession(deps.db.asUser(identity), identity, req.sessionId, now))) throw notFound(req.sessionId);
   let embedding: number[] | null;

@@ -2,7 +2,7 @@ import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../../db/repos
 import { AppError } from '../../model/errors.js';
 import { executionResultToCsv } from './result-csv.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryApiDeps } from '../memory/memory.js';
+import type { MemoryDeps } from '../memory/deps.js';
 import { notFound } from '../sessions/sessions.js';
 import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js';
 
@@ -10,11 +10,11 @@ import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js'
  * "Show SQL for the first question", "export that as csv": a session's SQL and results recalled
  * from memory, by turn reference or by keywords of the question.
  */
-export async function recallSqlByRef(deps: MemoryApiDeps, identity: Identity, sessionId: string, ref: string) {
+export async function recallSqlByRef(deps: MemoryDeps, identity: Identity, sessionId: string, ref: string) {
   return sqlView(sessionId, await findTurn(deps, identity, sessionId, parseTurnRef(ref), `turn ${ref}`));
 }
 
-export async function recallSqlByKeywords(deps: MemoryApiDeps, identity: Identity, sessionId: string, q: string) {
+export async function recallSqlByKeywords(deps: MemoryDeps, identity: Identity, sessionId: string, q: string) {
   const keywords = questionKeywords(q);
   if (!keywords.length) throw new AppError('validation-failed', 'q has no keywords to look for', { errors: [{ field: 'querystring.q', message: 'has no words' }] });
   const turn = await findTurn(deps, identity, sessionId, { keywords: keywords.map(containsPattern) }, `a turn with SQL whose question mentions ${keywords.join(', ')}`);
@@ -23,7 +23,7 @@ export async function recallSqlByKeywords(deps: MemoryApiDeps, identity: Identit
 
 /** The stored result of a turn as CSV, or a fresh one from `execute` (re-running the stored SQL). */
 export async function recallResultCsv(
-  deps: MemoryApiDeps,
+  deps: MemoryDeps,
   identity: Identity,
   sessionId: string,
   ref: string,
@@ -38,7 +38,7 @@ export async function recallResultCsv(
   return { turnNumber: turn.turn_number, csv };
 }
 
-async function findTurn(deps: MemoryApiDeps, identity: Identity, sessionId: string, lookup: SqlTurnLookup, what: string): Promise<SqlTurn> {
+async function findTurn(deps: MemoryDeps, identity: Identity, sessionId: string, lookup: SqlTurnLookup, what: string): Promise<SqlTurn> {
   const found = await findSqlTurn(deps.db.asUser(identity), identity, sessionId, deps.clock(), lookup);
   if (!found.session) throw notFound(sessionId);
   if (!found.turn) throw new AppError('turn-not-found', `session ${sessionId} has no ${what}`);

@@ -9,18 +9,20 @@ import {
 } from '../../../db/repositories/sessions.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import { sessionView, type MemoryApiDeps } from '../memory/memory.js';
+import type { MemoryDeps } from '../memory/deps.js';
+import type { ChainFormat } from './chains.js';
+import { sessionView } from './session-view.js';
 
 /**
  * Session operations of the memory API. Reads never extend a sliding session (only stored turns,
  * renames and clears count as activity): a bot polling its sessions must not keep them alive.
  */
-export async function listUserSessions(deps: MemoryApiDeps, identity: Identity, limit: number, cursor?: string) {
+export async function listUserSessions(deps: MemoryDeps, identity: Identity, limit: number, cursor?: string) {
   const page = await listSessions(deps.db.asUser(identity), identity, deps.clock(), limit, cursor ? decodeCursor(cursor) : undefined);
   return { sessions: page.sessions.map(sessionView), next_cursor: page.next ? encodeCursor(page.next) : null };
 }
 
-export async function getUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string) {
+export async function getUserSession(deps: MemoryDeps, identity: Identity, sessionId: string) {
   const found = await getSessionWithTurns(deps.db.asUser(identity), identity, sessionId, deps.clock());
   if (!found) throw notFound(sessionId);
   const windowStart = found.turns.length - deps.settings.maxTurnsPerSession;
@@ -39,7 +41,7 @@ export async function getUserSession(deps: MemoryApiDeps, identity: Identity, se
       tables_used: t.tables_used,
       vdp_database_names: t.vdp_database_names,
       execution_result: t.execution_result ?? null,
-      messages_format: (t.messages as { format?: string } | null)?.format ?? null,
+      messages_format: (t.messages as { format?: ChainFormat } | null)?.format ?? null,
       messages: (t.messages as { messages?: unknown[] } | null)?.messages ?? null,
       context: t.context,
       metadata: t.metadata,
@@ -50,17 +52,17 @@ export async function getUserSession(deps: MemoryApiDeps, identity: Identity, se
   };
 }
 
-export async function renameUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string, name: string) {
+export async function renameUserSession(deps: MemoryDeps, identity: Identity, sessionId: string, name: string) {
   const session = await renameSession(deps.db.asUser(identity), identity, sessionId, name, retention(deps));
   if (!session) throw notFound(sessionId);
   return sessionView(session);
 }
 
-export async function deleteUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string) {
+export async function deleteUserSession(deps: MemoryDeps, identity: Identity, sessionId: string) {
   if (!(await deleteSession(deps.db.asUser(identity), identity, sessionId, deps.clock()))) throw notFound(sessionId);
 }
 
-export async function clearUserSession(deps: MemoryApiDeps, identity: Identity, sessionId: string) {
+export async function clearUserSession(deps: MemoryDeps, identity: Identity, sessionId: string) {
   const session = await clearSession(deps.db.asUser(identity), identity, sessionId, retention(deps));
   if (!session) throw notFound(sessionId);
   return sessionView(session);
@@ -70,7 +72,7 @@ export function notFound(sessionId: string) {
   return new AppError('session-not-found', `session ${sessionId} does not exist or has expired`);
 }
 
-function retention(deps: MemoryApiDeps): Retention {
+function retention(deps: MemoryDeps): Retention {
   return { now: deps.clock(), ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode };
 }
 

@@ -4,8 +4,9 @@ import { recentQuestions } from '../../../db/repositories/turns.js';
 import type { TurnStatus } from '../../model/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import { sessionView, type MemoryApiDeps } from '../memory/memory.js';
-import { databaseNames } from '../memory/chat.js';
+import { databaseNames } from '../memory/database-names.js';
+import type { MemoryDeps } from '../memory/deps.js';
+import { sessionView } from './session-view.js';
 import { prepareMessageChain, type ChainFormat } from './chains.js';
 import { notFound } from './sessions.js';
 import { cutText } from '../text.js';
@@ -34,7 +35,7 @@ const SESSION_NAME_CHARS = 100;
  * nearly repeats a recent one of the session is stored marked as its duplicate.
  */
 export async function recordTurn(
-  deps: MemoryApiDeps,
+  deps: MemoryDeps,
   identity: Identity,
   target: { sessionId: string } | { newSessionName?: string },
   input: TurnInput,

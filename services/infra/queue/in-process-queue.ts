@@ -40,18 +40,19 @@ export class InProcessQueue implements JobQueue {
   private completed = 0;
   private timer?: NodeJS.Timeout;
   private closed = false;
-  private readonly processors: Processors;
+  private processors?: Processors;
 
   constructor(
     private readonly options: {
       config: Config;
       log: ParentLogger;
-      /** Built with this queue, since erase removes queued jobs through it. */
+      /**
+       * Asked for at the first job, not here: erase removes queued jobs through this queue, so the
+       * processors (services/core/memory) are made with it, after it.
+       */
       processors: (queue: InProcessQueue) => Processors;
     },
-  ) {
-    this.processors = options.processors(this);
-  }
+  ) {}
 
   async enqueue<K extends JobKind>(kind: K, data: JobPayloads[K]): Promise<void> {
     if (this.closed) throw new Error('the queue is closed');
@@ -135,6 +136,7 @@ export class InProcessQueue implements JobQueue {
     entry.attempt += 1;
     const finalAttempt = entry.attempt >= entry.policy.attempts;
     const log = this.options.log.child({ job_id: entry.id, job: entry.kind, attempt: entry.attempt });
+    this.processors ??= this.options.processors(this);
     const processor = this.processors[entry.kind] as (data: unknown, ctx: unknown) => Promise<unknown>;
     try {
       await processor(entry.data, { jobId: entry.id, attempt: entry.attempt, finalAttempt, log });
