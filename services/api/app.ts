@@ -30,6 +30,7 @@ import sessionRoutes from './routes/sessions.js';
 import sqlRecallRoutes from './routes/sql-recall.js';
 import turnRoutes from './routes/turns.js';
 import { ProblemSchema } from './schemas/problem.js';
+import { requestValidatorFactory } from './request-validator.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -72,6 +73,7 @@ export async function buildApp(deps: AppDeps) {
     routerOptions: { maxParamLength: 512 },
     // Requests arriving while closing get a problem from the shutdown-refusal plugin instead.
     return503OnClosing: false,
+    schemaController: { compilersFactory: { buildValidator: requestValidatorFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('config', config);

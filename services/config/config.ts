@@ -35,6 +35,8 @@ export const ConfigSchema = Type.Object({
   JWT_DATABASES_CLAIM: Type.Optional(Type.String({ minLength: 1 })),
   // How long keys read from JWT_JWKS_URL are trusted: a key removed from the JWKS is refused after at most this.
   JWT_JWKS_CACHE_TTL: Type.String({ pattern: DURATION_PATTERN, default: '10m' }),
+  // Tokens issued (`iat`) longer ago than this are refused, whatever their `exp`; tokens without `iat` too.
+  JWT_MAX_AGE: Type.Optional(Type.String({ pattern: DURATION_PATTERN })),
 
   MEMORY_MAX_QUESTION_CHARS: Type.Integer({ minimum: 1, maximum: 100_000, default: 4000 }),
   MEMORY_MAX_HISTORY_MESSAGES: Type.Integer({ minimum: 0, maximum: 200, default: 10 }),
@@ -112,6 +114,7 @@ export type Config = RawConfig & {
   host: string;
   memoryTtlMs: number;
   jwksCacheTtlMs: number;
+  jwtMaxAgeMs?: number;
   cleanupIntervalMs: number;
   gdprExportTtlMs: number;
   idempotencyTtlMs: number;
@@ -212,6 +215,7 @@ function deriveConfig(raw: RawConfig): Config {
     host: raw.HOST ?? (localAuth ? '127.0.0.1' : '0.0.0.0'),
     memoryTtlMs: parseDurationMs(raw.MEMORY_TTL),
     jwksCacheTtlMs: parseDurationMs(raw.JWT_JWKS_CACHE_TTL),
+    ...(raw.JWT_MAX_AGE ? { jwtMaxAgeMs: parseDurationMs(raw.JWT_MAX_AGE) } : {}),
     cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
     gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
     idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),

@@ -77,6 +77,29 @@ describe('authentication', () => {
       await expect401(t, sign({ sub: 'alice', tenant: 'x\udc00' }), /lone UTF-16 surrogate/);
     });
 
+    it('when the tenant claim is a number, an array, an object or blank, then 401: tenants never merge into "default"', async () => {
+      for (const tenant of [101, 202, ['acme'], { id: 'acme' }, '', '   ', true, null]) {
+        await expect401(t, sign({ sub: 'dave', tenant }), /"tenant" claim must name the tenant/);
+      }
+      // Nothing of those requests was stored for anyone: "dave" of the default tenant has no session.
+      const sessions = await t.request('GET', '/sessions', { token: sign({ sub: 'dave' }) });
+      expect(sessions.status).toBe(200);
+      expect(sessions.body.sessions).toEqual([]);
+    });
+
+    it('when the user claim is an integer, then it names the user as its decimal text; other types and blanks are refused', async () => {
+      const asNumber = await t.request('POST', '/sessions/turns', {
+        token: sign({ sub: 123456 }),
+        body: { question: 'Which chat is this?', answer: 'telegram' },
+      });
+      expect(asNumber.status).toBe(201);
+      const asText = await t.request('GET', '/sessions', { token: sign({ sub: '123456' }) });
+      expect(asText.body.sessions.map((x: { session_id: string }) => x.session_id)).toEqual([asNumber.body.session.session_id]);
+      for (const sub of [1.5, 1e21, ['alice'], { id: 'alice' }, '', ' ', false]) {
+        await expect401(t, sign({ sub }), /"sub" claim must name the user/);
+      }
+    });
+
     it('when the token is oversized, then 401, not a server error', async () => {
       await expect401(t, sign({ sub: 'alice', padding: 'p'.repeat(9000) }));
     });
@@ -86,6 +109,37 @@ describe('authentication', () => {
       expect((await t.request('GET', '/readyz')).body).toMatchObject({ status: 'ready' });
       expect((await t.request('GET', '/openapi.json')).body.paths['/memoryChat']).toBeDefined();
       expect((await t.request('GET', '/docs/')).status).toBe(200);
+    });
+  });
+
+  describe('with JWT_MAX_AGE, a databases claim and NODE_ENV=production', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ NODE_ENV: 'production', JWT_MAX_AGE: '5m', JWT_DATABASES_CLAIM: 'dbs' });
+      apps.push(t);
+    });
+    const now = () => Math.floor(Date.now() / 1000);
+    const sign = (claims: Record<string, unknown>, options: Record<string, unknown> = {}) =>
+      createSigner({ key: TEST_JWT_SECRET, expiresIn: 3_600_000, ...options })(claims);
+
+    it('when a token was issued within JWT_MAX_AGE, then it passes', async () => {
+      const reply = await t.request('POST', '/memoryChat', { token: sign({ sub: 'erin' }), body: { question: 'hi' } });
+      expect(reply.status).toBe(503); // authenticated; no answerer configured
+    });
+
+    it('when a token is older than JWT_MAX_AGE or has no iat, then 401 even though it has not expired', async () => {
+      await expect401(t, sign({ sub: 'erin', iat: now() - 600 }), /expired/);
+      await expect401(t, sign({ sub: 'erin' }, { noTimestamp: true }), /iat claim is required/);
+    });
+
+    it('when a token has no exp in production, then 401', async () => {
+      await expect401(t, sign({ sub: 'erin' }, { expiresIn: undefined }), /exp claim is required/);
+    });
+
+    it('when the databases claim is not a list of strings, then 401: an unreadable bound must not mean no bound', async () => {
+      for (const dbs of [7, { sales: true }, ['sales', 3], ['']]) await expect401(t, sign({ sub: 'erin', dbs }), /"dbs" claim must list databases/);
+      const listed = await t.request('POST', '/memoryChat', { token: sign({ sub: 'erin', dbs: 'sales, hr' }), body: { question: 'hi' } });
+      expect(listed.status).toBe(503);
     });
   });
 

@@ -70,9 +70,14 @@ export function isPublicRoute(request: FastifyRequest): boolean {
 }
 
 function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
+  // A token without `exp` would be valid forever; in production such a token is refused.
+  const requiredClaims = [...(config.isProduction ? ['exp'] : []), ...(config.jwtMaxAgeMs ? ['iat'] : [])];
   const verify = {
     ...(config.JWT_ISSUER ? { allowedIss: config.JWT_ISSUER } : {}),
     ...(config.JWT_AUDIENCE ? { allowedAud: config.JWT_AUDIENCE } : {}),
+    // @fastify/jwt reads a numeric maxAge as seconds.
+    ...(config.jwtMaxAgeMs ? { maxAge: config.jwtMaxAgeMs / 1000 } : {}),
+    ...(requiredClaims.length ? { requiredClaims } : {}),
   };
   if (config.JWT_PUBLIC_KEY) {
     const type = createPublicKey(config.JWT_PUBLIC_KEY).asymmetricKeyType;
@@ -96,25 +101,50 @@ function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
   return { secret, verify: { ...verify, algorithms: [...HMAC] } };
 }
 
+/**
+ * Claims name the tenant and the user exactly or the token is refused: a claim of the wrong type that
+ * fell back to a default would merge tenants (`tenant: 101` and `tenant: 202` both becoming `default`).
+ * An absent tenant claim is the `default` tenant (docs/design.md §3). The user claim may be an integer
+ * (chat platforms number their users); it is stored as its decimal text.
+ */
 function identityFrom(claims: Record<string, unknown>, config: Config): Identity {
   const user = claims[config.JWT_USER_CLAIM];
-  if ((typeof user !== 'string' || !user.trim()) && typeof user !== 'number') {
-    throw new AppError('unauthorized', `the token has no "${config.JWT_USER_CLAIM}" claim naming the user`);
+  const userId = typeof user === 'number' && Number.isSafeInteger(user) ? String(user) : user;
+  if (!isNonBlankString(userId)) {
+    throw new AppError('unauthorized', `the token's "${config.JWT_USER_CLAIM}" claim must name the user as a non-blank string or an integer`);
   }
   const tenant = claims[config.JWT_TENANT_CLAIM];
-  const databases = config.JWT_DATABASES_CLAIM ? stringList(claims[config.JWT_DATABASES_CLAIM], ',') : undefined;
-  const ids = [String(user), ...(typeof tenant === 'string' ? [tenant] : []), ...(databases ?? [])];
+  if (tenant !== undefined && !isNonBlankString(tenant)) {
+    throw new AppError('unauthorized', `the token's "${config.JWT_TENANT_CLAIM}" claim must name the tenant as a non-blank string`);
+  }
+  const databases = config.JWT_DATABASES_CLAIM ? databasesFrom(claims[config.JWT_DATABASES_CLAIM], config.JWT_DATABASES_CLAIM) : undefined;
+  const ids = [userId, ...(tenant === undefined ? [] : [tenant]), ...(databases ?? [])];
   const problem = ids.map(storableTextProblem).find(Boolean);
   // Such an id could not be stored or set as a row-security scope, and broken Unicode would merge users.
   if (problem) throw new AppError('unauthorized', `a user, tenant or databases claim of the token ${problem}`);
   return {
-    userId: String(user),
-    tenantId: typeof tenant === 'string' && tenant.trim() ? tenant : 'default',
+    userId,
+    tenantId: tenant ?? 'default',
     roles: stringList(claims[config.JWT_ROLES_CLAIM], ' ') ?? [],
     ...(databases ? { databases } : {}),
   };
 }
 
+function isNonBlankString(value: unknown): value is string {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+/** The databases a token allows bound what memory may use, so a claim that cannot be read bounds nothing: refused. */
+function databasesFrom(value: unknown, claim: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((v) => v.trim()).filter(Boolean) : undefined;
+  if (!list || !list.every(isNonBlankString)) {
+    throw new AppError('unauthorized', `the token's "${claim}" claim must list databases as strings (an array, or one comma-separated string)`);
+  }
+  return list;
+}
+
+/** Roles only widen access, so entries that are not strings are ignored rather than refused. */
 function stringList(value: unknown, separator: string): string[] | undefined {
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
   if (typeof value === 'string') return value.split(separator).map((v) => v.trim()).filter(Boolean);

@@ -1,0 +1,87 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../db/pool.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import { retrieveMemory, type RetrievalRequest } from '../../db/repositories/memory-store.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { seedSession } from '../support/seed-memory.js';
+import { freshDataDir } from '../support/test-app.js';
+
+interface PlanNode {
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Join Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Every row any node of the plan produced or threw away, over all its loops: the work the statement did. */
+function rowsExamined(node: PlanNode): number {
+  const loops = node['Actual Loops'] ?? 1;
+  const own = ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Join Filter'] ?? 0)) * loops;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsExamined(child), 0);
+}
+
+/**
+ * The retrieval statement's work for a user with a long history must grow with the user's turns, not
+ * with turns x sessions (a join to `sessions` once examined 399,000 rows for 2,000 turns in 400
+ * sessions). The embedded database has no statistics (PGlite runs no autovacuum), the worst case for
+ * the planner, and the statement is planned as the generic plan a prepared statement ends up with.
+ */
+describe('memory retrieval for a user with a long history', () => {
+  let database: Database;
+  const user = { tenantId: 'default', userId: 'analyst', roles: [] as string[] };
+
+  beforeAll(async () => {
+    database = await openDatabase({ DATA_DIR: await freshDataDir(), DATABASE_POOL_MAX: 1 });
+    const expiresAt = new Date(Date.now() + 86_400_000);
+    for (let s = 0; s < 400; s++) await seedSession(database.pool, { userId: user.userId, turns: 5, expiresAt });
+    // Expired sessions are skipped by memory but still stored until cleanup.
+    for (let s = 0; s < 20; s++) await seedSession(database.pool, { userId: user.userId, turns: 5, expiresAt: new Date(Date.now() - 1000) });
+  });
+  afterAll(async () => database?.close());
+
+  async function explain(req: RetrievalRequest): Promise<{ examined: number; similar: number }> {
+    let statement: pg.QueryConfig | undefined;
+    const capture: Queryable = {
+      query: async (s) => {
+        statement = s as pg.QueryConfig;
+        return { rows: [] } as never;
+      },
+    };
+    await retrieveMemory(capture, req);
+    const client = await database.pool.connect();
+    try {
+      await client.query(`BEGIN; SELECT set_config('role', 'memorychat_app', true),
+        set_config('memorychat.tenant_id', 'default', true), set_config('memorychat.user_id', 'analyst', true);
+        SET LOCAL plan_cache_mode = force_generic_plan`);
+      await client.query({ name: 'heavy_user_retrieval', text: statement!.text, values: statement!.values });
+      const literals = statement!.values!.map((v) => (v === null ? 'NULL' : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v))));
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE heavy_user_retrieval(${literals.join(', ')})`);
+      const result = await client.query({ text: statement!.text, values: statement!.values });
+      return {
+        examined: rowsExamined(rows[0]['QUERY PLAN'][0].Plan),
+        similar: result.rows.filter((r) => r.source === 'similar').length,
+      };
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  }
+
+  it('when a user with 2,100 turns in 420 sessions asks, then the statement examines rows in proportion to the turns', async () => {
+    const { examined, similar } = await explain({
+      identity: user,
+      now: new Date(),
+      windowSize: 10,
+      k: 3,
+      minSimilarity: 0,
+      embedding: embedText('sales analyst', 384),
+      embeddingModel: 'local-hash-v1@384',
+      scope: {},
+    });
+    expect(similar).toBe(3);
+    // Each live turn is read and ranked once, each session checked once: a few rows per turn at most.
+    expect(examined).toBeLessThan(5 * 2100);
+  });
+});
