@@ -115,7 +115,7 @@ function checkEnvironment(c: Body, find: (kind: string, name: string) => Resourc
 
 function unknownVariables(names: string[], at: string): string[] {
   const known = new Set(Object.keys(ConfigSchema.properties));
-  return names.filter((n) => !known.has(n)).map((n) => `${at}: ${n} is not a variable of services/core/config.ts`);
+  return names.filter((n) => !known.has(n)).map((n) => `${at}: ${n} is not a variable of services/config/config.ts`);
 }
 
 function decodeBase64(data: Record<string, string>): Record<string, string> {

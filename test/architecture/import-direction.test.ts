@@ -17,7 +17,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const LAYERS = ['model', 'config', 'db', 'providers', 'core', 'infra', 'api', 'worker'] as const;
 type Layer = (typeof LAYERS)[number];
 
-export const ALLOWED: Record<Layer, Layer[]> = {
+const ALLOWED: Record<Layer, Layer[]> = {
   model: ['model'],
   config: ['config', 'model'],
   db: ['db', 'config', 'model'],
@@ -36,7 +36,7 @@ const FORBIDDEN_PACKAGES: Partial<Record<Layer, RegExp>> = {
   model: /^(?!typebox)/,
 };
 
-export function layerOf(file: string): Layer {
+function layerOf(file: string): Layer {
   const rel = path.relative(ROOT, file).split(path.sep);
   if (rel[0] === 'db') return 'db';
   if (rel[0] === 'services' && LAYERS.includes(rel[1] as Layer)) return rel[1] as Layer;
@@ -44,7 +44,7 @@ export function layerOf(file: string): Layer {
 }
 
 /** Every module specifier of a file: static imports and re-exports (type-only ones too), and import(). */
-export function importsOf(source: string): string[] {
+function importsOf(source: string): string[] {
   const found: string[] = [];
   const patterns = [
     /^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm,
@@ -62,14 +62,14 @@ function tsFiles(dir: string): string[] {
   });
 }
 
-export interface Violation {
+interface Violation {
   from: string;
   to: string;
   why: string;
 }
 
 /** Upward or sideways imports, and imports of packages a layer must not use. */
-export function directionViolations(files: string[], read: (file: string) => string): { violations: Violation[]; graph: Map<string, string[]> } {
+function directionViolations(files: string[], read: (file: string) => string): { violations: Violation[]; graph: Map<string, string[]> } {
   const violations: Violation[] = [];
   const graph = new Map<string, string[]>();
   for (const file of files) {
@@ -92,7 +92,7 @@ export function directionViolations(files: string[], read: (file: string) => str
 }
 
 /** Each circle once, as the files along it. */
-export function cycles(graph: Map<string, string[]>): string[][] {
+function cycles(graph: Map<string, string[]>): string[][] {
   const found: string[][] = [];
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
