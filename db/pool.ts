@@ -31,7 +31,7 @@ export async function openDatabase(
   const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);
   return {
     pool,
-    scoped: scopedDatabase(pool),
+    scoped: scopedDatabase(pool, { rewriteErasedTables: true }),
     embedded: true,
     async close() {
       await pool.end();

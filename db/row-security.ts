@@ -19,13 +19,45 @@ export interface ScopedDatabase {
   asUser(owner: RowOwner): Queryable;
   /** Statements of jobs that work across users: retention cleanup, re-embedding, job bookkeeping. */
   asMaintenance(): Queryable;
+  /**
+   * After an erase: frees the space of the deleted rows, so their text leaves the database's files
+   * instead of lingering in dead tuples (docs/gdpr-storage.md).
+   */
+  reclaimErasedRows(): Promise<void>;
 }
 
-export function scopedDatabase(pool: pg.Pool): ScopedDatabase {
+export interface ScopedDatabaseOptions {
+  /**
+   * Rewrite the erased tables (VACUUM FULL) and retire the WAL that held the rows. For the embedded
+   * database: a plain VACUUM leaves the deleted bytes in the pages' free space, and its tables are
+   * small enough to rewrite. On a server the exclusive lock of a rewrite would stall every request,
+   * so it gets a plain VACUUM.
+   */
+  rewriteErasedTables?: boolean;
+}
+
+/** Every table an erase deletes from (runGdprErase); names from this list only, never from input. */
+const ERASED_TABLES = 'turns, sessions, gdpr_exports, idempotency_keys, job_outbox';
+
+export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const maintenance = inTransactionScoped(pool, "BEGIN; SELECT set_config('role', 'memorychat_maintenance', true)");
   return {
     asUser: (owner) => inTransactionScoped(pool, userScopeStatement(owner)),
     asMaintenance: () => maintenance,
+    // As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM
+    // cannot run in one); it reads and writes no row, so no scope is taken.
+    async reclaimErasedRows() {
+      if (!options.rewriteErasedTables) {
+        await pool.query(`VACUUM ${ERASED_TABLES}`);
+        return;
+      }
+      await pool.query(`VACUUM FULL ${ERASED_TABLES}`);
+      // The rows are also in the WAL: a new segment, then two checkpoints, let Postgres remove the
+      // older segments (the embedded database runs with wal_recycle=off, so they are deleted, not reused).
+      await pool.query('SELECT pg_switch_wal()');
+      await pool.query('CHECKPOINT');
+      await pool.query('CHECKPOINT');
+    },
   };
 }
 

@@ -16,7 +16,7 @@ export class SqlFragment {
 
 let declared = 0;
 
-class Param {
+export class Param {
   readonly order = declared++;
   constructor(readonly value: unknown) {}
 }

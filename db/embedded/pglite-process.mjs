@@ -24,7 +24,9 @@ async function stop(code) {
 }
 
 try {
-  db = await PGlite.create({ dataDir, extensions: { vector } });
+  // wal_recycle=off: WAL segments a checkpoint retires are deleted rather than renamed for reuse with
+  // their old contents, so erased rows do not linger in pg_wal (db/row-security.ts, reclaimErasedRows).
+  db = await PGlite.create({ dataDir, extensions: { vector }, startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off'] });
   // One connection only: the socket server multiplexes every connection onto one Postgres session,
   // and concurrent parameterized queries over several connections were seen to get each other's rows.
   server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });

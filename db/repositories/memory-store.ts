@@ -2,9 +2,9 @@ import pgvector from 'pgvector';
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
-import { param, sql, toQuery } from '../sql.js';
+import { param, sql, toQuery, type Param, type SqlFragment } from '../sql.js';
 import { prepared, type Queryable } from './queryable.js';
-import { databaseScopeSql } from './sql-scope.js';
+import { databaseScopeSql, isBounded } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
 export interface RetrievalRequest {
@@ -25,6 +25,13 @@ export interface RetrievalRequest {
 export interface Retrieved {
   /** Undefined when `sessionId` was given but is not the caller's live session. */
   session?: SessionRow;
+  /**
+   * The session's summary and slots as far as the request's database bounds allow: a summary that
+   * covers a turn outside them is not used (and the window then reaches back past it), and slots
+   * come only from turns within them.
+   */
+  summary: string | null;
+  slots: Record<string, unknown>;
   /** Newest first. */
   window: HistoryTurn[];
   /** Most similar first. */
@@ -46,6 +53,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const now = param(req.now);
   const vector = param(req.embedding ? pgvector.toSql(req.embedding) : null);
   const scope = databaseScopeSql(req.scope);
+  const bounded = isBounded(req.scope);
   // The caller's expired sessions (not yet removed by retention cleanup), whose turns memory must not use.
   // Written as `NOT IN` so Postgres checks each turn against one hash of these ids: a join to `sessions`
   // let the planner probe the user's sessions once per turn (turns x sessions rows, 230 ms for a user with
@@ -54,14 +62,17 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(prepared(
     sql`WITH sess AS (
-       SELECT ${SESSION_COLUMNS} FROM sessions
+       SELECT ${SESSION_COLUMNS},
+              ${bounded ? summaryWithin(scope, tenant, user, session) : sql`summary_text`} AS usable_summary,
+              ${bounded ? slotsWithin(scope, tenant, user, session) : sql`slots`} AS usable_slots
+       FROM sessions
        WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}
      ), win AS (
        SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
               ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
        FROM turns t, sess
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
-         AND t.turn_number > COALESCE(sess.summary_through_turn, 0)
+         AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
          AND t.status <> 'upstream_error' AND ${scope}
        ORDER BY t.turn_number DESC LIMIT ${req.windowSize}
      ), sim AS (
@@ -83,15 +94,44 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim`,
   ));
 
-  const out: Retrieved = { window: [], similar: [] };
+  const out: Retrieved = { window: [], similar: [], summary: null, slots: {} };
   for (const { source, row } of rows) {
-    if (source === 'session') out.session = sessionFromJson(row);
+    if (source === 'session') {
+      out.session = sessionFromJson(row);
+      out.summary = (row.usable_summary as string | null) ?? null;
+      out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
+    }
     else if (source === 'window') out.window.push(turnFromJson(row));
     else out.similar.push({ ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) });
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
   out.similar.sort((a, b) => b.similarity - a.similarity);
   return out;
+}
+
+/**
+ * The session's summary when every turn it covers lies within the bounds (`scope`, over `t`), else NULL.
+ * Runs inside the `sess` CTE, whose FROM is `sessions`.
+ */
+function summaryWithin(scope: SqlFragment, tenant: Param, user: Param, session: Param): SqlFragment {
+  return sql`CASE WHEN NOT EXISTS (
+      SELECT 1 FROM turns t
+      WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+        AND t.turn_number <= sessions.summary_through_turn AND NOT (${scope}))
+    THEN summary_text END`;
+}
+
+/**
+ * The slots as the turns within the bounds set them: per key, the value of the latest such turn that
+ * names it, nulls removed, as the session's own slots are merged at write time (appendTurn).
+ */
+function slotsWithin(scope: SqlFragment, tenant: Param, user: Param, session: Param): SqlFragment {
+  return sql`(SELECT COALESCE(jsonb_strip_nulls(jsonb_object_agg(latest.key, latest.value)), '{}'::jsonb)
+     FROM (SELECT DISTINCT ON (kv.key) kv.key, kv.value
+           FROM turns t, jsonb_each(t.context) kv
+           WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+             AND jsonb_typeof(t.context) = 'object' AND ${scope}
+           ORDER BY kv.key, t.turn_number DESC) latest)`;
 }
 
 /** The caller's live session, or undefined: another user's or an expired session is not found. */

@@ -7,6 +7,11 @@ import { joinSql, param, sql, type SqlFragment } from '../sql.js';
  * A turn that recorded no databases ran against "all", so a bounded request never uses it.
  * Each bound is one parameter, however often a statement repeats the condition.
  */
+/** Whether the request or the token bounds the databases at all. */
+export function isBounded(scope: DatabaseScope): boolean {
+  return scope.requested !== undefined || scope.allowed !== undefined;
+}
+
 export function databaseScopeSql(scope: DatabaseScope): SqlFragment {
   const bounds = [scope.requested, scope.allowed].filter((bound): bound is string[] => bound !== undefined).map(param);
   if (!bounds.length) return sql`TRUE`;

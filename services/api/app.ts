@@ -77,7 +77,8 @@ export async function buildApp(deps: AppDeps) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('config', config);
-  app.decorate('db', scopedDatabase(deps.db));
+  // The embedded database also rewrites the erased tables after an erase, so no deleted row stays in its files.
+  app.decorate('db', scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL }));
 
   app.addSchema(ProblemSchema);
   await app.register(problemErrors);

@@ -2,9 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, type FieldError } from '../../model/errors.js';
 import { storableTextProblem } from '../../core/storable-text.js';
-
-/** Deeper than any turn, chain or result needs, and far below what recursive serializers overflow at. */
-const MAX_JSON_DEPTH = 64;
+import { jsonShapeProblem } from '../json-shape.js';
 
 /**
  * Refuses, as a 400 `validation-failed` naming each field, input that passed the schemas but cannot be
@@ -12,15 +10,23 @@ const MAX_JSON_DEPTH = 64;
  * - NUL characters: Postgres text and jsonb cannot hold U+0000, so they would fail the write;
  * - lone UTF-16 surrogates (JSON `"\ud800"`): not Unicode, so text would silently turn them into
  *   U+FFFD (not what was sent) and jsonb refuses them;
- * - JSON nested deeper than MAX_JSON_DEPTH: serializing it (to the answerer, to jsonb) overflows the stack;
  * - numbers that are not finite: the schema validator coerces a query string such as `limit=1e400`
  *   to Infinity without checking its bounds.
  * It runs after validation, on the values the handler will see: body, query string and path parameters.
+ * Before that, a JSON body past the bounds of json-shape.ts (depth, items, keys, values) is refused as
+ * soon as it is parsed, before any other work is spent on it.
  * Headers need no check: Node's HTTP parser refuses NUL and control characters in them and decodes
  * them as Latin-1, which has no surrogates.
  */
 export default fp(
   async function inputGuard(app: FastifyInstance) {
+    const parseJson = app.getDefaultJsonParser('error', 'error');
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+      const problem = jsonShapeProblem(body as string);
+      if (problem) return done(new AppError('validation-failed', `${problem.field} ${problem.message}`, { errors: [problem] }), undefined);
+      parseJson(request, body as string, done);
+    });
     app.addHook('preHandler', async (request: FastifyRequest) => {
       const errors = [
         ...unstorableValues('body', request.body),
@@ -37,29 +43,25 @@ export default fp(
 
 const MAX_REPORTED = 10;
 
-/** Walks the value without recursion (it may be nested thousands deep); stops after a few findings. */
+/** Walks the value without recursion; stops after a few findings. */
 function unstorableValues(root: string, value: unknown): FieldError[] {
   const errors: FieldError[] = [];
-  const pending: { value: unknown; path: string; depth: number }[] = [{ value, path: root, depth: 0 }];
+  const pending: { value: unknown; path: string }[] = [{ value, path: root }];
   while (pending.length && errors.length < MAX_REPORTED) {
-    const { value: current, path, depth } = pending.pop()!;
+    const { value: current, path } = pending.pop()!;
     if (typeof current === 'string') {
       const problem = storableTextProblem(current);
       if (problem) errors.push({ field: path, message: problem });
     } else if (typeof current === 'number') {
       if (!Number.isFinite(current)) errors.push({ field: path, message: 'must be a finite number' });
     } else if (current !== null && typeof current === 'object') {
-      if (depth >= MAX_JSON_DEPTH) {
-        errors.push({ field: path, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` });
-        continue;
-      }
       const entries = Array.isArray(current)
         ? current.map((item, i) => [`[${i}]`, item] as const)
         : Object.entries(current).map(([key, item]) => [`.${key}`, item] as const);
       for (const [suffix, item] of entries.reverse()) {
         const keyProblem = suffix.startsWith('.') ? storableTextProblem(suffix) : undefined;
         if (keyProblem) errors.push({ field: `${path}${suffix}`, message: `has a name that ${keyProblem}` });
-        else pending.push({ value: item, path: `${path}${suffix}`, depth: depth + 1 });
+        else pending.push({ value: item, path: `${path}${suffix}` });
       }
     }
   }

@@ -51,6 +51,9 @@ export async function runGdprErase(
     deps.log.info({ what, deleted: counts[what] }, 'erase step finished');
   }
   counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  // Deleted rows stay readable in the database's files until their space is reclaimed.
+  await deps.db.reclaimErasedRows();
+  deps.log.info({}, 'erase: space of the deleted rows reclaimed');
   await markAuditFinished(jobBookkeeping, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
   return counts;
 }

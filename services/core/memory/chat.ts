@@ -48,7 +48,7 @@ export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
   const context = buildMemoryContext({
     window: retrieved?.window ?? [],
     similar: retrieved?.similar ?? [],
-    summary: retrieved?.session?.summary_text ?? null,
+    summary: retrieved?.summary ?? null,
     maxTokens: settings.maxContextTokens,
   });
   const memoryRetrievalSeconds = (performance.now() - retrievalStarted) / 1000;
