@@ -72,6 +72,17 @@ function waitForReady(child: ChildProcess): Promise<void> {
   });
 }
 
+/** Another live process holds the embedded database: only one process can open it. */
+export class EmbeddedDatabaseInUseError extends Error {
+  override name = 'EmbeddedDatabaseInUseError';
+  constructor(
+    readonly dataDir: string,
+    readonly holderPid: number,
+  ) {
+    super(`the embedded database in ${dataDir} is in use by process ${holderPid}; stop it or use another DATA_DIR`);
+  }
+}
+
 async function acquireLock(lockFile: string): Promise<void> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -83,10 +94,7 @@ async function acquireLock(lockFile: string): Promise<void> {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(await readFile(lockFile, 'utf8').catch(() => ''));
       if (holder && holder !== process.pid && isAlive(holder)) {
-        throw new Error(
-          `the embedded database in ${path.dirname(lockFile)} is in use by process ${holder}; ` +
-            'stop it or use another DATA_DIR',
-        );
+        throw new EmbeddedDatabaseInUseError(path.dirname(lockFile), holder);
       }
       await unlink(lockFile).catch(() => {}); // stale lock from a process that died
     }

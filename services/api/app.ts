@@ -53,6 +53,8 @@ export interface AppDeps {
   clock?: () => Date;
   /** The HS256 secret in local mode. */
   localSecret?: string;
+  /** Run the BullMQ queue's jobs in this process (the embedded database with REDIS_URL: server.ts). */
+  consumeOwnQueue?: boolean;
   logger?: FastifyServerOptions['logger'];
 }
 
@@ -92,7 +94,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
   await app.register(rateLimit, { config });
-  await app.register(queuePlugin, { queue: deps.queue });
+  await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
   await app.register(memoryPlugin, {
     embedder: deps.embedder,
     answerer: deps.answerer,

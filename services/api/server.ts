@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 import { migrate } from '../../db/migrate.js';
+import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { openDatabase } from '../../db/pool.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
@@ -19,7 +20,11 @@ try {
 
 const started = performance.now();
 const localSecret = config.localAuth ? await loadOrCreateLocalSecret(config.DATA_DIR) : undefined;
-const database = await openDatabase(config);
+const database = await openDatabase(config).catch((err: unknown) => {
+  if (!(err instanceof EmbeddedDatabaseInUseError)) throw err;
+  console.error(`memorychat: ${err.message}`);
+  process.exit(1);
+});
 try {
   // The embedded database migrates at start; a server database is migrated by `npm run migrate`
   // (the migration Job in k8s), but migrating here too is idempotent and keeps `npm start` one step.
@@ -37,12 +42,17 @@ const app = await buildApp({
   ...providers,
   localSecret,
   logger: loggerOptions(config),
+  // Only the process that opened the embedded database can reach it, so no separate worker can run
+  // its jobs: this process consumes the queue it fills.
+  consumeOwnQueue: Boolean(config.REDIS_URL) && !config.DATABASE_URL,
 });
 database.pool.on('error', (err) => app.log.warn({ err }, 'an idle database connection failed; the next query reconnects'));
 // In-process mode runs the repeatable cleanup on a timer here; with REDIS_URL this registers the
 // BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
 await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));
-if (app.queue.mode === 'in-process') {
+// Re-embedding is started where jobs run: here when no worker can reach the database (no Redis, or
+// the embedded database, whose jobs this process runs itself).
+if (app.queue.mode === 'in-process' || !config.DATABASE_URL) {
   await enqueueReEmbeddingIfNeeded(app.db, app.queue, providers.embedder, app.log).catch((err) =>
     app.log.error({ err }, 'checking for turns to re-embed failed'),
   );

@@ -3,6 +3,7 @@
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { migrate } from '../../db/migrate.js';
+import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { openDatabase } from '../../db/pool.js';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
@@ -12,7 +13,7 @@ import { loggerOptions } from '../infra/logger-options.js';
 import { BullJobQueue } from '../infra/queue/bull-queue.js';
 import { createProviders } from '../providers/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
-import { startBullWorker } from './bull-worker.js';
+import { startBullWorker } from '../infra/queue/bull-worker.js';
 import { startWorkerHttp } from './worker-http.js';
 
 let config: Config & { REDIS_URL: string };
@@ -27,10 +28,17 @@ try {
 }
 
 const log = pino({ ...loggerOptions(config), name: 'memorychat-worker' });
-// An embedded database is locked by the process that opened it: the worker can share it only when
-// the API runs elsewhere. In production both use DATABASE_URL.
 const database = await openDatabase(config, {
   onIdleClientError: (err) => log.warn({ err }, 'an idle database connection failed; the next query reconnects'),
+}).catch((err: unknown) => {
+  // An embedded database is locked by the process that opened it, and an API on it runs the jobs of
+  // its queue itself (services/api/plugins/queue.ts), so a worker has nothing to do there.
+  if (!(err instanceof EmbeddedDatabaseInUseError)) throw err;
+  console.error(
+    `memorychat worker: the embedded database in ${config.DATA_DIR} is in use by process ${err.holderPid}, ` +
+      'which runs its own jobs; a separate worker needs a PostgreSQL server shared with the API (set DATABASE_URL for both).',
+  );
+  process.exit(1);
 });
 await migrate(database.pool);
 

@@ -5,7 +5,7 @@ import type { JobQueue } from '../../services/core/jobs/job-queue.js';
 import { createEmbedder } from '../../services/providers/embeddings/index.js';
 import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createSummaryLlm } from '../../services/providers/llm/summary-llm.js';
-import { startBullWorker } from '../../services/worker/bull-worker.js';
+import { startBullWorker } from '../../services/infra/queue/bull-worker.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 

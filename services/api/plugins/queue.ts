@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Worker } from 'bullmq';
 import type { JobQueue } from '../../core/jobs/job-queue.js';
+import { startBullWorker } from '../../infra/queue/bull-worker.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
 
 declare module 'fastify' {
@@ -10,18 +12,40 @@ declare module 'fastify' {
   }
 }
 
+export interface QueuePluginOptions {
+  /** A queue made by the caller (tests); otherwise one is made from config. */
+  queue?: JobQueue;
+  /**
+   * Run the jobs of the BullMQ queue in this process too: for the embedded database, which no
+   * separate worker process can open (docs/worker.md).
+   */
+  consume?: boolean;
+}
+
 /**
- * Decorates `queue` and closes it with the app (in-process mode lets running jobs finish). Without
- * Redis the jobs run here, with the processors of `app.memory` (asked for at the first job, since
- * the memory is made with this queue).
+ * Decorates `queue` and closes it with the app (running jobs finish first, as in the worker process).
+ * Jobs that run in this process (no Redis, or `consume`) run with the processors of `app.memory`,
+ * which is made with this queue: they are taken when the first job runs, or when the app is ready.
  */
 export default fp(
-  async function queuePlugin(app: FastifyInstance, options: { queue?: JobQueue }) {
+  async function queuePlugin(app: FastifyInstance, options: QueuePluginOptions) {
+    const { config } = app;
     const queue =
       options.queue ??
-      createJobQueue(app.config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors });
+      createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors });
+    let worker: Worker | undefined;
+    if (options.consume && queue.mode === 'bullmq' && config.REDIS_URL) {
+      const redisUrl = config.REDIS_URL;
+      app.addHook('onReady', async () => {
+        worker = startBullWorker({ config: { ...config, REDIS_URL: redisUrl }, processors: app.memory.processors, log: app.log });
+        app.log.info({ concurrency: config.WORKER_CONCURRENCY }, 'this process runs the jobs of its BullMQ queue');
+      });
+    }
     app.decorate('queue', queue);
-    app.addHook('onClose', async () => queue.close());
+    app.addHook('onClose', async () => {
+      await worker?.close();
+      await queue.close();
+    });
   },
   { name: 'queue' },
 );

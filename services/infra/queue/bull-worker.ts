@@ -1,8 +1,8 @@
 import { UnrecoverableError, Worker } from 'bullmq';
-import type { Config } from '../config/config.js';
-import { PermanentJobError, QUEUE_NAME, type JobKind, type Processors } from '../core/jobs/job-queue.js';
-import type { ParentLogger } from '../infra/queue/in-process-queue.js';
-import { redisOptions } from '../infra/redis-connection.js';
+import type { Config } from '../../config/config.js';
+import { PermanentJobError, QUEUE_NAME, type JobKind, type Processors } from '../../core/jobs/job-queue.js';
+import type { ParentLogger } from './in-process-queue.js';
+import { redisOptions } from '../redis-connection.js';
 
 /**
  * A BullMQ worker running the processors: a child logger per job, PermanentJobError mapped to
