@@ -58,7 +58,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   // Written as `NOT IN` so Postgres checks each turn against one hash of these ids: a join to `sessions`
   // let the planner probe the user's sessions once per turn (turns x sessions rows, 230 ms for a user with
   // 2,000 turns in 400 sessions on a database without statistics), which grows with a user's history.
-  const expiredSessions = sql`SELECT x.session_id FROM sessions x WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${now}`;
+  const expiredSessions = sql`SELECT x.session_id FROM sessions x
+    WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${now}`;
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(prepared(
     sql`WITH sess AS (

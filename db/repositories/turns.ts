@@ -71,11 +71,17 @@ export async function findSqlTurn(
   return { session: true, turn: { ...(row.turn as unknown as SqlTurn & { has_sql: boolean }), created_at: new Date(row.turn.created_at as string) } };
 }
 
-/** Which turn a lookup means: a number, the latest whose question has every keyword, or a position among turns with SQL. */
+/**
+ * Which turn a lookup means: a number, the latest whose question has every keyword, or a position
+ * among turns with SQL.
+ */
 function lookupSql(lookup: SqlTurnLookup): { condition: SqlFragment; order: SqlFragment } {
   if ('number' in lookup) return { condition: sql`t.turn_number = ${lookup.number}`, order: sql`` };
   if ('keywords' in lookup) {
-    return { condition: sql`t.sql_query IS NOT NULL AND t.question ILIKE ALL (${lookup.keywords}::text[])`, order: sql`ORDER BY t.turn_number DESC` };
+    return {
+      condition: sql`t.sql_query IS NOT NULL AND t.question ILIKE ALL (${lookup.keywords}::text[])`,
+      order: sql`ORDER BY t.turn_number DESC`,
+    };
   }
   const order = {
     first: sql`ORDER BY t.turn_number ASC`,
