@@ -3,7 +3,8 @@ import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { param, sql, toQuery, type Param, type SqlFragment } from '../sql.js';
-import { prepared, type Queryable } from './queryable.js';
+import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
+import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
@@ -208,6 +209,30 @@ export async function appendTurn(
   const row = rows[0];
   if (!row) return undefined;
   return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+}
+
+export type StoredTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;
+
+/**
+ * Stores a turn and completes the Idempotency-Key claim of the request that wrote it in ONE
+ * transaction, so that no crash can leave a stored turn under a key that a retry would run again.
+ * `respond` builds the response to store with the key from the stored turn (no I/O: the transaction
+ * is open). Throws ClaimTakenOverError, and stores nothing, when a retry has taken the claim over.
+ */
+export async function appendTurnCompletingKey<B>(
+  db: TransactionalQueryable,
+  req: AppendTurnRequest,
+  claim: IdempotencyKeyRef & { claimId: string },
+  respond: (stored: StoredTurn) => { status: number; body: B },
+): Promise<{ stored: StoredTurn; response: { status: number; body: B } } | undefined> {
+  return db.transaction(async (tx) => {
+    const stored = await appendTurn(tx, req);
+    if (!stored) return undefined;
+    const response = respond(stored);
+    const completed = await completeIdempotencyKey(tx, { ...claim, responseStatus: response.status, responseBody: response.body });
+    if (!completed) throw new ClaimTakenOverError(claim.key);
+    return { stored, response };
+  });
 }
 
 export function sessionFromJson(row: Record<string, unknown>): SessionRow {

@@ -10,6 +10,15 @@ export interface Queryable {
   query<R extends pg.QueryResultRow = any>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/** A scope that can also run several statements as one transaction (db/row-security.ts). */
+export interface TransactionalQueryable extends Queryable {
+  /**
+   * Runs `work` in one transaction under the scope: committed when it resolves, rolled back when it
+   * throws. `work` must use only `tx`: on the embedded database a second connection never comes.
+   */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+}
+
 const statementNames = new Map<string, string>();
 
 /**

@@ -103,6 +103,9 @@ export const ConfigSchema = Type.Object({
   REEMBED_MAX_PER_MINUTE: Type.Integer({ minimum: 1, default: 3000 }),
   // How long a completed Idempotency-Key replays its response (docs/idempotency.md).
   IDEMPOTENCY_TTL: Type.String({ pattern: DURATION_PATTERN, default: '24h' }),
+  // How long a running request's claim on its key lasts unless renewed (renewed every third of it):
+  // after a crash, a retry waits at most this long before it runs.
+  IDEMPOTENCY_CLAIM_LEASE: Type.String({ pattern: DURATION_PATTERN, default: '15s' }),
 });
 
 export type RawConfig = Static<typeof ConfigSchema>;
@@ -118,6 +121,7 @@ export type Config = RawConfig & {
   cleanupIntervalMs: number;
   gdprExportTtlMs: number;
   idempotencyTtlMs: number;
+  idempotencyClaimLeaseMs: number;
   answerBackend: 'upstream' | 'none';
   embeddingsModel: string;
   embeddingsDimensions: number;
@@ -204,6 +208,9 @@ function deriveConfig(raw: RawConfig): Config {
       `SUMMARY_MAX_INPUT_TOKENS: must be at least 2 × SUMMARY_MAX_TOKENS + 300 (got ${raw.SUMMARY_MAX_INPUT_TOKENS})`,
     );
   }
+  if (parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE) < 1000) {
+    throw new ConfigError(`IDEMPOTENCY_CLAIM_LEASE: must be at least 1s (got "${raw.IDEMPOTENCY_CLAIM_LEASE}")`);
+  }
   if (parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL) < 1000) {
     throw new ConfigError(`MEMORY_CLEANUP_INTERVAL: must be at least 1s (got "${raw.MEMORY_CLEANUP_INTERVAL}")`);
   }
@@ -219,6 +226,7 @@ function deriveConfig(raw: RawConfig): Config {
     cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
     gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
     idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),
+    idempotencyClaimLeaseMs: parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE),
     answerBackend,
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],

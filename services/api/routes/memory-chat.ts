@@ -30,7 +30,7 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: MemoryChatResponse, ...problemResponses(400, 401, 404, 409, 413, 415, 422, 502, 503, 504) },
       },
     },
-    async (request, reply) => app.withIdempotency(request, reply, 200, async () => {
+    async (request, reply) => app.withIdempotency(request, reply, 200, async (claim) => {
       const { body } = request;
       const params = Object.fromEntries(Object.entries(body).filter(([key]) => !MEMORY_FIELDS.has(key)));
       return memory.chat({
@@ -43,6 +43,7 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
         semanticSearchK: body.semantic_search_k,
         params,
         upstreamAuthorization: request.headers['x-upstream-authorization'],
+        idempotency: claim,
       });
     }),
   );

@@ -25,7 +25,7 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { session_name: newSessionName, ...input } = request.body;
-      return app.withIdempotency(request, reply, 201, () => turns.record(request.identity, { newSessionName }, input));
+      return app.withIdempotency(request, reply, 201, (claim) => turns.record(request.identity, { newSessionName }, input, claim));
     },
   );
 
@@ -36,8 +36,8 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { ...common, summary: 'Store a turn in a session', params: SessionParams, body: Body },
     },
     async (request, reply) => {
-      return app.withIdempotency(request, reply, 201, () =>
-        turns.record(request.identity, { sessionId: request.params.id }, request.body));
+      return app.withIdempotency(request, reply, 201, (claim) =>
+        turns.record(request.identity, { sessionId: request.params.id }, request.body, claim));
     },
   );
 };

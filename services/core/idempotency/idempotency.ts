@@ -1,9 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
+  ClaimTakenOverError,
   claimIdempotencyKey,
   completeIdempotencyKey,
   findIdempotencyKey,
   releaseIdempotencyKey,
+  renewIdempotencyClaim,
   type IdempotencyKeyRef,
 } from '../../../db/repositories/idempotency.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
@@ -21,7 +23,11 @@ import type { Identity } from '../../model/identity.js';
 export interface IdempotencySettings {
   /** How long a completed key replays its response (IDEMPOTENCY_TTL). */
   ttlMs: number;
-  /** How long a claim may stay `in_progress` before a retry may take it over (a crashed run). */
+  /**
+   * How long a claim stays `in_progress` without being renewed. The run holding it renews it every
+   * third of this while it works, so only a claim whose process died lapses, within this long, and a
+   * retry may then take it over (IDEMPOTENCY_CLAIM_LEASE).
+   */
   leaseMs: number;
 }
 
@@ -98,44 +104,72 @@ function sortKeys(value: unknown): unknown {
 }
 
 /**
+ * What an idempotent run gets: its claim on the key, which the store completes in the same
+ * transaction as the turn it writes (appendTurnCompletingKey), so no crash can separate the two.
+ */
+export interface IdempotencyClaim {
+  ref: IdempotencyKeyRef;
+  claimId: string;
+  /** The status the response is stored and replayed with. */
+  status: number;
+  /** Set once the claim is completed with the run's response. */
+  completed: boolean;
+}
+
+/**
  * Runs `run` at most once per (tenant, user, key) within the TTL and returns its response, or the
  * stored response of the earlier run. Only 2xx responses are stored; when `run` throws or answers
- * otherwise, the claim is released so that the client may retry with the same key.
+ * otherwise, the claim is released so that the client may retry with the same key. A run that
+ * stores a turn completes the claim with it; any other run's 2xx response is stored afterwards.
  */
 export async function runIdempotently(
   deps: IdempotencyDeps,
   req: IdempotentRequest,
-  run: () => Promise<{ status: number; body: unknown }>,
+  status: number,
+  run: (claim: IdempotencyClaim) => Promise<unknown>,
 ): Promise<IdempotentResponse> {
   assertValidIdempotencyKey(req.key);
   const ref: IdempotencyKeyRef = { tenantId: req.identity.tenantId, userId: req.identity.userId, key: req.key };
-  const claimId = randomUUID();
+  const claim: IdempotencyClaim = { ref, claimId: randomUUID(), status, completed: false };
 
-  const earlier = await claimOrRead(deps, req, ref, claimId);
+  const earlier = await claimOrRead(deps, req, ref, claim.claimId);
   if (earlier) return earlier;
 
-  let result: { status: number; body: unknown };
+  const stopRenewing = renewWhileRunning(deps, claim);
+  let body: unknown;
   try {
-    result = await run();
+    body = await run(claim);
   } catch (err) {
-    await release(deps, ref, claimId);
+    // A retry took the claim over (this run's renewals failed for a whole lease): the turn was rolled
+    // back, and the retry's run answers for the key.
+    if (err instanceof ClaimTakenOverError) throw new IdempotencyInProgressError(req.key);
+    if (!claim.completed) await release(deps, ref, claim.claimId);
     throw err;
+  } finally {
+    stopRenewing();
   }
-  if (result.status < 200 || result.status >= 300) {
-    await release(deps, ref, claimId);
-    return { ...result, replayed: false };
-  }
+  if (claim.completed) return { status, body, replayed: false };
   const complete = () =>
-    completeIdempotencyKey(deps.db.asUser(ref), { ...ref, claimId, responseStatus: result.status, responseBody: result.body });
+    completeIdempotencyKey(deps.db.asUser(ref), { ...ref, claimId: claim.claimId, responseStatus: status, responseBody: body });
   try {
     if (!(await complete())) deps.log.warn({ route: req.route }, 'idempotency claim was taken over before the response was stored');
   } catch (err) {
-    // The work is done and stored: the client gets its response. Until the key is completed a retry
-    // answers 409 (docs/idempotency.md, "failure windows").
+    // The work is done: the client gets its response. Until the key is completed a retry answers 409.
     deps.log.error({ err, route: req.route }, 'storing the idempotent response failed; retrying it in the background');
     retryInBackground(deps, 'storing the idempotent response', complete);
   }
-  return { ...result, replayed: false };
+  return { status, body, replayed: false };
+}
+
+/** Renews the claim every third of its lease until stopped; a renewal that fails is tried again at the next tick. */
+function renewWhileRunning(deps: IdempotencyDeps, claim: IdempotencyClaim): () => void {
+  const timer = setInterval(() => {
+    renewIdempotencyClaim(deps.db.asUser(claim.ref), { ...claim.ref, claimId: claim.claimId, now: deps.clock(), leaseMs: deps.settings.leaseMs }).catch(
+      (err: unknown) => deps.log.warn({ err }, 'renewing the idempotency claim failed; trying again'),
+    );
+  }, deps.settings.leaseMs / 3);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** Claims the key (undefined: go ahead and run) or answers from the row that holds it. */

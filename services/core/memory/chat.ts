@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { appendTurn, type Retrieved } from '../../../db/repositories/memory-store.js';
+import { appendTurn, type Retrieved, type StoredTurn } from '../../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';
 import type { Answer } from '../../providers/answerers/answerer.js';
 import { sessionView } from '../sessions/session-view.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import { storeTurn } from '../sessions/store-turn.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
 import { cutText } from '../text.js';
 import { buildAugmentedRequest } from './augment.js';
@@ -25,6 +27,8 @@ export interface MemoryChatRequest {
   /** answerQuestion parameters, forwarded as given (custom_instructions is merged with memory). */
   params: Record<string, unknown>;
   upstreamAuthorization?: string;
+  /** The request's Idempotency-Key claim: completed in the transaction that stores the turn. */
+  idempotency?: IdempotencyClaim;
 }
 
 const SESSION_NAME_CHARS = 100;
@@ -104,18 +108,9 @@ export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
     metadata: {},
     ...(await embedTurn(deps, req.question, answer, warnings)),
   };
-  const stored = await store(deps, target, turn);
-  await deps.afterTurnStored?.({
-    identity: req.identity,
-    sessionId,
-    turnCount: stored.session.turn_count,
-    lastTurnNumber: stored.turnNumber,
-    summaryThroughTurn: stored.session.summary_through_turn,
-  });
-
-  return {
+  const { stored, response } = await store(deps, target, turn, req.idempotency, (session) => ({
     ...answer.fields,
-    conversation_metadata: conversationMetadata(stored.session),
+    conversation_metadata: conversationMetadata(session),
     memory_context_used: {
       history_messages_count: context.history.length,
       similar_queries_count: context.similar.length,
@@ -126,7 +121,15 @@ export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
     },
     memory_retrieval_time: round(memoryRetrievalSeconds, 4),
     warnings,
-  };
+  }));
+  await deps.afterTurnStored?.({
+    identity: req.identity,
+    sessionId,
+    turnCount: stored.session.turn_count,
+    lastTurnNumber: stored.turnNumber,
+    summaryThroughTurn: stored.session.summary_through_turn,
+  });
+  return response;
 }
 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
@@ -189,15 +192,17 @@ function append(deps: MemoryDeps, target: TurnTarget, turn: NewTurn) {
   return appendTurn(deps.db.asUser(target.identity), { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn });
 }
 
-async function store(deps: MemoryDeps, target: TurnTarget, turn: NewTurn) {
-  let stored: Awaited<ReturnType<typeof appendTurn>>;
-  try {
-    stored = await append(deps, target, turn);
-  } catch (err) {
-    throw new AppError('memory-store-unavailable', 'the answer could not be stored in memory; please retry', { cause: err });
-  }
-  if (!stored) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
-  return stored;
+async function store<R>(
+  deps: MemoryDeps,
+  target: TurnTarget,
+  turn: NewTurn,
+  claim: IdempotencyClaim | undefined,
+  respond: (session: SessionRow) => R,
+): Promise<{ stored: StoredTurn; response: R }> {
+  const request = { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
+  const result = await storeTurn(deps.db, request, claim, (stored) => respond(stored.session));
+  if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
+  return result;
 }
 
 /** Upstream failures are kept, flagged, so the conversation's record is complete; they never steer SQL. */

@@ -13,6 +13,7 @@ import { instrumentAnswerer, instrumentEmbedder, recordMemoryUse, type Metrics }
 import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../recall/sql-recall.js';
 import { createVqlExecutor } from '../recall/vql-execution.js';
 import { clearUserSession, deleteUserSession, getUserSession, listUserSessions, renameUserSession } from '../sessions/sessions.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import { recordTurn, type TurnInput } from '../sessions/turns.js';
 import { runMemoryChat, type MemoryChatRequest } from './chat.js';
 import { resolveMemoryContext, type ContextRequest } from './context.js';
@@ -89,8 +90,8 @@ export function createMemory(parts: MemoryParts) {
     },
 
     turns: {
-      record: (identity: Identity, target: { sessionId: string } | { newSessionName?: string }, input: TurnInput) =>
-        recordTurn(deps, identity, target, input),
+      record: (identity: Identity, target: { sessionId: string } | { newSessionName?: string }, input: TurnInput, claim?: IdempotencyClaim) =>
+        recordTurn(deps, identity, target, input, claim),
     },
 
     sql: {

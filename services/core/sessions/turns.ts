@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { appendTurn } from '../../../db/repositories/memory-store.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import { storeTurn } from './store-turn.js';
 import { recentQuestions } from '../../../db/repositories/turns.js';
 import type { TurnStatus } from '../../model/turns.js';
 import { AppError } from '../../model/errors.js';
@@ -39,6 +40,7 @@ export async function recordTurn(
   identity: Identity,
   target: { sessionId: string } | { newSessionName?: string },
   input: TurnInput,
+  claim?: IdempotencyClaim,
 ) {
   const chain = input.messages ? prepareMessageChain(input.messages, input.messages_format) : undefined;
   const now = deps.clock();
@@ -65,34 +67,42 @@ export async function recordTurn(
   }
   const duplicateOf = nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity);
 
-  const stored = await appendTurn(deps.db.asUser(identity), {
-    identity,
-    sessionId,
-    createWithName: 'sessionId' in target ? undefined : (target.newSessionName ?? cutText(input.question.trim(), SESSION_NAME_CHARS)),
-    now,
-    ttlMs: deps.settings.ttlMs,
-    ttlMode: deps.settings.ttlMode,
-    turn: {
-      status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
-      question: input.question,
-      augmentedQuestion: null,
-      answer: input.answer,
-      sqlQuery,
-      queryExplanation: input.query_explanation ?? null,
-      tablesUsed,
-      vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
-      executionResult: input.execution_result ?? null,
-      metadata: input.metadata ?? {},
-      embedding: vectors[0] ?? null,
-      embeddingModel: deps.embedder.modelId,
-      messages: chain ?? null,
-      context: input.context ?? null,
-      duplicateOf,
+  const result = await storeTurn(
+    deps.db,
+    {
+      identity,
+      sessionId,
+      createWithName: 'sessionId' in target ? undefined : (target.newSessionName ?? cutText(input.question.trim(), SESSION_NAME_CHARS)),
+      now,
+      ttlMs: deps.settings.ttlMs,
+      ttlMode: deps.settings.ttlMode,
+      turn: {
+        status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
+        question: input.question,
+        augmentedQuestion: null,
+        answer: input.answer,
+        sqlQuery,
+        queryExplanation: input.query_explanation ?? null,
+        tablesUsed,
+        vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
+        executionResult: input.execution_result ?? null,
+        metadata: input.metadata ?? {},
+        embedding: vectors[0] ?? null,
+        embeddingModel: deps.embedder.modelId,
+        messages: chain ?? null,
+        context: input.context ?? null,
+        duplicateOf,
+      },
     },
-  }).catch((err: unknown) => {
-    throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
-  });
-  if (!stored) throw notFound(sessionId);
+    claim,
+    (stored) => ({
+      session: sessionView(stored.session),
+      turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: duplicateOf },
+      warnings,
+    }),
+  );
+  if (!result) throw notFound(sessionId);
+  const { stored, response } = result;
   try {
     await deps.afterTurnStored?.({
       identity,
@@ -105,11 +115,7 @@ export async function recordTurn(
     // The turn is stored; a summary that is not queued now is queued by the next turn.
     deps.log.warn({ err }, 'queueing summarization failed');
   }
-  return {
-    session: sessionView(stored.session),
-    turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: duplicateOf },
-    warnings,
-  };
+  return response;
 }
 
 /** The original (never another duplicate) of the most similar recent question at or above the threshold. */
