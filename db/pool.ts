@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Config } from '../services/core/config.js';
+import type { Config } from '../services/config/config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded/embedded-postgres.js';
 import { scopedDatabase, type ScopedDatabase } from './row-security.js';
 

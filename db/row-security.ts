@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Queryable } from './repositories/queryable.js';
+import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
 export interface RowOwner {
@@ -16,7 +16,7 @@ export interface RowOwner {
  */
 export interface ScopedDatabase {
   /** Statements that act for one user: they read and write that user's rows only. */
-  asUser(owner: RowOwner): Queryable;
+  asUser(owner: RowOwner): TransactionalQueryable;
   /** Statements of jobs that work across users: retention cleanup, re-embedding, job bookkeeping. */
   asMaintenance(): Queryable;
   /**
@@ -76,34 +76,39 @@ function userScopeStatement(owner: RowOwner): string {
   );
 }
 
-function inTransactionScoped(pool: pg.Pool, scopeStatement: string): Queryable {
+function inTransactionScoped(pool: pg.Pool, scopeStatement: string): TransactionalQueryable {
   return {
-    async query<R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>> {
-      const client = await connect(pool);
-      let broken: Error | undefined;
-      // A checked-out client whose connection drops (a database restart) emits 'error'; unheard, that
-      // event would crash the process. pool.query() listens the same way; the pending query rejects anyway.
-      const onConnectionError = (err: Error) => {
-        broken = err;
-      };
-      client.on('error', onConnectionError);
-      try {
-        await client.query(scopeStatement);
-        const result = await client.query<R>(statement, values);
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        // A connection that cannot even roll back is dropped from the pool rather than reused mid-transaction.
-        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
-          broken = rollbackErr;
-        });
-        throw err;
-      } finally {
-        client.removeListener('error', onConnectionError);
-        client.release(broken);
-      }
-    },
+    query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
+      inScopedTransaction(pool, scopeStatement, (client) => client.query<R>(statement, values)),
+    transaction: <T>(work: (tx: Queryable) => Promise<T>) =>
+      inScopedTransaction(pool, scopeStatement, (client) => work({ query: (statement, values) => client.query(statement, values) })),
   };
+}
+
+async function inScopedTransaction<T>(pool: pg.Pool, scopeStatement: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await connect(pool);
+  let broken: Error | undefined;
+  // A checked-out client whose connection drops (a database restart) emits 'error'; unheard, that
+  // event would crash the process. pool.query() listens the same way; the pending query rejects anyway.
+  const onConnectionError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onConnectionError);
+  try {
+    await client.query(scopeStatement);
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    // A connection that cannot even roll back is dropped from the pool rather than reused mid-transaction.
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+      broken = rollbackErr;
+    });
+    throw err;
+  } finally {
+    client.removeListener('error', onConnectionError);
+    client.release(broken);
+  }
 }
 
 /** Long enough for the embedded server to notice that the connection it admitted is gone. */

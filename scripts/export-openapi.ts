@@ -3,7 +3,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import pg from 'pg';
 import { buildApp } from '../services/api/app.js';
-import { loadConfig } from '../services/core/config.js';
+import { loadConfig } from '../services/config/config.js';
 import { createAnswerer } from '../services/providers/answerers/index.js';
 import { createEmbedder } from '../services/providers/embeddings/index.js';
 

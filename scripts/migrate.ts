@@ -1,7 +1,7 @@
 // `npm run migrate`: applies db/migrations to DATABASE_URL, or to the embedded database in DATA_DIR.
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/pool.js';
-import { loadConfig } from '../services/core/config.js';
+import { loadConfig } from '../services/config/config.js';
 
 const config = loadConfig(process.env);
 const database = await openDatabase(config);

@@ -2,9 +2,9 @@
 // signs a development token with JWT_SECRET, or with the local-mode secret kept under DATA_DIR.
 import { parseArgs } from 'node:util';
 import { createSigner } from 'fast-jwt';
-import { loadConfig } from '../services/core/config.js';
-import { parseDurationMs } from '../services/core/duration.js';
-import { loadOrCreateLocalSecret } from '../services/core/local-secret.js';
+import { loadConfig } from '../services/config/config.js';
+import { parseDurationMs } from '../services/config/duration.js';
+import { loadOrCreateLocalSecret } from '../services/infra/local-secret.js';
 
 const { values } = parseArgs({
   options: {

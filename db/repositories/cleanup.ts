@@ -1,7 +1,7 @@
 import type { Queryable } from './queryable.js';
 
 /*
- * Retention deletes (DESIGN §7). These are the one place that works across users: they select by
+ * Retention deletes (docs/design.md §7). These are the one place that works across users: they select by
  * expiry, not by (tenant, user), and delete by full primary key. Each call is one statement, so one
  * short transaction; `FOR UPDATE SKIP LOCKED` lets two workers delete side by side without waiting
  * on each other or deleting a row twice.

@@ -59,7 +59,7 @@ export async function markAuditFinished(
 }
 
 /**
- * The user's live sessions (expired data is invisible, DESIGN §7), oldest first. Every column is
+ * The user's live sessions (expired data is invisible, docs/design.md §7), oldest first. Every column is
  * exported (to_jsonb), so columns added later are exported without touching this code.
  */
 export async function listSessionsForExport(db: Queryable, tenantId: string, userId: string, now: Date) {

@@ -80,6 +80,31 @@ export async function completeIdempotencyKey(
   return rowCount === 1;
 }
 
+/**
+ * Extends a running claim's lease: the process holding it renews it while it works, so a claim
+ * whose process died lapses within one lease and a retry may take it over. False when the claim is
+ * no longer this run's.
+ */
+export async function renewIdempotencyClaim(
+  db: Queryable,
+  ref: IdempotencyKeyRef & { claimId: string; now: Date; leaseMs: number },
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE idempotency_keys SET locked_until = $5::timestamptz + $6::float8 * interval '1 millisecond'
+     WHERE tenant_id = $1 AND user_id = $2 AND idempotency_key = $3 AND claim_id = $4 AND status = 'in_progress'`,
+    [ref.tenantId, ref.userId, ref.key, ref.claimId, ref.now, ref.leaseMs],
+  );
+  return rowCount === 1;
+}
+
+/** The claim a run would complete was taken over by a retry: the run's writes must not stand. */
+export class ClaimTakenOverError extends Error {
+  override name = 'ClaimTakenOverError';
+  constructor(readonly key: string) {
+    super(`the claim on Idempotency-Key "${key}" was taken over by a retry`);
+  }
+}
+
 /** Deletes the claim of a run that failed, so that the client may retry with the same key. */
 export async function releaseIdempotencyKey(db: Queryable, ref: IdempotencyKeyRef & { claimId: string }): Promise<void> {
   await db.query(

@@ -1,39 +1,12 @@
 import pgvector from 'pgvector';
-import { prepared, type Queryable } from './queryable.js';
-import type { DatabaseScope, Identity } from '../../services/core/identity.js';
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
-import { databaseScopeSql } from './sql-scope.js';
-import { visibleInSearchSql } from './turn-duplicates.js';
-
-export interface SessionRow {
-  session_id: string;
-  session_name: string;
-  created_at: Date;
-  updated_at: Date;
-  expires_at: Date;
-  turn_count: number;
-  summary_text: string | null;
-  summary_through_turn: number | null;
-  /** Carried-forward structured slots (DESIGN §6 `context`), latest value per key. */
-  slots: Record<string, unknown>;
-}
-
-export interface HistoryTurn {
-  turn_number: number;
-  status: TurnStatus;
-  question: string;
-  answer: string;
-  sql_query: string | null;
-  tables_used: string[];
-  created_at: Date;
-  /** The turn's stored message chain, when the retrieval asked for it. */
-  messages?: unknown;
-}
-
-export interface SimilarTurn extends HistoryTurn {
-  session_id: string;
-  similarity: number;
-}
+import type { DatabaseScope, Identity } from '../../services/model/identity.js';
+import type { SessionRow } from '../../services/model/sessions.js';
+import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
+import { param, sql, toQuery, type Param, type SqlFragment } from '../sql.js';
+import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
+import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
+import { databaseScopeSql, isBounded } from './sql-scope.js';
+import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
 export interface RetrievalRequest {
   identity: Identity;
@@ -66,16 +39,8 @@ export interface Retrieved {
   similar: SimilarTurn[];
 }
 
-export const SESSION_COLUMNS = `session_id, session_name, created_at, updated_at, expires_at, turn_count,
+export const SESSION_COLUMNS = sql`session_id, session_name, created_at, updated_at, expires_at, turn_count,
   summary_text, summary_through_turn, slots`;
-
-/**
- * The caller's expired sessions (not yet removed by retention cleanup), whose turns memory must not use.
- * Written as `NOT IN` so Postgres checks each turn against one hash of these ids: a join to `sessions`
- * let the planner probe the user's sessions once per turn (turns x sessions rows, 230 ms for a user with
- * 2,000 turns in 400 sessions on a database without statistics), which grows with a user's history.
- */
-const EXPIRED_SESSIONS = 'SELECT x.session_id FROM sessions x WHERE x.tenant_id = $1 AND x.user_id = $2 AND x.expires_at <= $4';
 
 /**
  * Everything a new question needs from memory, in one round trip: the session (when resuming),
@@ -83,47 +48,52 @@ const EXPIRED_SESSIONS = 'SELECT x.session_id FROM sessions x WHERE x.tenant_id 
  * user's most similar other turns of the active embedding model (answered turns only).
  */
 export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
-  const params: unknown[] = [req.identity.tenantId, req.identity.userId, req.sessionId ?? null, req.now];
-  const scope = databaseScopeSql(req.scope, params);
-  const bounded = scope !== 'TRUE';
-  params.push(req.windowSize, req.k, req.minSimilarity, req.embeddingModel);
-  const [windowP, kP, minP, modelP] = [params.length - 3, params.length - 2, params.length - 1, params.length];
-  params.push(req.embedding ? pgvector.toSql(req.embedding) : null);
-  const vecP = params.length;
+  const tenant = param(req.identity.tenantId);
+  const user = param(req.identity.userId);
+  const session = param(req.sessionId ?? null);
+  const now = param(req.now);
+  const vector = param(req.embedding ? pgvector.toSql(req.embedding) : null);
+  const scope = databaseScopeSql(req.scope);
+  const bounded = isBounded(req.scope);
+  // The caller's expired sessions (not yet removed by retention cleanup), whose turns memory must not use.
+  // Written as `NOT IN` so Postgres checks each turn against one hash of these ids: a join to `sessions`
+  // let the planner probe the user's sessions once per turn (turns x sessions rows, 230 ms for a user with
+  // 2,000 turns in 400 sessions on a database without statistics), which grows with a user's history.
+  const expiredSessions = sql`SELECT x.session_id FROM sessions x
+    WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${now}`;
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(prepared(
-    `WITH sess AS (
+    sql`WITH sess AS (
        SELECT ${SESSION_COLUMNS},
-              ${bounded ? summaryWithin(scope) : 'summary_text'} AS usable_summary,
-              ${bounded ? slotsWithin(scope) : 'slots'} AS usable_slots
+              ${bounded ? summaryWithin(scope, tenant, user, session) : sql`summary_text`} AS usable_summary,
+              ${bounded ? slotsWithin(scope, tenant, user, session) : sql`slots`} AS usable_slots
        FROM sessions
-       WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
+       WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}
      ), win AS (
        SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
-              ${req.withMessages ? 't.messages' : 'NULL::jsonb AS messages'}
+              ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
        FROM turns t, sess
-       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
          AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
          AND t.status <> 'upstream_error' AND ${scope}
-       ORDER BY t.turn_number DESC LIMIT $${windowP}
+       ORDER BY t.turn_number DESC LIMIT ${req.windowSize}
      ), sim AS (
        SELECT * FROM (
          SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used,
-                t.created_at, 1 - (t.embedding <=> $${vecP}::vector) AS similarity
+                t.created_at, 1 - (t.embedding <=> ${vector}::vector) AS similarity
          FROM turns t
-         WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.embedding_model = $${modelP}
-           AND $${vecP}::vector IS NOT NULL AND t.status = 'ok' AND ${scope}
-           AND t.session_id NOT IN (${EXPIRED_SESSIONS})
-           AND ${visibleInSearchSql('t')}
-           AND (t.session_id IS DISTINCT FROM $3::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
-         ORDER BY t.embedding <=> $${vecP}::vector
-         LIMIT $${kP}
-       ) nearest WHERE similarity >= $${minP}
+         WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.embedding_model = ${req.embeddingModel}
+           AND ${vector}::vector IS NOT NULL AND t.status = 'ok' AND ${scope}
+           AND t.session_id NOT IN (${expiredSessions})
+           AND ${VISIBLE_IN_SEARCH}
+           AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
+         ORDER BY t.embedding <=> ${vector}::vector
+         LIMIT ${req.k}
+       ) nearest WHERE similarity >= ${req.minSimilarity}
      )
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim`,
-    params,
   ));
 
   const out: Retrieved = { window: [], similar: [], summary: null, slots: {} };
@@ -145,10 +115,10 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
  * The session's summary when every turn it covers lies within the bounds (`scope`, over `t`), else NULL.
  * Runs inside the `sess` CTE, whose FROM is `sessions`.
  */
-function summaryWithin(scope: string): string {
-  return `CASE WHEN NOT EXISTS (
+function summaryWithin(scope: SqlFragment, tenant: Param, user: Param, session: Param): SqlFragment {
+  return sql`CASE WHEN NOT EXISTS (
       SELECT 1 FROM turns t
-      WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+      WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
         AND t.turn_number <= sessions.summary_through_turn AND NOT (${scope}))
     THEN summary_text END`;
 }
@@ -157,11 +127,11 @@ function summaryWithin(scope: string): string {
  * The slots as the turns within the bounds set them: per key, the value of the latest such turn that
  * names it, nulls removed, as the session's own slots are merged at write time (appendTurn).
  */
-function slotsWithin(scope: string): string {
-  return `(SELECT COALESCE(jsonb_strip_nulls(jsonb_object_agg(latest.key, latest.value)), '{}'::jsonb)
+function slotsWithin(scope: SqlFragment, tenant: Param, user: Param, session: Param): SqlFragment {
+  return sql`(SELECT COALESCE(jsonb_strip_nulls(jsonb_object_agg(latest.key, latest.value)), '{}'::jsonb)
      FROM (SELECT DISTINCT ON (kv.key) kv.key, kv.value
            FROM turns t, jsonb_each(t.context) kv
-           WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+           WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
              AND jsonb_typeof(t.context) = 'object' AND ${scope}
            ORDER BY kv.key, t.turn_number DESC) latest)`;
 }
@@ -169,32 +139,10 @@ function slotsWithin(scope: string): string {
 /** The caller's live session, or undefined: another user's or an expired session is not found. */
 export async function findLiveSession(db: Queryable, identity: Identity, sessionId: string, now: Date) {
   const { rows } = await db.query<SessionRow>(
-    `SELECT ${SESSION_COLUMNS} FROM sessions
-     WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`,
-    [identity.tenantId, identity.userId, sessionId, now],
+    toQuery(sql`SELECT ${SESSION_COLUMNS} FROM sessions
+     WHERE tenant_id = ${identity.tenantId} AND user_id = ${identity.userId} AND session_id = ${sessionId} AND expires_at > ${now}`),
   );
   return rows[0];
-}
-
-export interface NewTurn {
-  status: TurnStatus;
-  question: string;
-  augmentedQuestion: string | null;
-  answer: string;
-  sqlQuery: string | null;
-  queryExplanation: string | null;
-  tablesUsed: string[];
-  vdpDatabaseNames: string[];
-  executionResult: unknown;
-  metadata: Record<string, unknown>;
-  embedding: number[] | null;
-  embeddingModel: string;
-  /** The turn's message chain as stored by the memory API: `{ format, messages }`. */
-  messages?: unknown;
-  /** Structured slots to carry forward; merged into the session's slots (null removes a slot). */
-  context?: Record<string, unknown> | null;
-  /** The recent turn of the same session this one nearly repeats. */
-  duplicateOf?: number | null;
 }
 
 export interface AppendTurnRequest {
@@ -213,53 +161,32 @@ export interface AppendTurnRequest {
  * atomically, and with one round trip). The session row's lock orders concurrent turns.
  * Returns undefined when the session to append to is not the caller's live session.
  */
-/**
- * Absolute mode keeps the expiry set at creation. LEAST only matters if MEMORY_TTL was shortened
- * since; it also gives $5 a type, which Postgres needs for every parameter of a statement.
- */
-const ABSOLUTE_EXPIRY = `LEAST(expires_at, $4::timestamptz + $5::float8 * interval '1 millisecond')`;
-
 export async function appendTurn(
   db: Queryable,
   req: AppendTurnRequest,
 ): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
   const t = req.turn;
-  const params: unknown[] = [
-    req.identity.tenantId,
-    req.identity.userId,
-    req.sessionId,
-    req.now,
-    req.ttlMs,
-    t.status,
-    t.question,
-    t.augmentedQuestion,
-    t.answer,
-    t.sqlQuery,
-    t.queryExplanation,
-    t.tablesUsed,
-    t.vdpDatabaseNames,
-    t.executionResult === undefined ? null : JSON.stringify(t.executionResult),
-    JSON.stringify(t.metadata),
-    t.embedding ? pgvector.toSql(t.embedding) : null,
-    t.embedding ? t.embeddingModel : null,
-    t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages),
-    t.context ? JSON.stringify(t.context) : null,
-    t.duplicateOf ?? null,
-  ];
+  const tenant = param(req.identity.tenantId);
+  const user = param(req.identity.userId);
+  const session = param(req.sessionId);
+  const now = param(req.now);
+  const slots = param(t.context ? JSON.stringify(t.context) : null);
+  const ttlFromNow = sql`${now}::timestamptz + ${param(req.ttlMs)}::float8 * interval '1 millisecond'`;
+  // Absolute mode keeps the expiry set at creation; LEAST only matters if MEMORY_TTL was shortened since.
+  const expiry = req.ttlMode === 'sliding' ? ttlFromNow : sql`LEAST(expires_at, ${ttlFromNow})`;
   const touchSession =
     req.createWithName !== undefined
-      ? (params.push(req.createWithName),
-        `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
+      ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
                                turn_count, last_turn_number, slots)
-         VALUES ($1, $2, $3, $${params.length}, $4, $4, $4::timestamptz + $5::float8 * interval '1 millisecond', 1, 1,
-                 jsonb_strip_nulls(COALESCE($19::jsonb, '{}'::jsonb)))`)
-      : `UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = $4,
-           slots = CASE WHEN $19::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || $19::jsonb) END,
-           expires_at = ${req.ttlMode === 'sliding' ? `$4::timestamptz + $5::float8 * interval '1 millisecond'` : ABSOLUTE_EXPIRY}
-         WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`;
+         VALUES (${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+                 jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)))`
+      : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
+           slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
+           expires_at = ${expiry}
+         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}`;
 
   const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(prepared(
-    `WITH s AS (
+    sql`WITH s AS (
        ${touchSession}
        RETURNING ${SESSION_COLUMNS}, last_turn_number
      ), t AS (
@@ -267,17 +194,45 @@ export async function appendTurn(
                           augmented_question, answer, sql_query, query_explanation, tables_used,
                           vdp_database_names, execution_result, metadata, embedding, embedding_model,
                           messages, context, duplicate_of)
-       SELECT $1, $2, $3, s.last_turn_number, $4, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15::jsonb,
-              $16::vector, $17, $18::jsonb, $19::jsonb, $20::integer
+       SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
+              ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
+              ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
+              ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? pgvector.toSql(t.embedding) : null}::vector,
+              ${t.embedding ? t.embeddingModel : null},
+              ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
+              ${slots}::jsonb, ${t.duplicateOf ?? null}::integer
        FROM s
        RETURNING turn_number
      )
      SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
-    params,
   ));
   const row = rows[0];
   if (!row) return undefined;
   return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+}
+
+export type StoredTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;
+
+/**
+ * Stores a turn and completes the Idempotency-Key claim of the request that wrote it in ONE
+ * transaction, so that no crash can leave a stored turn under a key that a retry would run again.
+ * `respond` builds the response to store with the key from the stored turn (no I/O: the transaction
+ * is open). Throws ClaimTakenOverError, and stores nothing, when a retry has taken the claim over.
+ */
+export async function appendTurnCompletingKey<B>(
+  db: TransactionalQueryable,
+  req: AppendTurnRequest,
+  claim: IdempotencyKeyRef & { claimId: string },
+  respond: (stored: StoredTurn) => { status: number; body: B },
+): Promise<{ stored: StoredTurn; response: { status: number; body: B } } | undefined> {
+  return db.transaction(async (tx) => {
+    const stored = await appendTurn(tx, req);
+    if (!stored) return undefined;
+    const response = respond(stored);
+    const completed = await completeIdempotencyKey(tx, { ...claim, responseStatus: response.status, responseBody: response.body });
+    if (!completed) throw new ClaimTakenOverError(claim.key);
+    return { stored, response };
+  });
 }
 
 export function sessionFromJson(row: Record<string, unknown>): SessionRow {

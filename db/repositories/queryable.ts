@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { toQuery, type SqlFragment } from '../sql.js';
 
 /**
  * What repositories run their statements on: in the service, a scope of db/row-security.ts; in tests
@@ -9,6 +10,15 @@ export interface Queryable {
   query<R extends pg.QueryResultRow = any>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 
+/** A scope that can also run several statements as one transaction (db/row-security.ts). */
+export interface TransactionalQueryable extends Queryable {
+  /**
+   * Runs `work` in one transaction under the scope: committed when it resolves, rolled back when it
+   * throws. `work` must use only `tx`: on the embedded database a second connection never comes.
+   */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+}
+
 const statementNames = new Map<string, string>();
 
 /**
@@ -16,7 +26,8 @@ const statementNames = new Map<string, string>();
  * hot statements once per connection instead of on every call, which halved the database time per
  * turn in scripts/bench (docs/performance.md).
  */
-export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+export function prepared(statement: SqlFragment): pg.QueryConfig {
+  const { text, values } = toQuery(statement);
   let name = statementNames.get(text);
   if (!name) {
     name = `mc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;

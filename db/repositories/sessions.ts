@@ -1,10 +1,12 @@
-import type { Identity } from '../../services/core/identity.js';
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
-import { SESSION_COLUMNS, sessionFromJson, type SessionRow } from './memory-store.js';
+import type { Identity } from '../../services/model/identity.js';
+import type { SessionRow } from '../../services/model/sessions.js';
+import type { TurnStatus } from '../../services/model/turns.js';
+import { param, sql, toQuery, type SqlFragment } from '../sql.js';
+import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
 import type { Queryable } from './queryable.js';
 
 /**
- * Sessions of the memory API (DESIGN §6). Every statement is scoped by (tenant, user) and sees
+ * Sessions of the memory API (docs/design.md §6). Every statement is scoped by (tenant, user) and sees
  * only live sessions (`expires_at > now`), so an expired session is gone before any cleanup runs.
  */
 
@@ -15,10 +17,10 @@ export interface Retention {
 }
 
 /** The `expires_at` a write sets: extended in sliding mode, fixed at creation in absolute mode. */
-function expiresAfterWrite(retention: Retention, nowP: number, ttlP: number): string {
-  const ttlFromNow = `$${nowP}::timestamptz + $${ttlP}::float8 * interval '1 millisecond'`;
+function expiresAfterWrite(retention: Retention, now: ReturnType<typeof param>): SqlFragment {
+  const ttlFromNow = sql`${now}::timestamptz + ${retention.ttlMs}::float8 * interval '1 millisecond'`;
   // LEAST keeps an absolute expiry (and types the TTL parameter, which Postgres requires).
-  return retention.ttlMode === 'sliding' ? ttlFromNow : `LEAST(expires_at, ${ttlFromNow})`;
+  return retention.ttlMode === 'sliding' ? ttlFromNow : sql`LEAST(expires_at, ${ttlFromNow})`;
 }
 
 export interface SessionPageCursor {
@@ -36,12 +38,11 @@ export async function listSessions(
   cursor?: SessionPageCursor,
 ): Promise<{ sessions: SessionRow[]; next?: SessionPageCursor }> {
   const { rows } = await db.query<Record<string, unknown> & { updated_at_text: string }>(
-    `SELECT ${SESSION_COLUMNS}, updated_at::text AS updated_at_text FROM sessions
-     WHERE tenant_id = $1 AND user_id = $2 AND expires_at > $3
-       AND ($4::timestamptz IS NULL OR (updated_at, session_id) < ($4::timestamptz, $5::uuid))
+    toQuery(sql`SELECT ${SESSION_COLUMNS}, updated_at::text AS updated_at_text FROM sessions
+     WHERE tenant_id = ${identity.tenantId} AND user_id = ${identity.userId} AND expires_at > ${now}
+       AND ${cursor ? sql`(updated_at, session_id) < (${cursor.updatedAt}::timestamptz, ${cursor.sessionId}::uuid)` : sql`TRUE`}
      ORDER BY updated_at DESC, session_id DESC
-     LIMIT $6`,
-    [identity.tenantId, identity.userId, now, cursor?.updatedAt ?? null, cursor?.sessionId ?? null, limit + 1],
+     LIMIT ${limit + 1}`),
   );
   const page = rows.slice(0, limit);
   const last = page.at(-1);
@@ -75,18 +76,20 @@ export async function getSessionWithTurns(
   sessionId: string,
   now: Date,
 ): Promise<{ session: SessionRow; turns: StoredTurn[] } | undefined> {
+  const tenant = param(identity.tenantId);
+  const user = param(identity.userId);
+  const session = param(sessionId);
   const { rows } = await db.query<{ session: Record<string, unknown>; turns: Record<string, unknown>[] }>(
-    `WITH s AS (
+    toQuery(sql`WITH s AS (
        SELECT ${SESSION_COLUMNS} FROM sessions
-       WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
+       WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}
      )
      SELECT to_jsonb(s) AS session,
        (SELECT COALESCE(jsonb_agg(to_jsonb(x) ORDER BY x.turn_number), '[]'::jsonb) FROM (
           SELECT turn_number, created_at, status, question, answer, sql_query, query_explanation, tables_used,
                  vdp_database_names, execution_result, messages, context, metadata, duplicate_of
-          FROM turns WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3) x) AS turns
-     FROM s`,
-    [identity.tenantId, identity.userId, sessionId, now],
+          FROM turns WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session}) x) AS turns
+     FROM s`),
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -103,11 +106,11 @@ export async function renameSession(
   name: string,
   retention: Retention,
 ): Promise<SessionRow | undefined> {
+  const now = param(retention.now);
   const { rows } = await db.query<Record<string, unknown>>(
-    `UPDATE sessions SET session_name = $4, updated_at = $5, expires_at = ${expiresAfterWrite(retention, 5, 6)}
-     WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $5
-     RETURNING ${SESSION_COLUMNS}`,
-    [identity.tenantId, identity.userId, sessionId, name, retention.now, retention.ttlMs],
+    toQuery(sql`UPDATE sessions SET session_name = ${name}, updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
+     WHERE tenant_id = ${identity.tenantId} AND user_id = ${identity.userId} AND session_id = ${sessionId} AND expires_at > ${now}
+     RETURNING ${SESSION_COLUMNS}`),
   );
   return rows[0] ? sessionFromJson(rows[0]) : undefined;
 }
@@ -131,18 +134,20 @@ export async function clearSession(
   sessionId: string,
   retention: Retention,
 ): Promise<SessionRow | undefined> {
+  const tenant = param(identity.tenantId);
+  const user = param(identity.userId);
+  const now = param(retention.now);
   const { rows } = await db.query<{ session: Record<string, unknown> }>(
-    `WITH s AS (
+    toQuery(sql`WITH s AS (
        UPDATE sessions SET turn_count = 0, summary_text = NULL, summary_through_turn = NULL, slots = '{}'::jsonb,
-              updated_at = $4, expires_at = ${expiresAfterWrite(retention, 4, 5)}
-       WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4
+              updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
+       WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${sessionId} AND expires_at > ${now}
        RETURNING ${SESSION_COLUMNS}
      ), gone AS (
        DELETE FROM turns t USING s
-       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = s.session_id
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = s.session_id
      )
-     SELECT to_jsonb(s) AS session FROM s`,
-    [identity.tenantId, identity.userId, sessionId, retention.now, retention.ttlMs],
+     SELECT to_jsonb(s) AS session FROM s`),
   );
   return rows[0] ? sessionFromJson(rows[0].session) : undefined;
 }

@@ -1,11 +1,10 @@
 import pgvector from 'pgvector';
-import type { DatabaseScope, Identity } from '../../services/core/identity.js';
-import type { TurnRef } from '../../services/core/turn-refs.js';
-import type { TurnStatus } from '../../services/providers/answerers/answerer.js';
-import type { HistoryTurn } from './memory-store.js';
+import type { DatabaseScope, Identity } from '../../services/model/identity.js';
+import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
+import { param, sql, toQuery, type SqlFragment } from '../sql.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql } from './sql-scope.js';
-import { visibleInSearchSql } from './turn-duplicates.js';
+import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
 /** The latest turns of a live session, newest first: what a new question is checked against for dedup. */
 export async function recentQuestions(
@@ -51,37 +50,45 @@ export async function findSqlTurn(
   now: Date,
   lookup: SqlTurnLookup,
 ): Promise<{ session: boolean; turn?: SqlTurn & { has_sql: boolean } }> {
-  const params: unknown[] = [identity.tenantId, identity.userId, sessionId, now];
-  let where: string;
-  let order = 'ORDER BY t.turn_number DESC';
-  let offset = 0;
-  if ('number' in lookup) {
-    params.push(lookup.number);
-    where = `t.turn_number = $${params.length}`;
-  } else if ('keywords' in lookup) {
-    params.push(lookup.keywords);
-    where = `t.sql_query IS NOT NULL AND t.question ILIKE ALL ($${params.length}::text[])`;
-  } else {
-    where = 't.sql_query IS NOT NULL';
-    if (lookup.position === 'first') order = 'ORDER BY t.turn_number ASC';
-    if (lookup.position === 'previous') offset = 1;
-  }
+  const tenant = param(identity.tenantId);
+  const user = param(identity.userId);
+  const session = param(sessionId);
+  const { condition, order } = lookupSql(lookup);
   const { rows } = await db.query<{ turn: Record<string, unknown> | null }>(
-    `SELECT to_jsonb(x) AS turn FROM sessions s
+    toQuery(sql`SELECT to_jsonb(x) AS turn FROM sessions s
      LEFT JOIN LATERAL (
        SELECT t.turn_number, t.created_at, t.status, t.question, t.sql_query, t.query_explanation, t.tables_used,
               t.vdp_database_names, t.execution_result, t.sql_query IS NOT NULL AS has_sql
        FROM turns t
-       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND ${where}
-       ${order} OFFSET ${offset} LIMIT 1
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session} AND ${condition}
+       ${order} LIMIT 1
      ) x ON TRUE
-     WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.session_id = $3 AND s.expires_at > $4`,
-    params,
+     WHERE s.tenant_id = ${tenant} AND s.user_id = ${user} AND s.session_id = ${session} AND s.expires_at > ${now}`),
   );
   const row = rows[0];
   if (!row) return { session: false };
   if (!row.turn) return { session: true };
   return { session: true, turn: { ...(row.turn as unknown as SqlTurn & { has_sql: boolean }), created_at: new Date(row.turn.created_at as string) } };
+}
+
+/**
+ * Which turn a lookup means: a number, the latest whose question has every keyword, or a position
+ * among turns with SQL.
+ */
+function lookupSql(lookup: SqlTurnLookup): { condition: SqlFragment; order: SqlFragment } {
+  if ('number' in lookup) return { condition: sql`t.turn_number = ${lookup.number}`, order: sql`` };
+  if ('keywords' in lookup) {
+    return {
+      condition: sql`t.sql_query IS NOT NULL AND t.question ILIKE ALL (${lookup.keywords}::text[])`,
+      order: sql`ORDER BY t.turn_number DESC`,
+    };
+  }
+  const order = {
+    first: sql`ORDER BY t.turn_number ASC`,
+    last: sql`ORDER BY t.turn_number DESC`,
+    previous: sql`ORDER BY t.turn_number DESC OFFSET 1`,
+  }[lookup.position];
+  return { condition: sql`t.sql_query IS NOT NULL`, order };
 }
 
 export interface SearchRequest {
@@ -103,29 +110,29 @@ export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
 }
 
 /**
- * The caller's turns nearest to a query (DESIGN §9: exact per-user search), within the database
+ * The caller's turns nearest to a query (docs/design.md §9: exact per-user search), within the database
  * scope, in live sessions only, with one turn of each near-duplicate pair.
  */
 export async function searchTurns(db: Queryable, req: SearchRequest): Promise<SearchHit[]> {
-  const params: unknown[] = [req.identity.tenantId, req.identity.userId, req.now, pgvector.toSql(req.embedding), req.embeddingModel];
-  const scope = databaseScopeSql(req.scope, params);
-  params.push(req.sessionId ?? null, req.k, req.minSimilarity);
-  const [sessionP, kP, minP] = [params.length - 2, params.length - 1, params.length];
+  const tenant = param(req.identity.tenantId);
+  const user = param(req.identity.userId);
+  const vector = param(pgvector.toSql(req.embedding));
+  const session = param(req.sessionId ?? null);
   const { rows } = await db.query<SearchHit>(
-    `SELECT * FROM (
+    toQuery(sql`SELECT * FROM (
        SELECT t.session_id::text AS session_id, s.session_name, t.turn_number, t.created_at, t.status, t.question,
               t.answer, t.sql_query, t.tables_used, t.vdp_database_names,
-              1 - (t.embedding <=> $4::vector) AS similarity
+              1 - (t.embedding <=> ${vector}::vector) AS similarity
        FROM turns t
        JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
-       WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.embedding_model = $5 AND s.expires_at > $3
-         AND ($${sessionP}::uuid IS NULL OR t.session_id = $${sessionP}::uuid)
-         AND ${scope} AND ${visibleInSearchSql('t')}
-       ORDER BY t.embedding <=> $4::vector
-       LIMIT $${kP}
-     ) nearest WHERE similarity >= $${minP}
-     ORDER BY similarity DESC`,
-    params,
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user}
+         AND t.embedding_model = ${req.embeddingModel} AND s.expires_at > ${req.now}
+         AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
+         AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
+       ORDER BY t.embedding <=> ${vector}::vector
+       LIMIT ${req.k}
+     ) nearest WHERE similarity >= ${req.minSimilarity}
+     ORDER BY similarity DESC`),
   );
   return rows.map((r) => ({ ...r, similarity: Number(r.similarity) }));
 }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import pgvector from 'pgvector';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
-import { runRetentionCleanup } from '../../services/core/retention-cleanup.js';
+import { runRetentionCleanup } from '../../services/core/jobs/retention-cleanup.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 
 const [turns = 100_000, perSession = 50, batchSize = 1000] = process.argv.slice(2).map(Number);

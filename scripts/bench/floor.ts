@@ -10,7 +10,7 @@ import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL, vectorText } from './seed.js';
 import type { TurnFn } from './workload.js';
 
-/** The service's defaults (services/core/config.ts). */
+/** The service's defaults (services/config/config.ts). */
 export const SETTINGS = { windowSize: 10, k: 3, minSimilarity: 0.25, ttlMs: 7 * 86_400_000 };
 
 /**

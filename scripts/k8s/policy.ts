@@ -1,9 +1,9 @@
-// The rules memorychat's manifests keep beyond the API schema (DESIGN §10): hardened pods, probes
+// The rules memorychat's manifests keep beyond the API schema (docs/design.md §10): hardened pods, probes
 // on the real endpoints, selectors that select something, and configuration that the service's own
 // config loader accepts in production.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigSchema, loadConfig } from '../../services/core/config.js';
+import { ConfigSchema, loadConfig } from '../../services/config/config.js';
 import { podContainers, type Resource } from './render.js';
 
 type Body = Record<string, any>;
@@ -115,7 +115,7 @@ function checkEnvironment(c: Body, find: (kind: string, name: string) => Resourc
 
 function unknownVariables(names: string[], at: string): string[] {
   const known = new Set(Object.keys(ConfigSchema.properties));
-  return names.filter((n) => !known.has(n)).map((n) => `${at}: ${n} is not a variable of services/core/config.ts`);
+  return names.filter((n) => !known.has(n)).map((n) => `${at}: ${n} is not a variable of services/config/config.ts`);
 }
 
 function decodeBase64(data: Record<string, string>): Record<string, string> {

@@ -2,7 +2,7 @@
 // (docs/soak.md, "jobs lost").
 import { Queue } from 'bullmq';
 import type pg from 'pg';
-import { QUEUE_NAME } from '../../services/core/job-queue.js';
+import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
 import type { ExportRequest } from './soak-client.js';
 
 /** Job states that mean "not done": still to run, running, or given up. */

@@ -10,7 +10,7 @@ import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { migrate } from '../../db/migrate.js';
-import { QUEUE_NAME } from '../../services/core/job-queue.js';
+import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
 import { rng as seededRandom } from '../bench/data.js';
 import { auditJobs, awaitJobs, type JobAudit } from './fleet-jobs.js';
 import { createFailoverClient, createHttpClient, type HttpClient } from './http-client.js';

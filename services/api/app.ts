@@ -2,19 +2,17 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type pg from 'pg';
 import { scopedDatabase, type ScopedDatabase } from '../../db/row-security.js';
-import type { Config } from '../core/config.js';
-import type { MemoryChatDeps } from '../core/memory-chat.js';
-import type { MemoryApiDeps } from '../core/memory-api-deps.js';
+import type { Config } from '../config/config.js';
+import type { JobQueue } from '../core/jobs/job-queue.js';
+import { createMetrics } from '../core/metrics.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
-import type { JobQueue } from '../core/job-queue.js';
-import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../core/summarization.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
-import { createMetrics, instrumentAnswerer, instrumentEmbedder } from '../core/metrics.js';
 import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
+import memoryPlugin from './plugins/memory.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
 import inputGuard from './plugins/input-guard.js';
@@ -39,8 +37,6 @@ declare module 'fastify' {
     config: Config;
     /** The service's only way to its tables: statements scoped to a user or to maintenance. */
     db: ScopedDatabase;
-    memoryChatDeps: MemoryChatDeps;
-    memoryApiDeps: MemoryApiDeps;
   }
 }
 
@@ -82,50 +78,9 @@ export async function buildApp(deps: AppDeps) {
     schemaController: { compilersFactory: { buildValidator: requestValidatorFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const metrics = createMetrics();
-  const embedder = instrumentEmbedder(deps.embedder, metrics);
-
   app.decorate('config', config);
-  const db = scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL });
-  app.decorate('db', db);
-  app.decorate('memoryChatDeps', {
-    db,
-    embedder,
-    answerer: instrumentAnswerer(deps.answerer, metrics),
-    llm: deps.llm,
-    clock: deps.clock ?? (() => new Date()),
-    log: app.log,
-    afterTurnStored: (event) =>
-      enqueueSummarizationIfDue(app.queue, summarizationSettingsFrom(config), app.log, event),
-    settings: {
-      maxHistoryTurns: config.MEMORY_MAX_HISTORY_MESSAGES,
-      semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
-      minSimilarity: config.MEMORY_MIN_SIMILARITY,
-      maxContextTokens: config.MEMORY_MAX_CONTEXT_TOKENS,
-      maxQuestionChars: config.MEMORY_MAX_QUESTION_CHARS,
-      augmentation: config.MEMORY_AUGMENTATION,
-      ttlMs: config.memoryTtlMs,
-      ttlMode: config.MEMORY_TTL_MODE,
-      maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
-    },
-  } satisfies MemoryChatDeps);
-
-  app.decorate('memoryApiDeps', {
-    db,
-    embedder,
-    clock: app.memoryChatDeps.clock,
-    log: app.log,
-    afterTurnStored: app.memoryChatDeps.afterTurnStored,
-    settings: {
-      ttlMs: config.memoryTtlMs,
-      ttlMode: config.MEMORY_TTL_MODE,
-      maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
-      dedupSimilarity: config.MEMORY_DEDUP_SIMILARITY,
-      semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
-      minSimilarity: config.MEMORY_MIN_SIMILARITY,
-      maxContextTokens: config.MEMORY_MAX_CONTEXT_TOKENS,
-    },
-  } satisfies MemoryApiDeps);
+  // The embedded database also rewrites the erased tables after an erase, so no deleted row stays in its files.
+  app.decorate('db', scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL }));
 
   app.addSchema(ProblemSchema);
   await app.register(problemErrors);
@@ -135,23 +90,19 @@ export async function buildApp(deps: AppDeps) {
   // a CORS preflight carries no token.
   await app.register(securityHeaders);
   await app.register(cors, { config });
-  await app.register(metricsPlugin, { metrics, pool: deps.db });
+  await app.register(metricsPlugin, { metrics: createMetrics(), pool: deps.db });
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
   await app.register(rateLimit, { config });
-  await app.register(queuePlugin, {
-    config,
-    queue: deps.queue,
-    consume: deps.consumeOwnQueue,
-    processorDeps: {
-      db,
-      embedder,
-      metrics,
-      summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
-      clock: app.memoryChatDeps.clock,
-    },
+  await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
+  await app.register(memoryPlugin, {
+    embedder: deps.embedder,
+    answerer: deps.answerer,
+    llm: deps.llm,
+    summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
+    clock: deps.clock,
   });
-  await app.register(idempotency, { db, clock: app.memoryChatDeps.clock });
+  await app.register(idempotency);
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);
   await app.register(sessionRoutes);

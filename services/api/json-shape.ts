@@ -1,4 +1,4 @@
-import type { FieldError } from '../core/errors.js';
+import type { FieldError } from '../model/errors.js';
 
 /**
  * Bounds on the shape of a JSON body, checked on its text before it is parsed. Parsing, validating,

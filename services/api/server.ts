@@ -2,12 +2,12 @@ import closeWithGrace from 'close-with-grace';
 import { migrate } from '../../db/migrate.js';
 import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { openDatabase } from '../../db/pool.js';
-import { ConfigError, loadConfig } from '../core/config.js';
-import { loadOrCreateLocalSecret } from '../core/local-secret.js';
-import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
+import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
-import { loggerOptions } from './logger-options.js';
+import { loggerOptions } from '../infra/logger-options.js';
 
 let config;
 try {

@@ -1,4 +1,4 @@
-import type { Config } from '../core/config.js';
+import type { Config } from '../config/config.js';
 import { createAnswerer } from './answerers/index.js';
 import { createEmbedder } from './embeddings/index.js';
 import { createChatLlm } from './llm/index.js';

@@ -1,20 +1,20 @@
-// `npm run worker`: the BullMQ worker process (DESIGN §7). It shares services/core with the API and
+// `npm run worker`: the BullMQ worker process (docs/design.md §7). It shares services/core with the API and
 // needs REDIS_URL; without Redis the API runs the same processors in-process instead.
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { migrate } from '../../db/migrate.js';
 import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { openDatabase } from '../../db/pool.js';
-import { loggerOptions } from '../api/logger-options.js';
-import { ConfigError, loadConfig, type Config } from '../core/config.js';
-import { enqueueReEmbeddingIfNeeded } from '../core/re-embedding.js';
-import { createEmbedder } from '../providers/embeddings/index.js';
-import { createSummaryLlm } from '../providers/llm/summary-llm.js';
-import { startBullWorker } from './bull-worker.js';
+import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
+import { createMemory } from '../core/memory/memory.js';
 import { createMetrics } from '../core/metrics.js';
-import { createProcessors } from './processors.js';
+import { loggerOptions } from '../infra/logger-options.js';
+import { BullJobQueue } from '../infra/queue/bull-queue.js';
+import { createProviders } from '../providers/index.js';
+import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import { startBullWorker } from '../infra/queue/bull-worker.js';
 import { startWorkerHttp } from './worker-http.js';
-import { BullJobQueue } from './queue.js';
 
 let config: Config & { REDIS_URL: string };
 try {
@@ -32,7 +32,7 @@ const database = await openDatabase(config, {
   onIdleClientError: (err) => log.warn({ err }, 'an idle database connection failed; the next query reconnects'),
 }).catch((err: unknown) => {
   // An embedded database is locked by the process that opened it, and an API on it runs the jobs of
-  // its queue itself (services/worker/create-queue.ts), so a worker has nothing to do there.
+  // its queue itself (services/api/plugins/queue.ts), so a worker has nothing to do there.
   if (!(err instanceof EmbeddedDatabaseInUseError)) throw err;
   console.error(
     `memorychat worker: the embedded database in ${config.DATA_DIR} is in use by process ${err.holderPid}, ` +
@@ -42,23 +42,24 @@ const database = await openDatabase(config, {
 });
 await migrate(database.pool);
 
-const embedder = createEmbedder(config);
+const providers = createProviders(config);
 // The outbox: an erase removes the user's jobs held in Postgres, and held jobs are handed to Redis from here too.
 const queue = new BullJobQueue(config, { outboxDb: database.scoped.asMaintenance(), log });
 const metrics = createMetrics();
-const processors = createProcessors({
-  metrics,
+// The same memory as the API's, made by the same factory: the worker runs its job processors.
+const memory = createMemory({
+  ...providers,
   config,
   db: database.scoped,
-  embedder,
   summaryLlm: createSummaryLlm(config),
-  clock: () => new Date(),
   queue,
+  log,
+  metrics,
 });
-const worker = startBullWorker({ config, processors, log });
+const worker = startBullWorker({ config, processors: memory.processors, log });
 const http = await startWorkerHttp({ port: config.WORKER_PORT, host: config.host, db: database.scoped.asMaintenance(), queue, metrics });
 await queue.start();
-await enqueueReEmbeddingIfNeeded(database.scoped, queue, embedder, log).catch((err) =>
+await enqueueReEmbeddingIfNeeded(database.scoped, queue, providers.embedder, log).catch((err) =>
   log.error({ err }, 'checking for turns to re-embed failed'),
 );
 

@@ -39,7 +39,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const sessions: string[] = [];
     for (let i = 0; i < 20; i++) sessions.push(await seedSession(t.database.pool, { userId: subject, turns: 50, expiresAt: future(), summary: `summary for ${subject}` }));
     for (let i = 0; i < 3; i++) await seedSession(t.database.pool, { userId: bystander, turns: 30, expiresAt: future() });
-    const queue = t.app.queue as import('../../services/worker/queue.js').BullJobQueue;
+    const queue = t.app.queue as import('../../services/infra/queue/bull-queue.js').BullJobQueue;
 
     // Copies of the subject elsewhere: a stored export, a completed summarization job (its payload
     // names the user), and a delayed job waiting in Redis; the bystander gets the same.

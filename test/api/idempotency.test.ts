@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runRetentionCleanup } from '../../services/core/retention-cleanup.js';
+import { requestFingerprint } from '../../services/core/idempotency/idempotency.js';
+import { runRetentionCleanup } from '../../services/core/jobs/retention-cleanup.js';
 import { sendJson } from '../support/fake-http-server.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -13,7 +14,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, ANSWER_TIMEOUT_MS: '5000', LLM_TIMEOUT_MS: '1000' });
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, ANSWER_TIMEOUT_MS: '5000', LLM_TIMEOUT_MS: '1000', IDEMPOTENCY_CLAIM_LEASE: '1s' });
   });
   afterAll(async () => {
     await t?.close();
@@ -228,23 +229,24 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     }
   });
 
-  it('when a claim outlives its lease (its process died), then a retry waits with 409 until the lease ends and then runs', async () => {
+  it('when the process holding a claim died before storing its turn, then a retry answers 409 until the claim lease ends, then runs once', async () => {
     const token = t.token('idem-lease');
     const body = { question: 'Lease question?', answer: 'Lease answer.' };
-    const first = await storeTurn(token, undefined, body, 'lease-key');
-    expect(first.status).toBe(201);
-    // What a crash between storing the turn and storing the response leaves behind.
+    // What a process killed while it waited for the answerer leaves behind: a claim nobody renews.
+    // (A process killed after storing its turn leaves nothing to retry: the turn and the completed key
+    // commit together.)
     await t.database.pool.query(
-      `UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_body = NULL,
-         locked_until = $2::timestamptz + interval '1 minute'
-       WHERE user_id = $1`,
-      ['idem-lease', t.clock.now],
+      `INSERT INTO idempotency_keys (tenant_id, user_id, idempotency_key, route, fingerprint, status, claim_id, locked_until, created_at, expires_at)
+       SELECT 'default', 'idem-lease', 'lease-key', 'POST /sessions/turns', fingerprint, 'in_progress', gen_random_uuid(),
+              $1::timestamptz + interval '1 second', $1, $1::timestamptz + interval '1 day'
+       FROM (SELECT $2::text AS fingerprint) f`,
+      [t.clock.now, requestFingerprint('POST /sessions/turns', {}, body)],
     );
     const during = await storeTurn(token, undefined, body, 'lease-key');
     expect(during.status).toBe(409);
 
     const other = await storeTurn(token, undefined, { ...body, answer: 'Another answer.' }, 'lease-key');
-    t.clock.advance(2 * 60_000);
+    t.clock.advance(2_000);
     const otherAfter = await storeTurn(token, undefined, { ...body, answer: 'Another answer.' }, 'lease-key');
     expect(other.status).toBe(422);
     expect(otherAfter.status).toBe(422); // a stale claim is taken over only by the same request
@@ -252,8 +254,61 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     const after = await storeTurn(token, undefined, body, 'lease-key');
     expect(after.status).toBe(201);
     expect(after.headers.get('idempotent-replayed')).toBeNull();
-    // The documented trade-off: the crashed run's turn stays, so the retry stores a second one.
-    expect(await storedTurns('idem-lease')).toHaveLength(2);
+    expect(await storedTurns('idem-lease')).toHaveLength(1);
+    const replay = await storeTurn(token, undefined, body, 'lease-key');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(after.body);
+  });
+
+  it('when a request runs longer than the claim lease, then its process keeps renewing the claim and a retry still answers 409', async () => {
+    const open = holdUpstream();
+    try {
+      const token = t.token('idem-renewed');
+      const calls = upstream.requests.length;
+      const firstReply = chat(token, { question: 'Total sales by region for 2022' }, 'renewed-key');
+      await until(() => upstream.requests.length > calls, 'the first request to reach the answerer');
+      // Five lease lengths pass on the service's clock; renewals (every third of the lease) move the claim along.
+      t.clock.advance(5_000);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const retry = await chat(token, { question: 'Total sales by region for 2022' }, 'renewed-key');
+      expect(retry.status).toBe(409);
+      open();
+      expect((await firstReply).status).toBe(200);
+      expect(upstream.requests.length - calls).toBe(1);
+      expect(await storedTurns('idem-renewed')).toHaveLength(1);
+    } finally {
+      open();
+      answerNormally();
+    }
+  });
+
+  it('when a retry took over the claim while the first run waited, then the first run stores nothing and answers 409; the key ends with one turn', async () => {
+    const open = holdUpstream();
+    try {
+      const token = t.token('idem-taken');
+      const calls = upstream.requests.length;
+      const firstReply = chat(token, { question: 'Total sales by region for 2021' }, 'taken-key');
+      await until(() => upstream.requests.length > calls, 'the first request to reach the answerer');
+      // What a retry's takeover leaves: the claim belongs to another run (the first one's renewals had failed).
+      await t.database.pool.query(
+        `UPDATE idempotency_keys SET claim_id = gen_random_uuid(), locked_until = $2 WHERE user_id = $1`,
+        ['idem-taken', t.clock.now],
+      );
+      open();
+      const first = await firstReply;
+      expect(first.status).toBe(409);
+      expect(first.body.code).toBe('idempotency-in-progress');
+      expect(await storedTurns('idem-taken')).toHaveLength(0);
+
+      answerNormally();
+      t.clock.advance(1);
+      const retry = await chat(token, { question: 'Total sales by region for 2021' }, 'taken-key');
+      expect(retry.status).toBe(200);
+      expect(await storedTurns('idem-taken')).toHaveLength(1);
+    } finally {
+      open();
+      answerNormally();
+    }
   });
 
   it('when IDEMPOTENCY_TTL has passed, then the key runs anew, and the cleanup deletes expired keys', async () => {

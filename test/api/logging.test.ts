@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loggerOptions } from '../../services/api/logger-options.js';
-import { loadConfig } from '../../services/core/config.js';
+import { loggerOptions } from '../../services/infra/logger-options.js';
+import { loadConfig } from '../../services/config/config.js';
 import { sendJson } from '../support/fake-http-server.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

@@ -1,7 +1,7 @@
 import { Queue, type Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUE_NAME } from '../../services/core/job-queue.js';
-import type { BullJobQueue } from '../../services/worker/queue.js';
+import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
+import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
 import { countUserRows } from '../support/seed-memory.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../services/core/config.js';
+import { ConfigError, loadConfig } from '../../services/config/config.js';
 
 describe('loadConfig', () => {
   it('when nothing is set, then the embedded local defaults apply', () => {

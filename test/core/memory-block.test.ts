@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SimilarTurn } from '../../db/repositories/memory-store.js';
-import { buildFormattedContext } from '../../services/core/context-formats.js';
-import { CONTINUATION_INDENT, quoteStored } from '../../services/core/memory-block.js';
-import { buildMemoryContext } from '../../services/core/memory-context.js';
+import type { SimilarTurn } from '../../services/model/turns.js';
+import { buildFormattedContext } from '../../services/core/memory/formats.js';
+import { CONTINUATION_INDENT, quoteStored } from '../../services/core/memory/memory-block.js';
+import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
 import { expectDelimitedMemory, INJECTIONS } from '../support/fuzz-delimiting.js';
 import { PROMPT_INJECTION, SQL_INJECTION, UNICODE } from '../support/fuzz-values.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { HistoryTurn } from '../../db/repositories/memory-store.js';
-import { buildMemoryContext } from '../../services/core/memory-context.js';
+import type { HistoryTurn } from '../../services/model/turns.js';
+import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
 import { countTokens } from '../../services/core/text.js';
 
 function turn(n: number, extra: Partial<HistoryTurn> = {}): HistoryTurn {

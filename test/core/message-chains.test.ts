@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { chainAsAnthropic } from '../../services/core/chain-conversion.js';
-import { AppError } from '../../services/core/errors.js';
-import { prepareMessageChain } from '../../services/core/message-chains.js';
+import { chainAsAnthropic } from '../../services/core/sessions/chain-conversion.js';
+import { AppError } from '../../services/model/errors.js';
+import { prepareMessageChain } from '../../services/core/sessions/chains.js';
 import { anthropicViolations } from '../support/chain-rules.js';
 
 describe('prepareMessageChain', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { executionResultToCsv } from '../../services/core/execution-result-csv.js';
-import { relativeTime } from '../../services/core/relative-time.js';
-import { questionKeywords } from '../../services/core/turn-refs.js';
+import { executionResultToCsv } from '../../services/core/recall/result-csv.js';
+import { relativeTime } from '../../services/core/memory/relative-time.js';
+import { questionKeywords } from '../../services/core/recall/turn-refs.js';
 
 describe('relativeTime', () => {
   const now = new Date('2025-01-10T12:00:00Z');

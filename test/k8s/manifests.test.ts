@@ -92,7 +92,7 @@ describe('the Kubernetes manifests', () => {
     delete find('Secret', 'memorychat-secrets').stringData.DATABASE_URL;
 
     const errors = checkPolicy(resources, { projectRoot: ROOT, complete: true }).join('\n');
-    expect(errors).toMatch(/MEMORY_TTL_MODES is not a variable of services\/core\/config.ts/);
+    expect(errors).toMatch(/MEMORY_TTL_MODES is not a variable of services\/config\/config.ts/);
     expect(errors).toMatch(/would refuse this configuration: .*ANSWER_TIMEOUT_MS/s);
     expect(errors).toMatch(/DATABASE_URL must be set/);
   });

@@ -75,7 +75,7 @@ export class PrincipalModel {
   }
 
   /**
-   * The `duplicate_of` a new question gets (services/core/turn-recording.ts): the original of an
+   * The `duplicate_of` a new question gets (services/core/sessions/turns.ts): the original of an
    * identical question among the session's latest `window` turns. Distinct questions here never
    * come near the 0.97 similarity threshold.
    */

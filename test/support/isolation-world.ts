@@ -83,7 +83,7 @@ export class Registry {
     });
   }
 
-  /** DESIGN §7: the subject, the requester and admins of the tenant see a GDPR request. */
+  /** docs/design.md §7: the subject, the requester and admins of the tenant see a GDPR request. */
   canSee(viewer: Principal, request: GdprRequestRecord): boolean {
     return (
       request.tenantId === viewer.tenantId &&

@@ -5,7 +5,7 @@ import { createSigner } from 'fast-jwt';
 import { inject } from 'vitest';
 import { openDatabase, type Database } from '../../db/pool.js';
 import { buildApp, type App, type AppDeps } from '../../services/api/app.js';
-import { loadConfig, type Config } from '../../services/core/config.js';
+import { loadConfig, type Config } from '../../services/config/config.js';
 import { createProviders } from '../../services/providers/index.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-at-least-32-characters-long';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retrieveMemory } from '../../db/repositories/memory-store.js';
-import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/re-embedding.js';
+import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/jobs/re-embedding.js';
 import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';
-import { InProcessQueue } from '../../services/worker/in-process-queue.js';
-import { createProcessors } from '../../services/worker/processors.js';
+import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
+import { createProcessors } from '../../services/core/jobs/processors.js';
 import { waitFor } from '../support/redis.js';
 import { seedSession } from '../support/seed-memory.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';

@@ -1,10 +1,10 @@
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../services/core/config.js';
-import { summarizationSettingsFrom, summarizeSession } from '../../services/core/summarization.js';
+import { loadConfig, type Config } from '../../services/config/config.js';
+import { summarizationSettingsFrom, summarizeSession } from '../../services/core/jobs/summarization.js';
 import { countTokens } from '../../services/core/text.js';
 import { createAnthropicChat } from '../../services/providers/llm/anthropic-chat.js';
-import { BullJobQueue } from '../../services/worker/queue.js';
+import { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../support/fake-llm.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';

@@ -2,9 +2,9 @@ import { createHash, createPublicKey } from 'node:crypto';
 import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../../core/config.js';
-import { AppError } from '../../core/errors.js';
-import type { Identity } from '../../core/identity.js';
+import type { Config } from '../../config/config.js';
+import { AppError } from '../../model/errors.js';
+import type { Identity } from '../../model/identity.js';
 import { storableTextProblem } from '../../core/storable-text.js';
 import { createJwksKeys } from '../jwks-keys.js';
 

@@ -1,7 +1,7 @@
 import fastifyCors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../../core/config.js';
+import type { Config } from '../../config/config.js';
 
 /** Response headers a browser client may read: retry hints, idempotent replays, the request id. */
 const EXPOSED_HEADERS = [

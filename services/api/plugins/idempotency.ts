@@ -1,20 +1,26 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import {
   IdempotencyInProgressError,
   requestFingerprint,
   runIdempotently,
+  type IdempotencyClaim,
   type IdempotencyDeps,
-} from '../../core/idempotency.js';
+} from '../../core/idempotency/idempotency.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /**
      * Sends `run()`'s result with `status`, honouring the request's `Idempotency-Key` header when
      * present: a retry of the same request replays the first 2xx response (docs/idempotency.md).
+     * With a key, `run` gets the claim to complete in the transaction that stores its turn.
      */
-    withIdempotency(request: FastifyRequest, reply: FastifyReply, status: number, run: () => Promise<unknown>): Promise<FastifyReply>;
+    withIdempotency(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      status: number,
+      run: (claim?: IdempotencyClaim) => Promise<unknown>,
+    ): Promise<FastifyReply>;
   }
 }
 
@@ -22,18 +28,13 @@ declare module 'fastify' {
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
 export default fp(
-  async function idempotency(app: FastifyInstance, opts: { db: ScopedDatabase; clock: () => Date }) {
-    const { config } = app;
+  async function idempotency(app: FastifyInstance) {
+    const { config, db, memory } = app;
     const deps: IdempotencyDeps = {
-      db: opts.db,
-      clock: opts.clock,
+      db,
+      clock: memory.clock,
       log: app.log,
-      settings: {
-        ttlMs: config.idempotencyTtlMs,
-        // A live run ends within the rewrite LLM's and the answerer's timeouts; a claim older than
-        // both plus a margin belongs to a process that died, and a retry may take it over.
-        leaseMs: config.ANSWER_TIMEOUT_MS + config.LLM_TIMEOUT_MS + 60_000,
-      },
+      settings: { ttlMs: config.idempotencyTtlMs, leaseMs: config.idempotencyClaimLeaseMs },
     };
 
     app.decorate('withIdempotency', async function withIdempotency(request, reply, status, run) {
@@ -44,7 +45,8 @@ export default fp(
         const response = await runIdempotently(
           { ...deps, log: request.log },
           { identity: request.identity, key, route, fingerprint: requestFingerprint(route, request.params, request.body) },
-          async () => ({ status, body: await run() }),
+          status,
+          run,
         );
         if (response.replayed) reply.header(REPLAYED_HEADER, 'true');
         return reply.status(response.status).send(response.body);
@@ -54,5 +56,5 @@ export default fp(
       }
     } satisfies FastifyInstance['withIdempotency']);
   },
-  { name: 'idempotency', dependencies: ['problem-errors'] },
+  { name: 'idempotency', dependencies: ['problem-errors', 'memory'] },
 );

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, type FieldError } from '../../core/errors.js';
+import { AppError, type FieldError } from '../../model/errors.js';
 import { storableTextProblem } from '../../core/storable-text.js';
 import { jsonShapeProblem } from '../json-shape.js';
 

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, ERROR_CATALOG, type ErrorCode, type FieldError } from '../../core/errors.js';
+import { AppError, ERROR_CATALOG, type ErrorCode, type FieldError } from '../../model/errors.js';
 
 /**
  * Renders every error as an RFC 9457 `application/problem+json` document with a stable `code`.

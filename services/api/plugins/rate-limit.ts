@@ -3,9 +3,9 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
-import type { Config } from '../../core/config.js';
-import { AppError } from '../../core/errors.js';
-import { redisOptions } from '../../worker/redis-connection.js';
+import type { Config } from '../../config/config.js';
+import { AppError } from '../../model/errors.js';
+import { redisOptions } from '../../infra/redis-connection.js';
 import { problemResponses } from '../schemas/problem.js';
 import { isPublicRoute } from './auth.js';
 

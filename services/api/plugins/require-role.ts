@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../model/errors.js';
 
 /**
  * A preHandler allowing only tokens with `role` (e.g. `memory-admin`). The token's tenant still

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../model/errors.js';
 
 /**
  * Graceful shutdown (docs/soak.md): once `app.close()` starts (SIGTERM), requests already running

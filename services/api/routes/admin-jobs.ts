@@ -1,12 +1,11 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import { ADMIN_ROLE } from '../../core/gdpr-requests.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ADMIN_ROLE } from '../../core/gdpr/requests.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminJobsResponse, FailedJobsQuery, FailedJobsResponse } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';
 
 /** Job status for admins: counts per state and the dead-letter view of failed jobs. */
-export default async function adminJobsRoutes(app: FastifyInstance) {
+const adminJobsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const security = [{ bearerAuth: [] }];
 
   app.get(
@@ -37,7 +36,7 @@ export default async function adminJobsRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      const { limit } = request.query as Static<typeof FailedJobsQuery>;
+      const { limit } = request.query;
       const tenant = request.identity.tenantId;
       const failed = await app.queue.failed(limit);
       return {
@@ -54,4 +53,6 @@ export default async function adminJobsRoutes(app: FastifyInstance) {
       };
     },
   );
-}
+};
+
+export default adminJobsRoutes;

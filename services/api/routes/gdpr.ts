@@ -1,19 +1,20 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import Type from 'typebox';
 import type { GdprAction } from '../../../db/repositories/gdpr.js';
-import { ADMIN_ROLE, describeRequest, downloadExport, findVisibleRequest, requestGdpr } from '../../core/gdpr-requests.js';
-import type { Identity } from '../../core/identity.js';
+import { ADMIN_ROLE, describeRequest } from '../../core/gdpr/requests.js';
+import type { Identity } from '../../model/identity.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStatus } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';
 
 const security = [{ bearerAuth: [] }];
 
-/** GDPR export and erasure (DESIGN §7): queued, answered 202 with a request id, audited. */
-export default async function gdprRoutes(app: FastifyInstance) {
-  const deps = () => ({ db: app.db, queue: app.queue, clock: app.memoryChatDeps.clock });
+/** GDPR export and erasure (docs/design.md §7): queued, answered 202 with a request id, audited. */
+const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { gdpr } = app.memory;
   const accept = async (reply: FastifyReply, actor: Identity, subject: string, action: GdprAction) => {
-    const row = await requestGdpr(deps(), actor, subject, action);
+    const row = await gdpr.request(actor, subject, action);
     return reply.status(202).header('location', `/gdpr/requests/${row.request_id}`).send(describeRequest(row));
   };
   const accepted = { 202: GdprRequestStatus };
@@ -58,7 +59,7 @@ export default async function gdprRoutes(app: FastifyInstance) {
         response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
       },
     },
-    (request, reply) => accept(reply, request.identity, (request.params as Static<typeof AdminUserParams>).user_id, 'export'),
+    (request, reply) => accept(reply, request.identity, request.params.user_id, 'export'),
   );
 
   app.delete(
@@ -73,7 +74,7 @@ export default async function gdprRoutes(app: FastifyInstance) {
         response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
       },
     },
-    (request, reply) => accept(reply, request.identity, (request.params as Static<typeof AdminUserParams>).user_id, 'erase'),
+    (request, reply) => accept(reply, request.identity, request.params.user_id, 'erase'),
   );
 
   app.get(
@@ -89,8 +90,7 @@ export default async function gdprRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      const { id } = request.params as Static<typeof GdprRequestParams>;
-      return describeRequest(await findVisibleRequest(app.db, request.identity, id));
+      return describeRequest(await gdpr.find(request.identity, request.params.id));
     },
   );
 
@@ -103,12 +103,13 @@ export default async function gdprRoutes(app: FastifyInstance) {
         description: 'Authenticated: the subject or an admin of the tenant. Available until GDPR_EXPORT_TTL after it finished.',
         security,
         params: GdprRequestParams,
-        response: { 200: GdprExportDocument, ...problemResponses(400, 401, 404, 409, 410) },
+        // The document's schema, sent as the JSON text it was stored as.
+        response: { 200: Type.Unsafe<string>(GdprExportDocument), ...problemResponses(400, 401, 404, 409, 410) },
       },
     },
     async (request, reply) => {
-      const { id } = request.params as Static<typeof GdprRequestParams>;
-      const payload = await downloadExport(deps(), request.identity, id);
+      const { id } = request.params;
+      const payload = await gdpr.download(request.identity, id);
       // The stored document is sent as is: re-serialising a large export would double its memory.
       return reply
         .type('application/json')
@@ -118,4 +119,6 @@ export default async function gdprRoutes(app: FastifyInstance) {
         .send(payload);
     },
   );
-}
+};
+
+export default gdprRoutes;

@@ -1,10 +1,10 @@
 import Type from 'typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 
 const Health = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) });
 const CHECK_TIMEOUT_MS = 2000;
 
-export default async function healthRoutes(app: FastifyInstance) {
+const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/healthz',
     {
@@ -38,7 +38,9 @@ export default async function healthRoutes(app: FastifyInstance) {
       return reply.status(ready ? 200 : 503).send({ status, checks });
     },
   );
-}
+};
+
+export default healthRoutes;
 
 async function probe(check: () => Promise<unknown>): Promise<string> {
   let timer: NodeJS.Timeout | undefined;

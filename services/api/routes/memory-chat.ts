@@ -1,7 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import { runMemoryChat } from '../../core/memory-chat.js';
-import { recordMemoryUse } from '../../core/metrics.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { MemoryChatHeaders, MemoryChatResponse, memoryChatBody } from '../schemas/memory-chat.js';
 import { problemResponses } from '../schemas/problem.js';
 
@@ -14,7 +11,8 @@ const MEMORY_FIELDS = new Set([
   'semantic_search_k',
 ]);
 
-export default async function memoryChatRoutes(app: FastifyInstance) {
+const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { memory } = app;
   const Body = memoryChatBody(app.config.MEMORY_MAX_QUESTION_CHARS);
 
   app.post(
@@ -32,10 +30,10 @@ export default async function memoryChatRoutes(app: FastifyInstance) {
         response: { 200: MemoryChatResponse, ...problemResponses(400, 401, 404, 409, 413, 415, 422, 502, 503, 504) },
       },
     },
-    async (request, reply) => app.withIdempotency(request, reply, 200, async () => {
-      const body = request.body as Static<typeof Body>;
+    async (request, reply) => app.withIdempotency(request, reply, 200, async (claim) => {
+      const { body } = request;
       const params = Object.fromEntries(Object.entries(body).filter(([key]) => !MEMORY_FIELDS.has(key)));
-      const response = await runMemoryChat(app.memoryChatDeps, {
+      return memory.chat({
         identity: request.identity,
         question: body.question,
         sessionId: body.session_id,
@@ -44,18 +42,11 @@ export default async function memoryChatRoutes(app: FastifyInstance) {
         maxHistoryTurns: body.max_history_messages,
         semanticSearchK: body.semantic_search_k,
         params,
-        upstreamAuthorization: request.headers['x-upstream-authorization'] as string | undefined,
+        upstreamAuthorization: request.headers['x-upstream-authorization'],
+        idempotency: claim,
       });
-      if (body.use_memory ?? true) {
-        const used = response.memory_context_used;
-        recordMemoryUse(app.metrics, {
-          retrievalSeconds: response.memory_retrieval_time,
-          contextTokens: used.context_tokens,
-          historyCount: used.history_messages_count,
-          similarCount: used.similar_queries_count,
-        });
-      }
-      return response;
     }),
   );
-}
+};
+
+export default memoryChatRoutes;

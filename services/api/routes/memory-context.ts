@@ -1,12 +1,10 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import { resolveMemoryContext } from '../../core/memory-context-request.js';
-import { searchMemory } from '../../core/memory-search.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
 import { problemResponses } from '../schemas/problem.js';
 
-/** DESIGN §6: context for a new question, and search over the caller's turns. Nothing is stored. */
-export default async function memoryContextRoutes(app: FastifyInstance) {
+/** docs/design.md §6: context for a new question, and search over the caller's turns. Nothing is stored. */
+const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { memory } = app;
   const ContextBody = memoryContextBody(app.config.MEMORY_MAX_QUESTION_CHARS);
 
   app.post(
@@ -21,8 +19,8 @@ export default async function memoryContextRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      const body = request.body as Static<typeof ContextBody>;
-      return resolveMemoryContext(app.memoryApiDeps, request.identity, {
+      const body = request.body;
+      return memory.context(request.identity, {
         question: body.question,
         sessionId: body.session_id,
         format: body.format,
@@ -45,8 +43,8 @@ export default async function memoryContextRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      const body = request.body as Static<typeof MemorySearchBody>;
-      return searchMemory(app.memoryApiDeps, request.identity, {
+      const body = request.body;
+      return memory.search(request.identity, {
         query: body.query,
         k: body.k,
         sessionId: body.session_id,
@@ -55,4 +53,6 @@ export default async function memoryContextRoutes(app: FastifyInstance) {
       });
     },
   );
-}
+};
+
+export default memoryContextRoutes;

@@ -1,19 +1,13 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import {
-  clearUserSession,
-  deleteUserSession,
-  getUserSession,
-  listUserSessions,
-  renameUserSession,
-} from '../../core/sessions.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../schemas/problem.js';
 import { RenameSessionBody, Session, SessionListQuery, SessionPage, SessionParams, SessionWithTurns } from '../schemas/sessions.js';
 
 const common = { tags: ['sessions'], security: [{ bearerAuth: [] }] };
 
-/** DESIGN §6 sessions: the caller's own, live sessions only (another user's or an expired one is 404). */
-export default async function sessionRoutes(app: FastifyInstance) {
+/** docs/design.md §6 sessions: the caller's own, live sessions only (another user's or an expired one is 404). */
+const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { sessions } = app.memory;
+
   app.get(
     '/sessions',
     {
@@ -24,10 +18,7 @@ export default async function sessionRoutes(app: FastifyInstance) {
         response: { 200: SessionPage, ...problemResponses(400, 401) },
       },
     },
-    async (request) => {
-      const query = request.query as Static<typeof SessionListQuery>;
-      return listUserSessions(app.memoryApiDeps, request.identity, query.limit, query.cursor);
-    },
+    async (request) => sessions.list(request.identity, request.query.limit, request.query.cursor),
   );
 
   app.get(
@@ -40,7 +31,7 @@ export default async function sessionRoutes(app: FastifyInstance) {
         response: { 200: SessionWithTurns, ...problemResponses(400, 401, 404) },
       },
     },
-    async (request) => getUserSession(app.memoryApiDeps, request.identity, (request.params as Static<typeof SessionParams>).id),
+    async (request) => sessions.get(request.identity, request.params.id),
   );
 
   app.patch(
@@ -54,11 +45,7 @@ export default async function sessionRoutes(app: FastifyInstance) {
         response: { 200: Session, ...problemResponses(400, 401, 404, 413, 415) },
       },
     },
-    async (request) => {
-      const { id } = request.params as Static<typeof SessionParams>;
-      const body = request.body as Static<typeof RenameSessionBody>;
-      return renameUserSession(app.memoryApiDeps, request.identity, id, body.session_name.trim());
-    },
+    async (request) => sessions.rename(request.identity, request.params.id, request.body.session_name.trim()),
   );
 
   app.delete(
@@ -72,8 +59,9 @@ export default async function sessionRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      await deleteUserSession(app.memoryApiDeps, request.identity, (request.params as Static<typeof SessionParams>).id);
-      return reply.status(204).send();
+      await sessions.remove(request.identity, request.params.id);
+      // A handler that returns nothing sends no body, as a 204 must.
+      reply.status(204);
     },
   );
 
@@ -87,6 +75,8 @@ export default async function sessionRoutes(app: FastifyInstance) {
         response: { 200: Session, ...problemResponses(400, 401, 404) },
       },
     },
-    async (request) => clearUserSession(app.memoryApiDeps, request.identity, (request.params as Static<typeof SessionParams>).id),
+    async (request) => sessions.clear(request.identity, request.params.id),
   );
-}
+};
+
+export default sessionRoutes;

@@ -1,7 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../../core/sql-recall.js';
-import { createVqlExecutor } from '../../core/vql-execution.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams } from '../schemas/sessions.js';
 import { CsvResponse, ResultCsvHeaders, ResultCsvQuery, SqlSearchQuery, TurnRefParams, TurnSql } from '../schemas/sql-recall.js';
@@ -9,8 +6,8 @@ import { CsvResponse, ResultCsvHeaders, ResultCsvQuery, SqlSearchQuery, TurnRefP
 const common = { tags: ['sql'], security: [{ bearerAuth: [] }] };
 
 /** "Show SQL for the first question", "export as csv": recalled from memory, no answerer call. */
-export default async function sqlRecallRoutes(app: FastifyInstance) {
-  const execute = createVqlExecutor(app.config);
+const sqlRecallRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { sql } = app.memory;
 
   app.get(
     '/sessions/:id/turns/:ref/sql',
@@ -22,10 +19,7 @@ export default async function sqlRecallRoutes(app: FastifyInstance) {
         response: { 200: TurnSql, ...problemResponses(400, 401, 404) },
       },
     },
-    async (request) => {
-      const { id, ref } = request.params as Static<typeof TurnRefParams>;
-      return recallSqlByRef(app.memoryApiDeps, request.identity, id, ref);
-    },
+    async (request) => sql.byRef(request.identity, request.params.id, request.params.ref),
   );
 
   app.get(
@@ -41,16 +35,10 @@ export default async function sqlRecallRoutes(app: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { id, ref } = request.params as Static<typeof TurnRefParams>;
-      const query = request.query as Static<typeof ResultCsvQuery>;
-      const upstreamAuthorization = request.headers['x-upstream-authorization'] as string | undefined;
-      const { turnNumber, csv } = await recallResultCsv(
-        app.memoryApiDeps,
-        request.identity,
-        id,
-        ref,
-        query.fresh ? (sql) => execute(sql, { limit: query.limit, upstreamAuthorization }) : undefined,
-      );
+      const { id, ref } = request.params;
+      const { fresh, limit } = request.query;
+      const upstreamAuthorization = request.headers['x-upstream-authorization'];
+      const { turnNumber, csv } = await sql.resultCsv(request.identity, id, ref, fresh ? { limit, upstreamAuthorization } : undefined);
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="session-${id}-turn-${turnNumber}.csv"`)
@@ -69,9 +57,8 @@ export default async function sqlRecallRoutes(app: FastifyInstance) {
         response: { 200: TurnSql, ...problemResponses(400, 401, 404) },
       },
     },
-    async (request) => {
-      const { id } = request.params as Static<typeof SessionParams>;
-      return recallSqlByKeywords(app.memoryApiDeps, request.identity, id, (request.query as Static<typeof SqlSearchQuery>).q);
-    },
+    async (request) => sql.byKeywords(request.identity, request.params.id, request.query.q),
   );
-}
+};
+
+export default sqlRecallRoutes;

@@ -1,14 +1,13 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import { recordTurn, type TurnInput } from '../../core/turn-recording.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { IdempotencyHeaders } from '../schemas/idempotency.js';
 import { problemResponses } from '../schemas/problem.js';
-import { SessionParams, StoredTurnReply, turnBody } from '../schemas/sessions.js';
+import { newSessionTurnBody, SessionParams, StoredTurnReply, turnBody } from '../schemas/sessions.js';
 
-/** DESIGN §6: a chatbot that runs its own LLM stores each finished turn here. */
-export default async function turnRoutes(app: FastifyInstance) {
-  const NewSessionBody = turnBody(app.config.MEMORY_MAX_QUESTION_CHARS, true);
-  const Body = turnBody(app.config.MEMORY_MAX_QUESTION_CHARS, false);
+/** docs/design.md §6: a chatbot that runs its own LLM stores each finished turn here. */
+const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { turns } = app.memory;
+  const NewSessionBody = newSessionTurnBody(app.config.MEMORY_MAX_QUESTION_CHARS);
+  const Body = turnBody(app.config.MEMORY_MAX_QUESTION_CHARS);
   const common = {
     tags: ['turns'],
     security: [{ bearerAuth: [] }],
@@ -25,9 +24,8 @@ export default async function turnRoutes(app: FastifyInstance) {
       schema: { ...common, summary: 'Store a turn in a new session', body: NewSessionBody },
     },
     async (request, reply) => {
-      const { session_name: newSessionName, ...input } = request.body as TurnInput & { session_name?: string };
-      return app.withIdempotency(request, reply, 201, () =>
-        recordTurn(app.memoryApiDeps, request.identity, { newSessionName }, input));
+      const { session_name: newSessionName, ...input } = request.body;
+      return app.withIdempotency(request, reply, 201, (claim) => turns.record(request.identity, { newSessionName }, input, claim));
     },
   );
 
@@ -38,9 +36,10 @@ export default async function turnRoutes(app: FastifyInstance) {
       schema: { ...common, summary: 'Store a turn in a session', params: SessionParams, body: Body },
     },
     async (request, reply) => {
-      const { id } = request.params as Static<typeof SessionParams>;
-      return app.withIdempotency(request, reply, 201, () =>
-        recordTurn(app.memoryApiDeps, request.identity, { sessionId: id }, request.body as TurnInput));
+      return app.withIdempotency(request, reply, 201, (claim) =>
+        turns.record(request.identity, { sessionId: request.params.id }, request.body, claim));
     },
   );
-}
+};
+
+export default turnRoutes;

@@ -38,7 +38,13 @@ const OpenAiPart = Type.Union([
 
 const OpenAiMessage = Type.Object(
   {
-    role: Type.Union(['system', 'developer', 'user', 'assistant', 'tool'].map((r) => Type.Literal(r))),
+    role: Type.Union([
+      Type.Literal('system'),
+      Type.Literal('developer'),
+      Type.Literal('user'),
+      Type.Literal('assistant'),
+      Type.Literal('tool'),
+    ]),
     content: Type.Optional(Type.Union([Type.Array(OpenAiPart), Type.String(), Type.Null()])),
     tool_calls: Type.Optional(
       Type.Array(

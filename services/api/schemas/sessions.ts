@@ -28,7 +28,7 @@ export const SessionListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 200 })),
 });
 
-const TurnStatus = Type.Union(['ok', 'clarification', 'failed', 'upstream_error'].map((s) => Type.Literal(s)));
+const TurnStatus = Type.Union([Type.Literal('ok'), Type.Literal('clarification'), Type.Literal('failed'), Type.Literal('upstream_error')]);
 
 export const StoredTurnView = Type.Object({
   turn_number: Type.Integer(),
@@ -59,8 +59,8 @@ export const RenameSessionBody = Type.Object(
   { additionalProperties: false },
 );
 
-export function turnBody(maxQuestionChars: number, withSessionName: boolean) {
-  return Type.Object({
+function turnFields(maxQuestionChars: number) {
+  return {
     question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S' }),
     answer: Type.String({ maxLength: 200_000 }),
     sql_query: Type.Optional(Type.Union([Type.String({ maxLength: 100_000 }), Type.Null()])),
@@ -81,7 +81,17 @@ export function turnBody(maxQuestionChars: number, withSessionName: boolean) {
       }),
     ),
     metadata: Type.Optional(JsonObject()),
-    ...(withSessionName ? { session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) } : {}),
+  };
+}
+
+export function turnBody(maxQuestionChars: number) {
+  return Type.Object(turnFields(maxQuestionChars));
+}
+
+export function newSessionTurnBody(maxQuestionChars: number) {
+  return Type.Object({
+    ...turnFields(maxQuestionChars),
+    session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   });
 }
 

@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { TURN_REF_PATTERN } from '../../core/turn-refs.js';
+import { TURN_REF_PATTERN } from '../../core/recall/turn-refs.js';
 
 export const TurnRefParams = Type.Object({
   id: Type.String({ format: 'uuid' }),

@@ -1,4 +1,4 @@
-export type TurnStatus = 'ok' | 'clarification' | 'failed' | 'upstream_error';
+import type { TurnStatus } from '../../model/turns.js';
 
 export interface AnswerRequest {
   question: string;

@@ -1,9 +1,9 @@
-import type { Config } from '../../core/config.js';
+import type { Config } from '../../config/config.js';
 import type { Answerer } from './answerer.js';
 import { noneAnswerer } from './none-answerer.js';
 import { createUpstreamAnswerer } from './upstream-answerer.js';
 
-export type { Answer, Answerer, AnswerRequest, TurnStatus } from './answerer.js';
+export type { Answer, Answerer, AnswerRequest } from './answerer.js';
 
 export function createAnswerer(config: Config): Answerer {
   if (config.answerBackend === 'upstream') {

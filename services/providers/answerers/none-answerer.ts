@@ -1,4 +1,4 @@
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../model/errors.js';
 import type { Answerer } from './answerer.js';
 
 export const noneAnswerer: Answerer = {

@@ -1,4 +1,4 @@
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 

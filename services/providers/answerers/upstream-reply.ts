@@ -1,4 +1,5 @@
-import type { Answer, TurnStatus } from './answerer.js';
+import type { TurnStatus } from '../../model/turns.js';
+import type { Answer } from './answerer.js';
 
 /**
  * Normalises an answerQuestion reply leniently: Denodo AI SDK versions differ (`tables_used` may be

@@ -1,4 +1,4 @@
-import type { Config } from '../../core/config.js';
+import type { Config } from '../../config/config.js';
 import type { Embedder } from './embedder.js';
 import { createLocalEmbedder } from './local-embedder.js';
 import { createOpenAIEmbedder } from './openai-embedder.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../../core/config.js';
+import type { Config } from '../../config/config.js';
 import { createAnthropicChat } from './anthropic-chat.js';
 import type { ChatLlm } from './chat-llm.js';
 import { createOpenAIChat } from './openai-chat.js';

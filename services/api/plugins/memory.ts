@@ -1,0 +1,21 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { createMemory, type Memory, type MemoryParts } from '../../core/memory/memory.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Conversation memory: every route's way into services/core. */
+    memory: Memory;
+  }
+}
+
+/** Decorates `memory`, made once from the app's config, database, queue and metrics and the given providers. */
+export default fp(
+  async function memoryPlugin(app: FastifyInstance, parts: Pick<MemoryParts, 'embedder' | 'answerer' | 'llm' | 'summaryLlm' | 'clock'>) {
+    app.decorate(
+      'memory',
+      createMemory({ ...parts, config: app.config, db: app.db, queue: app.queue, metrics: app.metrics, log: app.log }),
+    );
+  },
+  { name: 'memory', dependencies: ['queue', 'metrics'] },
+);

@@ -1,0 +1,234 @@
+import Type, { type Static } from 'typebox';
+import { Value } from 'typebox/value';
+import { DURATION_PATTERN, parseDurationMs } from './duration.js';
+
+/**
+ * Every environment variable the service reads, in one schema. Nothing else reads `process.env`:
+ * entry points call `loadConfig(process.env)` once and pass the result down.
+ */
+export const ConfigSchema = Type.Object({
+  NODE_ENV: Type.String({ default: 'development' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  HOST: Type.Optional(Type.String({ minLength: 1 })),
+  DATA_DIR: Type.String({ minLength: 1, default: './.data' }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  // Requests per minute per (tenant, user); 0 turns the limit off. Kept in Redis when REDIS_URL is set.
+  RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
+  // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
+  CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
+
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
+
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  JWT_PUBLIC_KEY: Type.Optional(Type.String({ pattern: '-----BEGIN [A-Z ]*PUBLIC KEY-----' })),
+  JWT_JWKS_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  JWT_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
+  JWT_USER_CLAIM: Type.String({ minLength: 1, default: 'sub' }),
+  JWT_TENANT_CLAIM: Type.String({ minLength: 1, default: 'tenant' }),
+  JWT_ROLES_CLAIM: Type.String({ minLength: 1, default: 'roles' }),
+  JWT_DATABASES_CLAIM: Type.Optional(Type.String({ minLength: 1 })),
+  // How long keys read from JWT_JWKS_URL are trusted: a key removed from the JWKS is refused after at most this.
+  JWT_JWKS_CACHE_TTL: Type.String({ pattern: DURATION_PATTERN, default: '10m' }),
+  // Tokens issued (`iat`) longer ago than this are refused, whatever their `exp`; tokens without `iat` too.
+  JWT_MAX_AGE: Type.Optional(Type.String({ pattern: DURATION_PATTERN })),
+
+  MEMORY_MAX_QUESTION_CHARS: Type.Integer({ minimum: 1, maximum: 100_000, default: 4000 }),
+  MEMORY_MAX_HISTORY_MESSAGES: Type.Integer({ minimum: 0, maximum: 200, default: 10 }),
+  MEMORY_SEMANTIC_SEARCH_K: Type.Integer({ minimum: 0, maximum: 50, default: 3 }),
+  MEMORY_MIN_SIMILARITY: Type.Number({ minimum: -1, maximum: 1, default: 0.25 }),
+  MEMORY_MAX_CONTEXT_TOKENS: Type.Integer({ minimum: 0, maximum: 200_000, default: 4000 }),
+  MEMORY_AUGMENTATION: Type.Union([Type.Literal('instructions'), Type.Literal('inline'), Type.Literal('rewrite')], {
+    default: 'instructions',
+  }),
+  MEMORY_TTL: Type.String({ pattern: DURATION_PATTERN, default: '7d' }),
+  MEMORY_TTL_MODE: Type.Union([Type.Literal('sliding'), Type.Literal('absolute')], { default: 'sliding' }),
+  // The memory API's window: older turns leave the context but stay stored until a summary covers them.
+  MEMORY_MAX_TURNS_PER_SESSION: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
+  MEMORY_DEDUP_SIMILARITY: Type.Number({ minimum: 0, maximum: 1, default: 0.97 }),
+  // Turn bodies may carry base64 photos that are replaced before storage, so they get a larger limit.
+  MEMORY_TURN_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 10_485_760 }),
+
+  ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
+  ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  ANSWER_AUTH: Type.Union(
+    [Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')],
+    { default: 'none' },
+  ),
+  ANSWER_BASIC_USER: Type.Optional(Type.String()),
+  ANSWER_BASIC_PASSWORD: Type.Optional(Type.String()),
+  ANSWER_BEARER_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
+  ANSWER_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 120_000 }),
+  // A Denodo-AI-SDK-compatible /executeVQL, for re-running stored SQL (`result.csv?fresh=true`).
+  ANSWER_EXECUTE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+
+  EMBEDDINGS_PROVIDER: Type.Union([Type.Literal('local'), Type.Literal('openai')], { default: 'local' }),
+  EMBEDDINGS_MODEL: Type.Optional(Type.String({ minLength: 1 })),
+  // Vectors stay inline in the 8 KB turn row (docs/design.md §9), so they are capped well below a page.
+  EMBEDDINGS_DIMENSIONS: Type.Optional(Type.Integer({ minimum: 16, maximum: 1536 })),
+
+  LLM_PROVIDER: Type.Optional(Type.Union([Type.Literal('openai'), Type.Literal('anthropic')])),
+  LLM_MODEL: Type.Optional(Type.String({ minLength: 1 })),
+  LLM_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+  OPENAI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  OPENAI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  ANTHROPIC_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  ANTHROPIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+
+  // Background work (docs/design.md §7). Without REDIS_URL the same processors run inside the API process.
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  // BullMQ key prefix: lets several deployments (or test files) share one Redis.
+  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', default: 'bull' }),
+  WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 100, default: 4 }),
+  // The worker's probes and /metrics; 0 picks a free port (tests).
+  WORKER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9464 }),
+  JOB_ATTEMPTS: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
+  JOB_BACKOFF_MS: Type.Integer({ minimum: 1, default: 10_000 }),
+  MEMORY_CLEANUP_INTERVAL: Type.String({ pattern: DURATION_PATTERN, default: '1h' }),
+  MEMORY_CLEANUP_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 100_000, default: 1000 }),
+  // 0 turns off summarization.
+  MEMORY_SUMMARIZATION_THRESHOLD: Type.Integer({ minimum: 0, maximum: 10_000, default: 15 }),
+  SUMMARY_PROVIDER: Type.Optional(Type.Union([Type.Literal('openai'), Type.Literal('anthropic')])),
+  SUMMARY_MODEL: Type.Optional(Type.String({ minLength: 1 })),
+  SUMMARY_MAX_INPUT_TOKENS: Type.Integer({ minimum: 500, maximum: 200_000, default: 6000 }),
+  SUMMARY_MAX_TOKENS: Type.Integer({ minimum: 50, maximum: 8000, default: 600 }),
+  GDPR_EXPORT_TTL: Type.String({ pattern: DURATION_PATTERN, default: '7d' }),
+  REEMBED_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 2048, default: 100 }),
+  // Remote embedding providers only; the local embedder is not rate-limited.
+  REEMBED_MAX_PER_MINUTE: Type.Integer({ minimum: 1, default: 3000 }),
+  // How long a completed Idempotency-Key replays its response (docs/idempotency.md).
+  IDEMPOTENCY_TTL: Type.String({ pattern: DURATION_PATTERN, default: '24h' }),
+  // How long a running request's claim on its key lasts unless renewed (renewed every third of it):
+  // after a crash, a retry waits at most this long before it runs.
+  IDEMPOTENCY_CLAIM_LEASE: Type.String({ pattern: DURATION_PATTERN, default: '15s' }),
+});
+
+export type RawConfig = Static<typeof ConfigSchema>;
+
+export type Config = RawConfig & {
+  isProduction: boolean;
+  /** No JWT setting outside production: listen on loopback, sign with a secret kept under DATA_DIR. */
+  localAuth: boolean;
+  host: string;
+  memoryTtlMs: number;
+  jwksCacheTtlMs: number;
+  jwtMaxAgeMs?: number;
+  cleanupIntervalMs: number;
+  gdprExportTtlMs: number;
+  idempotencyTtlMs: number;
+  idempotencyClaimLeaseMs: number;
+  answerBackend: 'upstream' | 'none';
+  embeddingsModel: string;
+  embeddingsDimensions: number;
+};
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const DEFAULT_MODELS = { local: 'local-hash-v1', openai: 'text-embedding-3-small' } as const;
+const DEFAULT_DIMENSIONS = { local: 384, openai: 1536 } as const;
+
+/** Validates the environment once; a bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const known = Object.keys(ConfigSchema.properties);
+  // Empty strings mean "unset", as in most .env tooling.
+  const input: Record<string, unknown> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const converted = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, input));
+  if (!Value.Check(ConfigSchema, converted)) {
+    const problems = [...Value.Errors(ConfigSchema, converted)].map((e) => {
+      const name = e.instancePath.replace(/^\//, '') || String((e.params as { requiredProperties?: string[] })?.requiredProperties ?? '');
+      return `${name}: ${e.message} (got ${JSON.stringify(input[name] ?? null)})`;
+    });
+    throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const raw = converted as RawConfig;
+  return deriveConfig(raw);
+}
+
+function deriveConfig(raw: RawConfig): Config {
+  const isProduction = raw.NODE_ENV === 'production';
+  const jwtSources = [raw.JWT_SECRET, raw.JWT_PUBLIC_KEY, raw.JWT_JWKS_URL].filter(Boolean).length;
+  if (jwtSources > 1) {
+    throw new ConfigError('JWT_SECRET, JWT_PUBLIC_KEY and JWT_JWKS_URL: set exactly one of them');
+  }
+  if (jwtSources === 0 && isProduction) {
+    throw new ConfigError(
+      'JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL: one is required when NODE_ENV=production',
+    );
+  }
+  const localAuth = jwtSources === 0;
+
+  let answerBackend = raw.ANSWER_BACKEND ?? (raw.ANSWER_URL ? 'upstream' : 'none');
+  if (answerBackend === 'sql') {
+    throw new ConfigError('ANSWER_BACKEND: "sql" (the built-in text-to-SQL answerer) is not available yet; use "upstream"');
+  }
+  if (answerBackend === 'upstream' && !raw.ANSWER_URL) {
+    throw new ConfigError('ANSWER_URL: required when ANSWER_BACKEND=upstream');
+  }
+  if (raw.ANSWER_AUTH === 'basic' && (!raw.ANSWER_BASIC_USER || raw.ANSWER_BASIC_PASSWORD === undefined)) {
+    throw new ConfigError('ANSWER_BASIC_USER and ANSWER_BASIC_PASSWORD: required when ANSWER_AUTH=basic');
+  }
+  if (raw.ANSWER_AUTH === 'bearer' && !raw.ANSWER_BEARER_TOKEN) {
+    throw new ConfigError('ANSWER_BEARER_TOKEN: required when ANSWER_AUTH=bearer');
+  }
+  if (raw.EMBEDDINGS_PROVIDER === 'openai' && !raw.OPENAI_API_KEY) {
+    throw new ConfigError('OPENAI_API_KEY: required when EMBEDDINGS_PROVIDER=openai');
+  }
+  if (raw.LLM_PROVIDER === 'openai' && !raw.OPENAI_API_KEY) {
+    throw new ConfigError('OPENAI_API_KEY: required when LLM_PROVIDER=openai');
+  }
+  if (raw.LLM_PROVIDER === 'anthropic' && !raw.ANTHROPIC_API_KEY) {
+    throw new ConfigError('ANTHROPIC_API_KEY: required when LLM_PROVIDER=anthropic');
+  }
+  if (raw.LLM_PROVIDER && !raw.LLM_MODEL) {
+    throw new ConfigError('LLM_MODEL: required when LLM_PROVIDER is set');
+  }
+  if (raw.SUMMARY_PROVIDER === 'openai' && !raw.OPENAI_API_KEY) {
+    throw new ConfigError('OPENAI_API_KEY: required when SUMMARY_PROVIDER=openai');
+  }
+  if (raw.SUMMARY_PROVIDER === 'anthropic' && !raw.ANTHROPIC_API_KEY) {
+    throw new ConfigError('ANTHROPIC_API_KEY: required when SUMMARY_PROVIDER=anthropic');
+  }
+  if (raw.SUMMARY_PROVIDER && !raw.SUMMARY_MODEL) {
+    throw new ConfigError('SUMMARY_MODEL: required when SUMMARY_PROVIDER is set');
+  }
+  if (raw.SUMMARY_MAX_INPUT_TOKENS < 2 * raw.SUMMARY_MAX_TOKENS + 300) {
+    // The previous summary (at most SUMMARY_MAX_TOKENS) and new turns must both fit in one call.
+    throw new ConfigError(
+      `SUMMARY_MAX_INPUT_TOKENS: must be at least 2 × SUMMARY_MAX_TOKENS + 300 (got ${raw.SUMMARY_MAX_INPUT_TOKENS})`,
+    );
+  }
+  if (parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE) < 1000) {
+    throw new ConfigError(`IDEMPOTENCY_CLAIM_LEASE: must be at least 1s (got "${raw.IDEMPOTENCY_CLAIM_LEASE}")`);
+  }
+  if (parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL) < 1000) {
+    throw new ConfigError(`MEMORY_CLEANUP_INTERVAL: must be at least 1s (got "${raw.MEMORY_CLEANUP_INTERVAL}")`);
+  }
+
+  return {
+    ...raw,
+    isProduction,
+    localAuth,
+    host: raw.HOST ?? (localAuth ? '127.0.0.1' : '0.0.0.0'),
+    memoryTtlMs: parseDurationMs(raw.MEMORY_TTL),
+    jwksCacheTtlMs: parseDurationMs(raw.JWT_JWKS_CACHE_TTL),
+    ...(raw.JWT_MAX_AGE ? { jwtMaxAgeMs: parseDurationMs(raw.JWT_MAX_AGE) } : {}),
+    cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
+    gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
+    idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),
+    idempotencyClaimLeaseMs: parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE),
+    answerBackend,
+    embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
+    embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],
+  };
+}

@@ -1,0 +1,59 @@
+import { deleteUserIdempotencyKeys } from '../../../db/repositories/idempotency.js';
+import { deleteUserExports, deleteUserSessions, deleteUserTurns, findAuditRow, markAuditFinished, markAuditRunning } from '../../../db/repositories/gdpr.js';
+import type { GdprJobDeps } from './export.js';
+import { PermanentJobError } from '../jobs/job-queue.js';
+
+export interface EraseCounts {
+  turns: number;
+  sessions: number;
+  exports: number;
+  /** Stored Idempotency-Key responses: they hold questions, answers and SQL. */
+  idempotency_keys: number;
+  queued_jobs: number;
+}
+
+/**
+ * Erases a user (docs/design.md §7): turns (with their embeddings), sessions (with their summaries), stored
+ * exports and Idempotency-Key responses, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
+ * each batch its own short transaction, so a large user never holds a long lock; a retried job
+ * simply continues. The audit row is kept, with counts only.
+ */
+export async function runGdprErase(
+  deps: GdprJobDeps & { batchSize: number; removeQueuedJobs: (tenantId: string, userId: string) => Promise<number> },
+  job: { tenantId: string; requestId: string },
+): Promise<EraseCounts> {
+  // The job knows its request, not yet its subject: the audit row is read and kept across users.
+  const jobBookkeeping = deps.db.asMaintenance();
+  const audit = await findAuditRow(jobBookkeeping, job.tenantId, job.requestId);
+  if (!audit || audit.action !== 'erase') throw new PermanentJobError(`no erase request ${job.requestId}`);
+  await markAuditRunning(jobBookkeeping, job.tenantId, job.requestId, deps.clock());
+
+  const userId = audit.subject_user_id;
+  // Everything else acts for the subject only: row-level security confines it to their rows.
+  const subject = deps.db.asUser({ tenantId: job.tenantId, userId });
+  // Counts accumulate across attempts so the audit row reports the whole erasure.
+  const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, idempotency_keys: 0, queued_jobs: 0, ...audit.counts };
+  // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
+  // at the end for anything queued meanwhile.
+  counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  const tables: [keyof EraseCounts, typeof deleteUserTurns][] = [
+    ['turns', deleteUserTurns],
+    ['sessions', deleteUserSessions],
+    ['exports', deleteUserExports],
+    ['idempotency_keys', deleteUserIdempotencyKeys],
+  ];
+  for (const [what, deleteBatch] of tables) {
+    for (;;) {
+      const deleted = await deleteBatch(subject, job.tenantId, userId, deps.batchSize);
+      counts[what] += deleted;
+      if (deleted < deps.batchSize) break;
+    }
+    deps.log.info({ what, deleted: counts[what] }, 'erase step finished');
+  }
+  counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  // Deleted rows stay readable in the database's files until their space is reclaimed.
+  await deps.db.reclaimErasedRows();
+  deps.log.info({}, 'erase: space of the deleted rows reclaimed');
+  await markAuditFinished(jobBookkeeping, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
+  return counts;
+}

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { findAuditRow, findExportPayload, insertAuditRow, markAuditFinished, type AuditRow, type GdprAction } from '../../../db/repositories/gdpr.js';
+import type { ScopedDatabase } from '../../../db/row-security.js';
+import { AppError } from '../../model/errors.js';
+import type { Identity } from '../../model/identity.js';
+import type { JobQueue } from '../jobs/job-queue.js';
+
+export const ADMIN_ROLE = 'memory-admin';
+
+export function isAdmin(identity: Identity): boolean {
+  return identity.roles.includes(ADMIN_ROLE);
+}
+
+export interface GdprDeps {
+  db: ScopedDatabase;
+  queue: JobQueue;
+  clock: () => Date;
+}
+
+/**
+ * Records a GDPR request in the audit table and queues its job. The subject is always in the
+ * actor's tenant: an admin acts only within the tenant of their token.
+ */
+export async function requestGdpr(deps: GdprDeps, actor: Identity, subjectUserId: string, action: GdprAction): Promise<AuditRow> {
+  const row = await insertAuditRow(deps.db.asUser(actor), {
+    tenant_id: actor.tenantId,
+    request_id: randomUUID(),
+    action,
+    actor_user_id: actor.userId,
+    subject_user_id: subjectUserId,
+    requested_at: deps.clock(),
+  });
+  try {
+    // With Redis down the job waits in Postgres under its subject; this fails only if that fails too.
+    await deps.queue.enqueue(
+      action === 'export' ? 'gdpr-export' : 'gdpr-erase',
+      { tenantId: row.tenant_id, requestId: row.request_id },
+      { owner: { tenantId: row.tenant_id, userId: row.subject_user_id } },
+    );
+  } catch (err) {
+    await markAuditFinished(deps.db.asUser(actor), row.tenant_id, row.request_id, { status: 'failed', now: deps.clock(), errorCode: 'queue-unavailable' });
+    throw new AppError('queue-unavailable', 'the request could not be queued; please retry', { cause: err });
+  }
+  return row;
+}
+
+/**
+ * The request, if the caller may see it: its subject, its actor, or an admin of its tenant.
+ * Anyone else gets the same 404 as for a request that does not exist.
+ */
+export async function findVisibleRequest(db: ScopedDatabase, caller: Identity, requestId: string): Promise<AuditRow> {
+  const row = await findAuditRow(db.asUser({ ...caller, tenantAdmin: isAdmin(caller) }), caller.tenantId, requestId);
+  if (!row || !(row.subject_user_id === caller.userId || row.actor_user_id === caller.userId || isAdmin(caller))) {
+    throw new AppError('gdpr-request-not-found', `GDPR request ${requestId} does not exist or is not yours`);
+  }
+  return row;
+}
+
+/** The finished export's JSON text, for its subject or an admin of the tenant. */
+export async function downloadExport(deps: Pick<GdprDeps, 'db' | 'clock'>, caller: Identity, requestId: string): Promise<string> {
+  const row = await findVisibleRequest(deps.db, caller, requestId);
+  if (row.action !== 'export') throw new AppError('gdpr-request-not-found', `GDPR request ${requestId} is not an export`);
+  if (row.status !== 'completed') {
+    throw new AppError('export-not-ready', `the export is ${row.status}; poll GET /gdpr/requests/${requestId}`);
+  }
+  // Allowed above; the export is the subject's row, read as the subject.
+  const payload = await findExportPayload(deps.db.asUser({ tenantId: row.tenant_id, userId: row.subject_user_id }), row.tenant_id, row.subject_user_id, row.request_id, deps.clock());
+  if (payload === undefined) throw new AppError('export-expired', 'the export has expired or its data was erased; request a new one');
+  return payload;
+}
+
+export function describeRequest(row: AuditRow) {
+  return {
+    request_id: row.request_id,
+    action: row.action,
+    status: row.status,
+    subject_user_id: row.subject_user_id,
+    actor_user_id: row.actor_user_id,
+    requested_at: row.requested_at.toISOString(),
+    started_at: row.started_at?.toISOString() ?? null,
+    completed_at: row.completed_at?.toISOString() ?? null,
+    counts: row.counts,
+    error_code: row.error_code,
+    status_url: `/gdpr/requests/${row.request_id}`,
+    ...(row.action === 'export' && row.status === 'completed' ? { download_url: `/gdpr/requests/${row.request_id}/download` } : {}),
+  };
+}

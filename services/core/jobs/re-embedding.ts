@@ -1,0 +1,60 @@
+import type { ScopedDatabase } from '../../../db/row-security.js';
+import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../../db/repositories/reembedding.js';
+import type { Embedder } from '../../providers/embeddings/embedder.js';
+import type { JobLogger, JobQueue } from './job-queue.js';
+import { embeddedTurnText } from '../sessions/turn-text.js';
+
+export interface ReEmbedDeps {
+  db: ScopedDatabase;
+  embedder: Embedder;
+  log: JobLogger;
+  batchSize: number;
+  /** Texts per minute sent to a remote provider; undefined for the local embedder. */
+  maxPerMinute?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** At start: queue a re-embedding when stored turns carry another model than the active one. */
+export async function enqueueReEmbeddingIfNeeded(db: ScopedDatabase, queue: JobQueue, embedder: Embedder, log: JobLogger): Promise<boolean> {
+  if (!(await hasTurnsOfOtherModels(db.asMaintenance(), embedder.modelId))) return false;
+  log.info({ model: embedder.modelId }, 'turns carry another embedding model: queueing re-embedding');
+  await queue.enqueue('re-embed', { modelId: embedder.modelId });
+  return true;
+}
+
+/**
+ * Re-embeds every turn not embedded with the active model, batch by batch in primary-key order
+ * (docs/design.md §7). Search already compares only embeddings of the active model, so until a turn is
+ * re-embedded it is simply not found by similarity; nothing mixes models. A job for a model that is
+ * no longer the active one stops at once (a newer deployment will queue its own).
+ */
+export async function runReEmbedding(deps: ReEmbedDeps, job: { modelId: string }) {
+  if (job.modelId !== deps.embedder.modelId) {
+    deps.log.warn({ wanted: job.modelId, active: deps.embedder.modelId }, 're-embedding for an inactive model skipped');
+    return { embedded: 0, skipped: 0, batches: 0 };
+  }
+  const sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  const minBatchMs = deps.maxPerMinute ? (deps.batchSize / deps.maxPerMinute) * 60_000 : 0;
+  let after = null;
+  let embedded = 0;
+  let skipped = 0;
+  let batches = 0;
+  for (;;) {
+    const started = performance.now();
+    const turns = await nextTurnsToEmbed(deps.db.asMaintenance(), job.modelId, after, deps.batchSize);
+    if (!turns.length) break;
+    const vectors = await deps.embedder.embed(
+      turns.map((t) => embeddedTurnText({ question: t.question, sqlQuery: t.sql_query, tablesUsed: t.tables_used, answer: t.answer })),
+    );
+    const batch = turns.flatMap((t, i) => (vectors[i] ? [{ key: t, embedding: vectors[i]! }] : []));
+    embedded += await saveEmbeddings(deps.db.asMaintenance(), job.modelId, batch);
+    skipped += turns.length - batch.length;
+    batches += 1;
+    after = turns.at(-1)!;
+    deps.log.info({ embedded, skipped, batches }, 're-embedding batch');
+    if (turns.length < deps.batchSize) break;
+    const wait = minBatchMs - (performance.now() - started);
+    if (wait > 0) await sleep(wait);
+  }
+  return { embedded, skipped, batches };
+}

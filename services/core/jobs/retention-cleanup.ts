@@ -1,0 +1,54 @@
+import {
+  deleteExpiredEmptySessions,
+  deleteExpiredExports,
+  deleteExpiredIdempotencyKeys,
+  deleteExpiredTurns,
+} from '../../../db/repositories/cleanup.js';
+import type { ScopedDatabase } from '../../../db/row-security.js';
+import type { JobLogger } from './job-queue.js';
+
+export interface CleanupDeps {
+  db: ScopedDatabase;
+  clock: () => Date;
+  log: JobLogger;
+  batchSize: number;
+}
+
+export interface CleanupResult {
+  turns: number;
+  sessions: number;
+  exports: number;
+  idempotencyKeys: number;
+  batches: number;
+  ms: number;
+}
+
+/**
+ * Deletes expired data in bounded batches (docs/design.md §7): the turns of expired sessions, then the
+ * emptied sessions, then expired exports and idempotency keys. Reads already hide expired data, so
+ * this only reclaims space; it is idempotent and safe to run on two workers at once (see db/repositories/cleanup.ts).
+ * "Now" is fixed at the start so that a long run cannot chase sessions expiring while it runs.
+ */
+export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupResult> {
+  const started = performance.now();
+  const now = deps.clock();
+  const result: CleanupResult = { turns: 0, sessions: 0, exports: 0, idempotencyKeys: 0, batches: 0, ms: 0 };
+  const steps: [keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys'>, typeof deleteExpiredTurns][] = [
+    ['turns', deleteExpiredTurns],
+    ['sessions', deleteExpiredEmptySessions],
+    ['exports', deleteExpiredExports],
+    ['idempotencyKeys', deleteExpiredIdempotencyKeys],
+  ];
+  for (const [what, deleteBatch] of steps) {
+    for (;;) {
+      const deleted = await deleteBatch(deps.db.asMaintenance(), now, deps.batchSize);
+      result[what] += deleted;
+      result.batches += 1;
+      if (deleted > 0) deps.log.info({ what, deleted, total: result[what] }, 'cleanup batch');
+      if (deleted < deps.batchSize) break;
+    }
+  }
+  result.ms = Math.round(performance.now() - started);
+  deps.log.info({ ...result }, 'cleanup finished');
+  return result;
+}

@@ -1,0 +1,88 @@
+import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
+import { countTokens, cutText } from '../text.js';
+import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
+import { historyOf, memoryItems, packMemory, similarOf, type MemoryItem } from './pack.js';
+
+/** Answers are context, not content: a long answer is cut to this many characters. */
+export const ANSWER_CHARS_IN_CONTEXT = 500;
+
+export interface ContextInput {
+  /** Newest first. */
+  window: HistoryTurn[];
+  /** Most similar first. */
+  similar: SimilarTurn[];
+  summary: string | null;
+  maxTokens: number;
+}
+
+export interface BuiltContext {
+  /** The rendered memory block; '' when there is nothing to add. */
+  text: string;
+  /** The window turns that made it in, oldest first. */
+  history: HistoryTurn[];
+  similar: SimilarTurn[];
+  summaryUsed: boolean;
+  tokens: number;
+  truncated: boolean;
+}
+
+/** Separators and a section heading an item may bring with it. */
+const SECTION_ALLOWANCE = 16;
+
+/**
+ * The /memoryChat memory block within `maxTokens` (the packer's order: latest turn, summary, older
+ * turns, similar past questions). Tokens are counted on the rendered text, so the bound holds exactly.
+ */
+export function buildMemoryContext(input: ContextInput): BuiltContext {
+  const { kept, rendered, truncated } = packMemory(memoryItems(input), input.maxTokens, {
+    frameTokens: countTokens(renderBlock([])),
+    cost: (item) => countTokens(renderItem(item)) + SECTION_ALLOWANCE,
+    render: (items) => {
+      const text = items.length ? renderBlock(items) : '';
+      return { text, tokens: text ? countTokens(text) : 0 };
+    },
+    tokens: (block) => block.tokens,
+  });
+  return {
+    text: rendered.text,
+    history: historyOf(kept),
+    similar: similarOf(kept),
+    summaryUsed: kept.some((i) => i.kind === 'summary'),
+    tokens: rendered.tokens,
+    truncated,
+  };
+}
+
+function renderItem(item: MemoryItem): string {
+  if (item.kind === 'summary') return quoteStored(item.text);
+  if (item.kind === 'slots') return '';
+  return renderTurn(item.turn);
+}
+
+function renderBlock(items: MemoryItem[]): string {
+  const summary = items.find((i): i is Extract<MemoryItem, { kind: 'summary' }> => i.kind === 'summary');
+  const history = historyOf(items);
+  const similar = similarOf(items);
+  const parts: string[] = [];
+  if (summary) parts.push(`Summary of earlier turns:\n${CONTINUATION_INDENT}${quoteStored(summary.text)}`);
+  if (history.length) {
+    parts.push(`Earlier in this conversation (oldest first):\n${history.map(renderTurn).join('\n\n')}`);
+  }
+  if (similar.length) {
+    parts.push(
+      `Related questions this user asked before, with the SQL that answered them:\n${similar.map(renderTurn).join('\n\n')}`,
+    );
+  }
+  return memoryBlock(parts);
+}
+
+/** Clarifications keep their answer but never carry SQL into later queries. */
+function renderTurn(turn: HistoryTurn): string {
+  const lines = [`Question: ${quoteStored(turn.question)}`];
+  if (turn.status === 'ok' && turn.sql_query) {
+    lines.push(`SQL: ${quoteStored(turn.sql_query)}`);
+    if (turn.tables_used.length) lines.push(`Tables: ${quoteStored(turn.tables_used.join(', '))}`);
+  }
+  if (turn.answer) lines.push(`Answer: ${quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT))}`);
+  return lines.join('\n');
+}

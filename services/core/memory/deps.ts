@@ -1,0 +1,60 @@
+import type { ScopedDatabase } from '../../../db/row-security.js';
+import type { Config } from '../../config/config.js';
+import type { Identity } from '../../model/identity.js';
+import type { Answerer } from '../../providers/answerers/answerer.js';
+import type { Embedder } from '../../providers/embeddings/embedder.js';
+import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import type { AugmentationStrategy } from './augment.js';
+
+/** The memory settings of docs/design.md §4 and §6, read from config once. */
+export interface MemorySettings {
+  /** MEMORY_MAX_HISTORY_MESSAGES: the /memoryChat window when the request names none. */
+  maxHistoryTurns: number;
+  semanticSearchK: number;
+  minSimilarity: number;
+  maxContextTokens: number;
+  maxQuestionChars: number;
+  augmentation: AugmentationStrategy;
+  ttlMs: number;
+  ttlMode: 'sliding' | 'absolute';
+  /** MEMORY_MAX_TURNS_PER_SESSION: the memory API's window; no window is longer, whatever the request asks. */
+  maxTurnsPerSession: number;
+  dedupSimilarity: number;
+}
+
+export function memorySettingsFrom(config: Config): MemorySettings {
+  return {
+    maxHistoryTurns: config.MEMORY_MAX_HISTORY_MESSAGES,
+    semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
+    minSimilarity: config.MEMORY_MIN_SIMILARITY,
+    maxContextTokens: config.MEMORY_MAX_CONTEXT_TOKENS,
+    maxQuestionChars: config.MEMORY_MAX_QUESTION_CHARS,
+    augmentation: config.MEMORY_AUGMENTATION,
+    ttlMs: config.memoryTtlMs,
+    ttlMode: config.MEMORY_TTL_MODE,
+    maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
+    dedupSimilarity: config.MEMORY_DEDUP_SIMILARITY,
+  };
+}
+
+export interface TurnStoredEvent {
+  identity: Identity;
+  sessionId: string;
+  turnCount: number;
+  lastTurnNumber: number;
+  summaryThroughTurn: number | null;
+}
+
+/** The collaborators every memory operation works with; createMemory (memory.ts) assembles them once. */
+export interface MemoryDeps {
+  db: ScopedDatabase;
+  embedder: Embedder;
+  answerer: Answerer;
+  /** The question-rewriting LLM (LLM_PROVIDER), when configured. */
+  llm?: ChatLlm;
+  clock: () => Date;
+  settings: MemorySettings;
+  log: { warn(obj: object, msg: string): void };
+  /** Called once a turn is stored: queues summarization when the session is due (docs/design.md §7). */
+  afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;
+}

@@ -1,0 +1,120 @@
+import type { ScopedDatabase } from '../../../db/row-security.js';
+import type { GdprAction } from '../../../db/repositories/gdpr.js';
+import type { Config } from '../../config/config.js';
+import type { Identity } from '../../model/identity.js';
+import type { Answerer } from '../../providers/answerers/answerer.js';
+import type { Embedder } from '../../providers/embeddings/embedder.js';
+import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import { downloadExport, findVisibleRequest, requestGdpr } from '../gdpr/requests.js';
+import type { JobLogger, JobQueue } from '../jobs/job-queue.js';
+import { createProcessors } from '../jobs/processors.js';
+import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../jobs/summarization.js';
+import { instrumentAnswerer, instrumentEmbedder, recordMemoryUse, type Metrics } from '../metrics.js';
+import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../recall/sql-recall.js';
+import { createVqlExecutor } from '../recall/vql-execution.js';
+import { clearUserSession, deleteUserSession, getUserSession, listUserSessions, renameUserSession } from '../sessions/sessions.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import { recordTurn, type TurnInput } from '../sessions/turns.js';
+import { runMemoryChat, type MemoryChatRequest } from './chat.js';
+import { resolveMemoryContext, type ContextRequest } from './context.js';
+import { memorySettingsFrom, type MemoryDeps } from './deps.js';
+import { searchMemory, type SearchRequest } from './search.js';
+
+/** What the memory is made of: the configuration, the database, the providers and the job queue. */
+export interface MemoryParts {
+  config: Config;
+  db: ScopedDatabase;
+  embedder: Embedder;
+  answerer: Answerer;
+  /** The question-rewriting LLM (LLM_PROVIDER). */
+  llm?: ChatLlm;
+  /** The summarization LLM (SUMMARY_PROVIDER); undefined: extractive summaries. */
+  summaryLlm?: ChatLlm;
+  queue: JobQueue;
+  clock?: () => Date;
+  log: JobLogger;
+  /** Provider latencies, memory use and jobs are recorded here when given. */
+  metrics?: Metrics;
+}
+
+/**
+ * The memory: every operation of the service on conversation memory, over collaborators assembled
+ * here once. The API decorates itself with it (services/api/plugins/memory.ts) and the worker runs
+ * its job processors, so both share one set of settings and one wiring.
+ */
+export function createMemory(parts: MemoryParts) {
+  const { config, db, queue, metrics } = parts;
+  const embedder = metrics ? instrumentEmbedder(parts.embedder, metrics) : parts.embedder;
+  const clock = parts.clock ?? (() => new Date());
+  const summarization = summarizationSettingsFrom(config);
+  const deps: MemoryDeps = {
+    db,
+    embedder,
+    answerer: metrics ? instrumentAnswerer(parts.answerer, metrics) : parts.answerer,
+    llm: parts.llm,
+    clock,
+    settings: memorySettingsFrom(config),
+    log: parts.log,
+    afterTurnStored: (event) => enqueueSummarizationIfDue(queue, summarization, parts.log, event),
+  };
+  const execute = createVqlExecutor(config);
+  const gdpr = { db, queue, clock };
+
+  return {
+    clock,
+    settings: deps.settings,
+
+    /** `POST /memoryChat`: resolve memory, ask the answerer with it, store the turn. */
+    async chat(req: MemoryChatRequest) {
+      const response = await runMemoryChat(deps, req);
+      if (metrics && req.useMemory) {
+        const used = response.memory_context_used;
+        recordMemoryUse(metrics, {
+          retrievalSeconds: response.memory_retrieval_time,
+          contextTokens: used.context_tokens,
+          historyCount: used.history_messages_count,
+          similarCount: used.similar_queries_count,
+        });
+      }
+      return response;
+    },
+    context: (identity: Identity, req: ContextRequest) => resolveMemoryContext(deps, identity, req),
+    search: (identity: Identity, req: SearchRequest) => searchMemory(deps, identity, req),
+
+    sessions: {
+      list: (identity: Identity, limit: number, cursor?: string) => listUserSessions(deps, identity, limit, cursor),
+      get: (identity: Identity, sessionId: string) => getUserSession(deps, identity, sessionId),
+      rename: (identity: Identity, sessionId: string, name: string) => renameUserSession(deps, identity, sessionId, name),
+      remove: (identity: Identity, sessionId: string) => deleteUserSession(deps, identity, sessionId),
+      clear: (identity: Identity, sessionId: string) => clearUserSession(deps, identity, sessionId),
+    },
+
+    turns: {
+      record: (identity: Identity, target: { sessionId: string } | { newSessionName?: string }, input: TurnInput, claim?: IdempotencyClaim) =>
+        recordTurn(deps, identity, target, input, claim),
+    },
+
+    sql: {
+      byRef: (identity: Identity, sessionId: string, ref: string) => recallSqlByRef(deps, identity, sessionId, ref),
+      byKeywords: (identity: Identity, sessionId: string, q: string) => recallSqlByKeywords(deps, identity, sessionId, q),
+      /** The stored result as CSV, or with `fresh` the stored SQL re-run upstream (ANSWER_EXECUTE_URL). */
+      resultCsv: (
+        identity: Identity,
+        sessionId: string,
+        ref: string,
+        fresh?: { limit?: number; upstreamAuthorization?: string },
+      ) => recallResultCsv(deps, identity, sessionId, ref, fresh ? (sql) => execute(sql, fresh) : undefined),
+    },
+
+    gdpr: {
+      request: (actor: Identity, subjectUserId: string, action: GdprAction) => requestGdpr(gdpr, actor, subjectUserId, action),
+      find: (caller: Identity, requestId: string) => findVisibleRequest(db, caller, requestId),
+      download: (caller: Identity, requestId: string) => downloadExport(gdpr, caller, requestId),
+    },
+
+    /** The job processors, the same for the BullMQ worker and the in-process queue. */
+    processors: createProcessors({ config, db, embedder, summaryLlm: parts.summaryLlm, clock, queue, metrics }),
+  };
+}
+
+export type Memory = ReturnType<typeof createMemory>;

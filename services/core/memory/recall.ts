@@ -1,0 +1,51 @@
+import { retrieveMemory, type Retrieved } from '../../../db/repositories/memory-store.js';
+import type { Identity } from '../../model/identity.js';
+import type { MemoryDeps } from './deps.js';
+
+export interface RecallRequest {
+  identity: Identity;
+  question: string;
+  /** Resume this session; absent for a new one. */
+  sessionId?: string;
+  now: Date;
+  windowSize: number;
+  /** Similar past turns to find; 0 skips the embedding call. */
+  k: number;
+  /** The request's `vdp_database_names`, when it names any. */
+  databases?: string[];
+  /** Also read the window turns' message chains (the memory API replays them). */
+  withMessages?: boolean;
+}
+
+/**
+ * The one recall pipeline of /memoryChat and /memory/context: embed the question, then read the
+ * session, its window and the user's similar turns in one round trip. A failed embedding is not a
+ * failed recall: the window is still read, without similar turns, and `onEmbeddingFailed` lets the
+ * caller say so in its own words.
+ */
+export async function recallMemory(
+  deps: Pick<MemoryDeps, 'db' | 'embedder' | 'settings'>,
+  req: RecallRequest,
+  onEmbeddingFailed: (err: unknown) => void,
+): Promise<Retrieved> {
+  let embedding: number[] | null = null;
+  if (req.k > 0) {
+    try {
+      [embedding = null] = await deps.embedder.embed([req.question]);
+    } catch (err) {
+      onEmbeddingFailed(err);
+    }
+  }
+  return retrieveMemory(deps.db.asUser(req.identity), {
+    identity: req.identity,
+    sessionId: req.sessionId,
+    now: req.now,
+    windowSize: req.windowSize,
+    k: embedding ? req.k : 0,
+    minSimilarity: deps.settings.minSimilarity,
+    embedding,
+    embeddingModel: deps.embedder.modelId,
+    scope: { requested: req.databases, allowed: req.identity.databases },
+    ...(req.withMessages ? { withMessages: true } : {}),
+  });
+}

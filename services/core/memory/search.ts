@@ -1,0 +1,46 @@
+import { findLiveSession } from '../../../db/repositories/memory-store.js';
+import { searchTurns } from '../../../db/repositories/turns.js';
+import { AppError } from '../../model/errors.js';
+import type { Identity } from '../../model/identity.js';
+import { databaseNames } from './database-names.js';
+import type { MemoryDeps } from './deps.js';
+import { notFound } from '../sessions/sessions.js';
+
+export interface SearchRequest {
+  query: string;
+  k: number;
+  sessionId?: string;
+  vdpDatabaseNames?: string | string[];
+  minSimilarity?: number;
+}
+
+/** `POST /memory/search`: the caller's turns ranked by similarity to `query`, with scores. */
+export async function searchMemory(deps: MemoryDeps, identity: Identity, req: SearchRequest) {
+  const now = deps.clock();
+  if (req.sessionId && !(await findLiveSession(deps.db.asUser(identity), identity, req.sessionId, now))) throw notFound(req.sessionId);
+  let embedding: number[] | null;
+  try {
+    [embedding = null] = await deps.embedder.embed([req.query]);
+  } catch (err) {
+    throw new AppError('embeddings-unavailable', 'the query could not be embedded; please retry', { cause: err });
+  }
+  if (!embedding) return { results: [] };
+  const hits = await searchTurns(deps.db.asUser(identity), {
+    identity,
+    now,
+    embedding,
+    embeddingModel: deps.embedder.modelId,
+    k: req.k,
+    // No floor by default: a search asks for the k best, however weak.
+    minSimilarity: req.minSimilarity ?? -1,
+    sessionId: req.sessionId,
+    scope: { requested: databaseNames(req.vdpDatabaseNames), allowed: identity.databases },
+  });
+  return {
+    results: hits.map((h) => ({
+      ...h,
+      created_at: new Date(h.created_at).toISOString(),
+      similarity: Math.round(h.similarity * 10_000) / 10_000,
+    })),
+  };
+}

@@ -1,0 +1,61 @@
+import { stringify } from 'csv-stringify/sync';
+
+/**
+ * CSV from a stored Denodo `execution_result` (docs/design.md §5 forms): the old `{"Row 1": [{columnName,
+ * value}, …]}`, the new `{full, full_csv, llm, llm_csv}` (the full rows win over the LLM's sample),
+ * or a plain list of row objects. Undefined when the result holds no rows (an error text, null).
+ */
+export function executionResultToCsv(result: unknown): string | undefined {
+  const table = tableOf(result);
+  if (table) return stringify(table.rows, { header: true, columns: table.columns, cast: { boolean: String, object: (v) => JSON.stringify(v) } });
+  if (isObject(result)) {
+    for (const key of ['full_csv', 'llm_csv']) {
+      const csv = result[key];
+      if (typeof csv === 'string' && csv.trim()) return csv.endsWith('\n') ? csv : `${csv}\n`;
+    }
+  }
+  return undefined;
+}
+
+interface Table {
+  columns: string[];
+  rows: unknown[][];
+}
+
+function tableOf(result: unknown): Table | undefined {
+  if (typeof result === 'string') {
+    try {
+      return tableOf(JSON.parse(result));
+    } catch {
+      return undefined;
+    }
+  }
+  if (Array.isArray(result)) return recordsTable(result.filter(isObject));
+  if (!isObject(result)) return undefined;
+  if ('full' in result || 'llm' in result) return tableOf(result.full) ?? tableOf(result.llm);
+  const rowKeys = Object.keys(result).filter((k) => /^Row \d+$/.test(k));
+  if (!rowKeys.length) return undefined;
+  rowKeys.sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)));
+  return recordsTable(rowKeys.map((k) => cellsAsRecord(result[k])));
+}
+
+/** `[{columnName, value}, …]` → `{column: value}`. */
+function cellsAsRecord(cells: unknown): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  if (Array.isArray(cells)) {
+    for (const cell of cells) {
+      if (isObject(cell) && typeof cell.columnName === 'string') record[cell.columnName] = cell.value;
+    }
+  }
+  return record;
+}
+
+function recordsTable(records: Record<string, unknown>[]): Table | undefined {
+  if (!records.length) return undefined;
+  const columns = [...new Set(records.flatMap((r) => Object.keys(r)))];
+  return { columns, rows: records.map((r) => columns.map((c) => r[c] ?? null)) };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,53 @@
+import type { Config } from '../../config/config.js';
+import { AppError } from '../../model/errors.js';
+
+/**
+ * Re-runs stored SQL on a Denodo-AI-SDK-compatible `POST /executeVQL` (`{vql, limit}` →
+ * `{execution_result}`), with the same upstream credentials as the answerer (ANSWER_AUTH). Used by
+ * `result.csv?fresh=true`, so an export shows today's data rather than the answer-time snapshot.
+ */
+export function createVqlExecutor(
+  config: Pick<Config, 'ANSWER_EXECUTE_URL' | 'ANSWER_AUTH' | 'ANSWER_BASIC_USER' | 'ANSWER_BASIC_PASSWORD' | 'ANSWER_BEARER_TOKEN' | 'ANSWER_TIMEOUT_MS'>,
+) {
+  return async (sql: string, options: { limit?: number; upstreamAuthorization?: string }): Promise<unknown> => {
+    if (!config.ANSWER_EXECUTE_URL) {
+      throw new AppError('execute-not-configured', 'set ANSWER_EXECUTE_URL (the upstream /executeVQL) to re-run stored SQL');
+    }
+    const auth = authHeader(config, options.upstreamAuthorization);
+    let response: Response;
+    try {
+      response = await fetch(config.ANSWER_EXECUTE_URL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...auth },
+        body: JSON.stringify({ vql: sql, ...(options.limit ? { limit: options.limit } : {}) }),
+        signal: AbortSignal.timeout(config.ANSWER_TIMEOUT_MS),
+      });
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') throw new AppError('upstream-timeout', 'the SQL execution endpoint did not answer in time');
+      throw new AppError('upstream-failed', 'the SQL execution endpoint could not be reached', { cause: err });
+    }
+    if (response.status >= 500) throw new AppError('upstream-failed', `the SQL execution endpoint failed with HTTP ${response.status}`);
+    if (response.status >= 400) throw new AppError('upstream-rejected', `the SQL execution endpoint refused the request (HTTP ${response.status})`);
+    const body = (await response.json().catch(() => undefined)) as { execution_result?: unknown } | undefined;
+    if (!body || typeof body !== 'object') throw new AppError('upstream-bad-response', 'the SQL execution endpoint did not reply with JSON');
+    return body.execution_result;
+  };
+}
+
+export type VqlExecutor = ReturnType<typeof createVqlExecutor>;
+
+function authHeader(config: Parameters<typeof createVqlExecutor>[0], forwarded?: string): Record<string, string> {
+  switch (config.ANSWER_AUTH) {
+    case 'forward':
+      if (!forwarded) {
+        throw new AppError('validation-failed', 'send your upstream credentials in the X-Upstream-Authorization header to re-run SQL');
+      }
+      return { authorization: forwarded };
+    case 'basic':
+      return { authorization: `Basic ${Buffer.from(`${config.ANSWER_BASIC_USER}:${config.ANSWER_BASIC_PASSWORD}`).toString('base64')}` };
+    case 'bearer':
+      return { authorization: `Bearer ${config.ANSWER_BEARER_TOKEN}` };
+    case 'none':
+      return {};
+  }
+}

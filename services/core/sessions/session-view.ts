@@ -1,0 +1,16 @@
+import type { SessionRow } from '../../model/sessions.js';
+
+/** How a session is shown by every memory API route. */
+export function sessionView(session: SessionRow) {
+  return {
+    session_id: session.session_id,
+    session_name: session.session_name,
+    message_count: session.turn_count,
+    created_at: session.created_at.toISOString(),
+    updated_at: session.updated_at.toISOString(),
+    expires_at: session.expires_at.toISOString(),
+    is_summarized: session.summary_text !== null,
+    summary_through_turn: session.summary_through_turn,
+    slots: session.slots,
+  };
+}

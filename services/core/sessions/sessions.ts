@@ -1,0 +1,98 @@
+import {
+  clearSession,
+  deleteSession,
+  getSessionWithTurns,
+  listSessions,
+  renameSession,
+  type Retention,
+  type SessionPageCursor,
+} from '../../../db/repositories/sessions.js';
+import { AppError } from '../../model/errors.js';
+import type { Identity } from '../../model/identity.js';
+import type { MemoryDeps } from '../memory/deps.js';
+import type { ChainFormat } from './chains.js';
+import { sessionView } from './session-view.js';
+
+/**
+ * Session operations of the memory API. Reads never extend a sliding session (only stored turns,
+ * renames and clears count as activity): a bot polling its sessions must not keep them alive.
+ */
+export async function listUserSessions(deps: MemoryDeps, identity: Identity, limit: number, cursor?: string) {
+  const page = await listSessions(deps.db.asUser(identity), identity, deps.clock(), limit, cursor ? decodeCursor(cursor) : undefined);
+  return { sessions: page.sessions.map(sessionView), next_cursor: page.next ? encodeCursor(page.next) : null };
+}
+
+export async function getUserSession(deps: MemoryDeps, identity: Identity, sessionId: string) {
+  const found = await getSessionWithTurns(deps.db.asUser(identity), identity, sessionId, deps.clock());
+  if (!found) throw notFound(sessionId);
+  const windowStart = found.turns.length - deps.settings.maxTurnsPerSession;
+  const covered = found.session.summary_through_turn ?? 0;
+  return {
+    ...sessionView(found.session),
+    summary: found.session.summary_text,
+    turns: found.turns.map((t, i) => ({
+      turn_number: t.turn_number,
+      created_at: t.created_at.toISOString(),
+      status: t.status,
+      question: t.question,
+      answer: t.answer,
+      sql_query: t.sql_query,
+      query_explanation: t.query_explanation,
+      tables_used: t.tables_used,
+      vdp_database_names: t.vdp_database_names,
+      execution_result: t.execution_result ?? null,
+      messages_format: (t.messages as { format?: ChainFormat } | null)?.format ?? null,
+      messages: (t.messages as { messages?: unknown[] } | null)?.messages ?? null,
+      context: t.context,
+      metadata: t.metadata,
+      duplicate_of: t.duplicate_of,
+      // Trimmed turns stay stored (and listed) until a summary covers them, but leave the context.
+      in_context_window: i >= windowStart && t.turn_number > covered,
+    })),
+  };
+}
+
+export async function renameUserSession(deps: MemoryDeps, identity: Identity, sessionId: string, name: string) {
+  const session = await renameSession(deps.db.asUser(identity), identity, sessionId, name, retention(deps));
+  if (!session) throw notFound(sessionId);
+  return sessionView(session);
+}
+
+export async function deleteUserSession(deps: MemoryDeps, identity: Identity, sessionId: string) {
+  if (!(await deleteSession(deps.db.asUser(identity), identity, sessionId, deps.clock()))) throw notFound(sessionId);
+}
+
+export async function clearUserSession(deps: MemoryDeps, identity: Identity, sessionId: string) {
+  const session = await clearSession(deps.db.asUser(identity), identity, sessionId, retention(deps));
+  if (!session) throw notFound(sessionId);
+  return sessionView(session);
+}
+
+export function notFound(sessionId: string) {
+  return new AppError('session-not-found', `session ${sessionId} does not exist or has expired`);
+}
+
+function retention(deps: MemoryDeps): Retention {
+  return { now: deps.clock(), ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode };
+}
+
+// The cursor is opaque to clients: base64url of the last session's position.
+function encodeCursor(cursor: SessionPageCursor): string {
+  return Buffer.from(JSON.stringify([cursor.updatedAt, cursor.sessionId])).toString('base64url');
+}
+
+// Postgres' text form of a timestamptz, e.g. "2025-01-02 03:04:05.678901+00".
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:?\d{2})?|Z)$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function decodeCursor(text: string): SessionPageCursor {
+  try {
+    const [updatedAt, sessionId] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[];
+    if (typeof updatedAt === 'string' && TIMESTAMP.test(updatedAt) && typeof sessionId === 'string' && UUID.test(sessionId)) {
+      return { updatedAt, sessionId };
+    }
+  } catch {
+    // fall through to the problem below
+  }
+  throw new AppError('invalid-cursor', 'the cursor is not one this service returned; start again without it');
+}

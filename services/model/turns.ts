@@ -1,0 +1,48 @@
+/**
+ * The conversation turn as db, providers and core all see it. Rows are named as Postgres returns
+ * them (snake_case); a turn on its way in (NewTurn) is named as the code builds it.
+ */
+
+/** How a turn ended; only `ok` turns carry SQL into later context (docs/design.md §4). */
+export type TurnStatus = 'ok' | 'clarification' | 'failed' | 'upstream_error';
+
+export interface HistoryTurn {
+  turn_number: number;
+  status: TurnStatus;
+  question: string;
+  answer: string;
+  sql_query: string | null;
+  tables_used: string[];
+  created_at: Date;
+  /** The turn's stored message chain, when the retrieval asked for it. */
+  messages?: unknown;
+}
+
+export interface SimilarTurn extends HistoryTurn {
+  session_id: string;
+  similarity: number;
+}
+
+export interface NewTurn {
+  status: TurnStatus;
+  question: string;
+  augmentedQuestion: string | null;
+  answer: string;
+  sqlQuery: string | null;
+  queryExplanation: string | null;
+  tablesUsed: string[];
+  vdpDatabaseNames: string[];
+  executionResult: unknown;
+  metadata: Record<string, unknown>;
+  embedding: number[] | null;
+  embeddingModel: string;
+  /** The turn's message chain as stored by the memory API: `{ format, messages }`. */
+  messages?: unknown;
+  /** Structured slots to carry forward; merged into the session's slots (null removes a slot). */
+  context?: Record<string, unknown> | null;
+  /** The recent turn of the same session this one nearly repeats. */
+  duplicateOf?: number | null;
+}
+
+/** `ref` of `/sessions/{id}/turns/{ref}/sql`: a turn number, or a position among turns with SQL. */
+export type TurnRef = { number: number } | { position: 'first' | 'last' | 'previous' };
