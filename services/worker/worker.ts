@@ -40,7 +40,14 @@ const database = await openDatabase(config, {
   );
   process.exit(1);
 });
-await migrate(database.pool);
+try {
+  await migrate(database.pool);
+} catch (err) {
+  // E.g. the database is restarting: one line and exit 1, as the API does; the orchestrator starts it again.
+  console.error(`memorychat worker: ${(err as Error).message}`);
+  await database.close();
+  process.exit(1);
+}
 
 const providers = createProviders(config);
 // The outbox: an erase removes the user's jobs held in Postgres, and held jobs are handed to Redis from here too.
