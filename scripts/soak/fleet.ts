@@ -143,7 +143,7 @@ export async function runFleetSoak(o: FleetOptions): Promise<FleetReport> {
       QUEUE_PREFIX: queuePrefix,
       JWT_SECRET,
       ANSWER_URL: answerer.url,
-      // Short timeouts keep an orphaned Idempotency-Key claim's lease (answer + LLM timeouts + 60 s) short.
+      // The fakes answer within 0.6 s; IDEMPOTENCY_CLAIM_LEASE stays at its default, as deployed.
       ANSWER_TIMEOUT_MS: '5000',
       LLM_TIMEOUT_MS: '1000',
       SUMMARY_PROVIDER: 'openai',
