@@ -171,7 +171,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
               (SELECT array_agg(DISTINCT r::text ORDER BY r::text) FROM pg_policies p, unnest(p.roles) r
                WHERE p.schemaname = 'public' AND p.tablename = c.relname) AS roles
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-       WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> 'schema_migrations'
+       WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname NOT IN ('schema_migrations', 'migrations')
        ORDER BY c.relname`,
     );
     expect(rows.length).toBeGreaterThanOrEqual(5);

@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix } from '../support/redis.js';
 import { freshDataDir } from '../support/test-app.js';
 
+// The compiled worker, as `npm run worker` and the image run it (build-setup.ts builds dist/).
 describe('the worker process (`npm run worker`)', () => {
   const prefix = uniquePrefix('worker-process');
   const redis = redisClient();
@@ -17,7 +18,7 @@ describe('the worker process (`npm run worker`)', () => {
 
   it('when started, then it serves probes and job metrics, and SIGTERM closes it cleanly', async () => {
     dataDir = await freshDataDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'services/worker/worker.ts'], {
+    const child = spawn(process.execPath, ['dist/services/worker/worker.js'], {
       env: { PATH: process.env.PATH, DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, WORKER_PORT: '0', JWT_SECRET: 'x'.repeat(32) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
