@@ -44,7 +44,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
   }
 
   async function storedTurns(userId: string) {
-    const { rows } = await t.database.pool.query<{ session_id: string; turn_number: number; question: string }>(
+    const { rows } = await t.admin.query<{ session_id: string; turn_number: number; question: string }>(
       'SELECT session_id, turn_number, question FROM turns WHERE user_id = $1 ORDER BY session_id, turn_number',
       [userId],
     );
@@ -234,7 +234,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     const first = await storeTurn(token, undefined, body, 'lease-key');
     expect(first.status).toBe(201);
     // What a crash between storing the turn and storing the response leaves behind.
-    await t.database.pool.query(
+    await t.admin.query(
       `UPDATE idempotency_keys SET status = 'in_progress', response_status = NULL, response_body = NULL,
          locked_until = $2::timestamptz + interval '1 minute'
        WHERE user_id = $1`,
@@ -272,7 +272,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
 
     const result = await runRetentionCleanup({ db: t.database.scoped, clock: () => t.clock.now, log: silentLog, batchSize: 1 });
     expect(result.idempotencyKeys).toBeGreaterThanOrEqual(1);
-    const { rows } = await t.database.pool.query<{ idempotency_key: string }>(
+    const { rows } = await t.admin.query<{ idempotency_key: string }>(
       'SELECT idempotency_key FROM idempotency_keys WHERE user_id = $1 ORDER BY idempotency_key',
       ['idem-ttl'],
     );
@@ -317,7 +317,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     expect(replies.map((r) => r.body.conversation_metadata.message_count).sort((a, b) => a - b)).toEqual(expected);
     const turns = await storedTurns('idem-chat-numbering');
     expect(turns.map((r) => r.turn_number)).toEqual([1, ...expected]);
-    const { rows } = await t.database.pool.query<{ turn_count: number; last_turn_number: number }>(
+    const { rows } = await t.admin.query<{ turn_count: number; last_turn_number: number }>(
       'SELECT turn_count, last_turn_number FROM sessions WHERE user_id = $1',
       ['idem-chat-numbering'],
     );

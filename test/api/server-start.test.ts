@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { freshDataDir } from '../support/test-app.js';
+import { freshDataDir } from '../support/test-database.js';
 
 const TSX = ['--import', 'tsx'];
 const children: ChildProcess[] = [];
