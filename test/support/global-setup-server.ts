@@ -23,21 +23,15 @@ export default async function setup(project: TestProject) {
   const login = `mc_test_${randomBytes(4).toString('hex')}`;
   const template = `${login}_template`;
   const admin = new pg.Pool({ ...SERVER, user: SUPERUSER, database: 'postgres', max: 1 });
-  await admin.query(`CREATE ROLE ${login} LOGIN CREATEROLE`);
-  await admin.query(`CREATE DATABASE ${template} OWNER ${login}`);
-  const templateAdmin = new pg.Pool({ ...SERVER, user: SUPERUSER, database: template, max: 1 });
-  const pool = new pg.Pool({ ...SERVER, user: login, database: template, max: 1 });
-  try {
-    await templateAdmin.query('CREATE EXTENSION vector');
-    await migrate(pool);
-  } finally {
-    await pool.end();
-    await templateAdmin.end();
-  }
-  project.provide('serverDatabase', { login, template });
+  const { rows } = await admin
+    .query(`SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'`)
+    .catch((err: Error) => {
+      throw new Error(`the server tests need PostgreSQL at ${SERVER.host}:${SERVER.port} with trust auth (README): ${err.message}`);
+    });
+  if (rows[0].n === 0) throw new Error(`the PostgreSQL server at ${SERVER.host}:${SERVER.port} has no pgvector: run sudo scripts/install-pgvector.sh`);
 
-  return async () => {
-    // Every database of the login, the template and any a crashed test file left behind.
+  async function teardown() {
+    // Every database of the login: the template and any a crashed test file left behind.
     const { rows } = await admin.query<{ datname: string }>(
       'SELECT datname FROM pg_database WHERE datdba = (SELECT oid FROM pg_roles WHERE rolname = $1)',
       [login],
@@ -45,5 +39,24 @@ export default async function setup(project: TestProject) {
     for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
     await admin.query(`DROP ROLE IF EXISTS ${login}`);
     await admin.end();
-  };
+  }
+
+  try {
+    await admin.query(`CREATE ROLE ${login} LOGIN CREATEROLE`);
+    await admin.query(`CREATE DATABASE ${template} OWNER ${login}`);
+    const templateAdmin = new pg.Pool({ ...SERVER, user: SUPERUSER, database: template, max: 1 });
+    const pool = new pg.Pool({ ...SERVER, user: login, database: template, max: 1 });
+    try {
+      await templateAdmin.query('CREATE EXTENSION vector');
+      await migrate(pool);
+    } finally {
+      await pool.end();
+      await templateAdmin.end();
+    }
+  } catch (err) {
+    await teardown();
+    throw err;
+  }
+  project.provide('serverDatabase', { login, template });
+  return teardown;
 }

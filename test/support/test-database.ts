@@ -13,10 +13,8 @@ import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
 /** The pool size of a deployment (README's default), used by the service in the `server` project. */
 const SERVER_POOL_MAX = 10;
 
+/** Provided in the `server` project only (vitest.config.ts, test/support/global-setup-server.ts). */
 const server = inject('serverDatabase') as { login: string; template: string } | undefined;
-
-/** True in the `server` project (vitest.config.ts): the service runs on the PostgreSQL server. */
-export const onServer = server !== undefined;
 
 /** A migrated database of the test's own: an embedded one in a new DATA_DIR, or a new database on the server. */
 export interface TestDatabase {
@@ -31,7 +29,7 @@ export interface TestDatabase {
   remove(): Promise<void>;
 }
 
-/** A fresh embedded database (copied from the migrated template) in its own directory. */
+/** A fresh embedded database (copied from the migrated template) in its own directory; embedded project only. */
 export async function freshDataDir(): Promise<string> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
   await cp(inject('templateDataDir'), dataDir, { recursive: true });
