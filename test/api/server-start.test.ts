@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { freshDataDir } from '../support/test-app.js';
+import { freshDataDir } from '../support/test-database.js';
 
 // The compiled entry points, as `npm start`, `npm run token` and the image run them (build-setup.ts builds dist/).
 const SERVER = 'dist/services/api/server.js';
