@@ -1,16 +1,28 @@
 # syntax=docker/dockerfile:1
 # memorychat: one image for the API (default CMD), the worker and the migration Job (k8s/ overrides
-# the command). The TypeScript runs through tsx, a runtime dependency, exactly as `npm start` and the
-# tests run it: no separate build output that could drift from what was tested.
+# the command). It runs the JavaScript that `npm run build` compiles (tsc to dist/), as `npm start`
+# does; TypeScript, tsx and esbuild stay in the build stage.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 # Production dependencies only, from the lock file. --ignore-scripts: no install script runs at build
-# time; esbuild (under tsx) ships its binary as a platform package, and msgpackr falls back to JS.
+# time; msgpackr falls back to JS.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# The compiler needs the development dependencies; only its output leaves this stage.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build ./scripts/build
+COPY db ./db
+COPY services ./services
+COPY scripts/migrate.ts scripts/token.ts ./scripts/
+RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
@@ -19,16 +31,14 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # Everything is owned by root and only readable by the app user: the code cannot be changed at run time.
 COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
-COPY db ./db
-COPY services ./services
-COPY scripts/migrate.ts scripts/token.ts ./scripts/
+COPY package.json ./
+COPY --from=build /app/dist ./dist
 # The only writable place inside the image (embedded database, local secret); k8s mounts an emptyDir
-# there and at /tmp (tsx's transform cache) because the root filesystem is read-only.
+# there and at /tmp (the embedded database's socket directory) because the root filesystem is read-only.
 RUN mkdir -p /var/lib/memorychat && chown 1000:1000 /var/lib/memorychat
 # Numeric, so that Kubernetes' runAsNonRoot can verify it without a passwd lookup.
 USER 1000:1000
 EXPOSE 8080
 # node itself is PID 1 (not npm, which neither forwards SIGTERM nor exits with the child's code), so
 # close-with-grace receives the signal and drains requests.
-CMD ["node", "--import", "tsx", "services/api/server.ts"]
+CMD ["node", "dist/services/api/server.js"]

@@ -1,12 +1,51 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+// Tests of pure code: no database, no Redis, no global setup (`npm run test:unit`, a few seconds).
+const UNIT = ['test/core/**/*.test.ts', 'test/architecture/**/*.test.ts'];
 
 export default defineConfig({
   test: {
-    globalSetup: ['test/support/global-setup.ts'],
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    // Each file starts its own embedded Postgres process; two cores run two files at a time.
+    // Each file starts its own embedded Postgres process; two cores run two files at a time (all projects share them).
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      {
+        extends: true,
+        test: {
+          name: 'embedded',
+          include: ['test/**/*.test.ts'],
+          exclude: [
+            ...configDefaults.exclude,
+            ...UNIT,
+            // About a server login that is no superuser; the embedded database's login is one.
+            'test/api/row-level-security-server.test.ts',
+          ],
+          globalSetup: ['test/support/global-setup.ts', 'test/support/build-setup.ts'],
+        },
+      },
+      {
+        // The same service tests on the PostgreSQL server at 127.0.0.1:5432 (test/support/test-database.ts).
+        extends: true,
+        test: {
+          name: 'server',
+          include: ['test/api/**/*.test.ts', 'test/worker/**/*.test.ts'],
+          exclude: [
+            ...configDefaults.exclude,
+            // Local mode: an embedded DATA_DIR holds the database and the signing secret.
+            'test/api/server-start.test.ts',
+            // Restarts its database, which the shared server must not be.
+            'test/api/soak.test.ts',
+            // Starts a Postgres of its own, without pgvector: the same in both projects.
+            'test/api/database-without-pgvector.test.ts',
+            // About the embedded database's files and its single owner process.
+            'test/api/erase-leaves-no-trace.test.ts',
+            'test/worker/embedded-with-redis.test.ts',
+          ],
+          globalSetup: ['test/support/global-setup-server.ts', 'test/support/build-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -1,7 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 import type pg from 'pg';
+import { loadMigrationFiles, migrate as runMigrations } from 'postgres-migrations';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -10,38 +9,86 @@ export class MigrationError extends Error {
 }
 
 /**
- * Applies the numbered SQL files in db/migrations that are not yet recorded, each in its own
- * transaction, under a lock so that two instances starting together apply each file once.
+ * Applies the numbered SQL files in db/migrations (`NNN_name.sql`, numbered 1, 2, 3… without gaps) that
+ * are not yet recorded, with postgres-migrations: each in its own transaction unless the file contains
+ * `-- postgres-migrations disable-transaction` (for `CREATE INDEX CONCURRENTLY` and the like), under an
+ * advisory lock so that two instances starting together apply each file once, and refusing to run when
+ * an applied file was edited since (its SHA-1 is kept in the `migrations` table).
+ * Returns the applied files' names without `.sql`, e.g. `007_add_index`.
  */
-export async function migrate(pool: pg.Pool, log: (msg: string) => void = () => {}): Promise<string[]> {
+export async function migrate(
+  pool: pg.Pool,
+  log: (msg: string) => void = () => {},
+  directory: string = MIGRATIONS_DIR,
+): Promise<string[]> {
   const client = await pool.connect();
   try {
     await assertPgvectorAvailable(client);
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-    const applied: string[] = [];
-    for (const file of files) {
-      const version = file.replace(/\.sql$/, '');
-      await client.query('BEGIN');
-      try {
-        await client.query('LOCK TABLE schema_migrations IN EXCLUSIVE MODE');
-        const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [version]);
-        if (done.rowCount === 0) {
-          await client.query(await readFile(path.join(MIGRATIONS_DIR, file), 'utf8'));
-          await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
-          applied.push(version);
-          log(`applied migration ${version}`);
-        }
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new MigrationError(`migration ${file} failed: ${(err as Error).message}`, { cause: err });
-      }
+    await adoptLegacyLedger(client, directory);
+    const applied = await runMigrations({ client }, directory);
+    const versions = applied.filter((m) => m.id > 0).map((m) => m.fileName.replace(/\.sql$/, ''));
+    for (const version of versions) log(`applied migration ${version}`);
+    return versions;
+  } catch (err) {
+    if (err instanceof MigrationError) throw err;
+    const edited = /Hashes don't match for migrations '([^']+)'/.exec((err as Error).message)?.[1];
+    if (edited) {
+      throw new MigrationError(
+        `db/migrations/${edited.split(',').join(', ')} changed after it was applied to this database (its checksum differs): ` +
+          'restore the applied file and put the change in a new migration',
+        { cause: err },
+      );
     }
-    return applied;
+    throw new MigrationError(`migrating the database failed: ${(err as Error).message}`, { cause: err });
   } finally {
     client.release();
+  }
+}
+
+/**
+ * Databases migrated before postgres-migrations list their applied files in `schema_migrations`
+ * (`version` = file name without `.sql`), without checksums. The first run of the new runner records
+ * those files in its own ledger with the checksums of the files as they are now, so that nothing is
+ * applied twice. It holds the old runner's table lock meanwhile, so an instance of the previous release
+ * starting during a rolling update waits; `schema_migrations` is left as it was (a rollback still reads it).
+ */
+async function adoptLegacyLedger(client: pg.PoolClient, directory: string): Promise<void> {
+  const { rows } = await client.query<{ legacy: boolean; adopted: boolean }>(
+    `SELECT to_regclass('schema_migrations') IS NOT NULL AS legacy, to_regclass('migrations') IS NOT NULL AS adopted`,
+  );
+  if (!rows[0]!.legacy || rows[0]!.adopted) return;
+  await client.query('BEGIN');
+  try {
+    await client.query('LOCK TABLE schema_migrations IN EXCLUSIVE MODE');
+    // Another instance may have adopted the ledger while this one waited for the lock.
+    if ((await client.query(`SELECT to_regclass('migrations') IS NOT NULL AS adopted`)).rows[0].adopted) {
+      await client.query('COMMIT');
+      return;
+    }
+    const [ledger, ...shipped] = await loadMigrationFiles(directory);
+    const files = new Map(shipped.map((m) => [m.fileName.replace(/\.sql$/, ''), m]));
+    const versions = (await client.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version')).rows;
+    // The table as postgres-migrations creates it (its migration 0), which it then finds and keeps.
+    await client.query(`CREATE TABLE migrations (
+      id integer PRIMARY KEY,
+      name varchar(100) UNIQUE NOT NULL,
+      hash varchar(40) NOT NULL,
+      executed_at timestamp DEFAULT current_timestamp)`);
+    // Its own migration 0 too: it reads the ledger as an array indexed by id.
+    await client.query('INSERT INTO migrations (id, name, hash) VALUES ($1, $2, $3)', [ledger!.id, ledger!.name, ledger!.hash]);
+    for (const { version } of versions) {
+      const file = files.get(version);
+      if (!file) {
+        throw new MigrationError(
+          `the database has migration ${version} applied, which db/migrations does not have: it was migrated by a newer release`,
+        );
+      }
+      await client.query('INSERT INTO migrations (id, name, hash) VALUES ($1, $2, $3)', [file.id, file.name, file.hash]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
   }
 }
 

@@ -38,7 +38,11 @@ export function checkPolicy(resources: Resource[], options: PolicyOptions): stri
 
   for (const { source, body } of resources) {
     const at = `${source}: ${body.kind}/${body.metadata?.name}`;
-    const selector = body.kind === 'Service' ? { matchLabels: body.spec?.selector } : body.kind === 'PodDisruptionBudget' ? body.spec?.selector : body.kind === 'NetworkPolicy' ? body.spec?.podSelector : undefined;
+    const selector =
+      body.kind === 'Service' ? { matchLabels: body.spec?.selector }
+      : body.kind === 'PodDisruptionBudget' || body.kind === 'PodMonitor' ? body.spec?.selector
+      : body.kind === 'NetworkPolicy' ? body.spec?.podSelector
+      : undefined;
     if (selector && !workloads.some((w) => selects(selector, w.body.spec?.template?.metadata?.labels))) {
       errors.push(`${at}: its selector matches no pod of the Deployments and Jobs here`);
     }
@@ -48,6 +52,7 @@ export function checkPolicy(resources: Resource[], options: PolicyOptions): stri
         if (typeof port.targetPort === 'string' && !portNames.includes(port.targetPort)) errors.push(`${at}: targetPort "${port.targetPort}" is no container port name`);
       }
     }
+    if (body.kind === 'PodMonitor') errors.push(...checkPodMonitor(body, workloads, at));
     if (body.kind === 'HorizontalPodAutoscaler') {
       const target = find(body.spec?.scaleTargetRef?.kind, body.spec?.scaleTargetRef?.name);
       if (!target) errors.push(`${at}: scaleTargetRef names no resource here`);
@@ -69,7 +74,9 @@ function checkContainer(c: Body, pod: Body, at: string, projectRoot: string): st
   // node as PID 1 receives SIGTERM itself; npm or a shell would not pass it on.
   if (c.command?.[0] !== 'node') errors.push(`${at}: command must start with node`);
   const entry = (c.command ?? []).find((arg: string) => /\.(ts|js|mjs)$/.test(arg));
-  if (entry && !existsSync(path.join(projectRoot, entry))) errors.push(`${at}: runs ${entry}, which does not exist`);
+  // The image runs dist/, which tsconfig.build.json compiles from the TypeScript of the same path.
+  const source = entry?.replace(/^dist\/(.+)\.js$/, '$1.ts');
+  if (source && !existsSync(path.join(projectRoot, source))) errors.push(`${at}: runs ${entry}, whose source ${source} does not exist`);
 
   const emptyDirs = new Set((pod.volumes ?? []).filter((v: Body) => v.emptyDir).map((v: Body) => v.name));
   const writable = (c.volumeMounts ?? []).filter((m: Body) => emptyDirs.has(m.name)).map((m: Body) => m.mountPath);
@@ -80,6 +87,20 @@ function checkContainer(c: Body, pod: Body, at: string, projectRoot: string): st
   if ((c.ports ?? []).length > 0) {
     if (c.livenessProbe?.httpGet?.path !== '/healthz') errors.push(`${at}: serves HTTP, so its livenessProbe must GET /healthz`);
     if (c.readinessProbe?.httpGet?.path !== '/readyz') errors.push(`${at}: serves HTTP, so its readinessProbe must GET /readyz`);
+  }
+  return errors;
+}
+
+/** Every pod the PodMonitor selects must serve each endpoint's port by name, at /metrics. */
+function checkPodMonitor(body: Body, workloads: Resource[], at: string): string[] {
+  const errors: string[] = [];
+  const selected = workloads.filter((w) => w.body.kind === 'Deployment' && selects(body.spec?.selector, w.body.spec?.template?.metadata?.labels));
+  for (const endpoint of body.spec?.podMetricsEndpoints ?? []) {
+    if (endpoint.path !== '/metrics') errors.push(`${at}: podMetricsEndpoints must scrape /metrics, not ${endpoint.path}`);
+    for (const w of selected) {
+      const ports = podContainers(w.body).flatMap((c) => (c.ports ?? []).map((p: Body) => p.name));
+      if (!ports.includes(endpoint.port)) errors.push(`${at}: port "${endpoint.port}" is no container port name of Deployment/${w.body.metadata.name}`);
+    }
   }
   return errors;
 }

@@ -2,9 +2,11 @@
 // (generated from the Kubernetes OpenAPI spec; no network). Its JSON schemas allow unknown fields,
 // the way the API server's non-strict mode does, so a misspelt or misplaced field would pass them:
 // `checkUnknownFields` type-checks the same objects against the package's TypeScript interfaces,
-// where an unknown property in an object literal is an error.
+// where an unknown property in an object literal is an error. Custom resources that kubernetes-models
+// does not know (the Prometheus Operator's PodMonitor) are checked against schemas of our own.
 import path from 'node:path';
 import ts from 'typescript';
+import { checkCustomResource, customResourceSchema } from './monitoring-schema.js';
 import type { Resource } from './render.js';
 
 interface Model {
@@ -21,6 +23,11 @@ function modelModule(body: Record<string, any>): string | undefined {
 export async function validateSchemas(resources: Resource[]): Promise<string[]> {
   const errors: string[] = [];
   for (const { source, body } of resources) {
+    const custom = customResourceSchema(body);
+    if (custom) {
+      errors.push(...checkCustomResource(custom, body).map((e) => `${source}: ${body.kind}/${body.metadata?.name}: ${e}`));
+      continue;
+    }
     const specifier = modelModule(body);
     const module = specifier ? ((await import(specifier).catch(() => undefined)) as Record<string, Model> | undefined) : undefined;
     const ModelClass = module?.[body.kind];
@@ -38,7 +45,7 @@ export async function validateSchemas(resources: Resource[]): Promise<string[]> 
 }
 
 export function checkUnknownFields(resources: Resource[], projectRoot: string): string[] {
-  const checked = resources.filter((r) => modelModule(r.body));
+  const checked = resources.filter((r) => !customResourceSchema(r.body) && modelModule(r.body));
   // The virtual file sits in the project so that `kubernetes-models` resolves from its node_modules.
   const fileName = path.join(projectRoot, '__k8s_manifests__.ts');
   const text = checked

@@ -52,7 +52,7 @@ describe('database bounds on slots and summaries', () => {
   });
 
   it('when a summary covers an hr_db turn, then a sales_db request gets neither the summary nor the hr turn, and sees the sales turn', async () => {
-    await t.database.pool.query(
+    await t.admin.query(
       `UPDATE sessions SET summary_text = 'Ada is in salary band L7.', summary_through_turn = 1 WHERE session_id = $1`,
       [sessionId],
     );

@@ -1,11 +1,8 @@
-import path from 'node:path';
-import pg from 'pg';
-import { scopedDatabase } from '../../db/row-security.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
-import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy.js';
-import { freshDataDir, startTestApp, type TestApp } from '../support/test-app.js';
+import type { TcpFaultProxy } from '../support/tcp-fault-proxy.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { databaseBehindFaultProxy, freshTestDatabase } from '../support/test-database.js';
 
 describe('a database outage', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
@@ -14,15 +11,10 @@ describe('a database outage', () => {
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    const dataDir = await freshDataDir();
-    const embedded = await startEmbeddedPostgres(dataDir);
-    proxy = await startTcpFaultProxy({ path: path.join(embedded.connection.host, '.s.PGSQL.5432') });
-    const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: 'postgres', database: 'postgres', max: 1 });
-    pool.on('error', () => {}); // as openDatabase does: a dropped idle connection must not crash the process
-    t = await startTestApp(
-      { ANSWER_URL: upstream.answerUrl },
-      { dataDir, database: { pool, scoped: scopedDatabase(pool), embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
-    );
+    const testDatabase = await freshTestDatabase();
+    const behindProxy = await databaseBehindFaultProxy(testDatabase);
+    proxy = behindProxy.proxy;
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database: behindProxy.database });
   });
   afterAll(async () => {
     await t?.close();

@@ -1,31 +1,30 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../db/migrate.js';
 
-// The machine's PostgreSQL server (127.0.0.1:5432) has no pgvector unless someone installed it.
-const SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function serverWithoutPgvector(): Promise<boolean> {
-  const pool = new pg.Pool({ connectionString: SERVER_URL, max: 1, connectionTimeoutMillis: 2000 });
-  try {
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'`);
-    return rows[0].n === 0;
-  } catch {
-    return false;
-  } finally {
-    await pool.end();
-  }
-}
-
-describe.runIf(await serverWithoutPgvector())('a DATABASE_URL server without pgvector', () => {
+// A Postgres without pgvector: PGlite started without its vector extension (the machine's server has
+// pgvector, from scripts/install-pgvector.sh), reached over the wire protocol like a DATABASE_URL.
+describe('a DATABASE_URL server without pgvector', () => {
   it('when migrating, then it stops with a message saying how to install pgvector', async () => {
-    const pool = new pg.Pool({ connectionString: SERVER_URL, max: 1 });
+    const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-no-pgvector-'));
+    const db = await PGlite.create();
+    const server = new PGLiteSocketServer({ db, path: path.join(dir, '.s.PGSQL.5432'), maxConnections: 1 });
+    await server.start();
+    const pool = new pg.Pool({ host: dir, user: 'postgres', database: 'postgres', max: 1 });
     try {
       await expect(migrate(pool)).rejects.toThrow(/apt-get install postgresql-\d+-pgvector/);
       const { rows } = await pool.query(`SELECT to_regclass('public.turns') AS turns`);
       expect(rows[0].turns).toBeNull();
     } finally {
       await pool.end();
+      await server.stop();
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

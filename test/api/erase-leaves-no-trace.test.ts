@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/redis.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** Files under `dir` whose bytes contain `needle`, relative to `dir`. */
 async function filesContaining(dir: string, needle: string): Promise<string[]> {
@@ -22,15 +23,16 @@ async function filesContaining(dir: string, needle: string): Promise<string[]> {
  */
 describe('erasing a user on the embedded database', () => {
   let t: TestApp | undefined;
-  let dataDir: string | undefined;
+  let testDatabase: TestDatabase | undefined;
   afterAll(async () => {
     await t?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await testDatabase?.remove();
   });
 
   it('when a user with a canary string in turns, an export and a stored idempotent response is erased and the service stops, then no file under DATA_DIR holds the canary', async () => {
-    t = await startTestApp({}, { keepDataDir: true });
-    dataDir = t.dataDir;
+    testDatabase = await freshTestDatabase();
+    t = await startTestApp({}, { testDatabase, keepTestDatabase: true });
+    const dataDir = testDatabase.env.DATA_DIR;
     const canary = `canary-${randomUUID()}`;
     const subject = t.token('erasee');
     const bystander = t.token('bystander');

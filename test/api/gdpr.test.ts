@@ -37,8 +37,8 @@ describe('GDPR export and erase on BullMQ', () => {
     const subject = 'erase-subject-5f2c9a';
     const bystander = 'bystander-8d41e7';
     const sessions: string[] = [];
-    for (let i = 0; i < 20; i++) sessions.push(await seedSession(t.database.pool, { userId: subject, turns: 50, expiresAt: future(), summary: `summary for ${subject}` }));
-    for (let i = 0; i < 3; i++) await seedSession(t.database.pool, { userId: bystander, turns: 30, expiresAt: future() });
+    for (let i = 0; i < 20; i++) sessions.push(await seedSession(t.admin, { userId: subject, turns: 50, expiresAt: future(), summary: `summary for ${subject}` }));
+    for (let i = 0; i < 3; i++) await seedSession(t.admin, { userId: bystander, turns: 30, expiresAt: future() });
     const queue = t.app.queue as import('../../services/infra/queue/bull-queue.js').BullJobQueue;
 
     // Copies of the subject elsewhere: a stored export, a completed summarization job (its payload
@@ -62,13 +62,13 @@ describe('GDPR export and erase on BullMQ', () => {
       await queue.queue.add('summarize', { tenantId: 'default', userId, sessionId: sessions[1]! }, { delay: 600_000 });
     }
     expect(await keysMentioning(redis, prefix, subject)).not.toEqual([]);
-    expect(Object.values(await rowsMentioning(t.database.pool, subject, ['gdpr_audit'])).some((n) => n > 0)).toBe(true);
+    expect(Object.values(await rowsMentioning(t.admin, subject, ['gdpr_audit'])).some((n) => n > 0)).toBe(true);
 
-    const bystanderBefore = await countUserRows(t.database.pool, bystander);
+    const bystanderBefore = await countUserRows(t.admin, bystander);
     const bystanderKeysBefore = (await keysMentioning(redis, prefix, bystander)).length;
-    const bystanderExportsBefore = (await t.database.pool.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n;
+    const bystanderExportsBefore = (await t.admin.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n;
     expect(bystanderBefore).toEqual({ sessions: 3, turns: 90, embeddings: 90 });
-    expect(await countUserRows(t.database.pool, subject)).toEqual({ sessions: 20, turns: 1001, embeddings: 1001 });
+    expect(await countUserRows(t.admin, subject)).toEqual({ sessions: 20, turns: 1001, embeddings: 1001 });
 
     const erase = await t.request('DELETE', '/me', { token: subjectToken });
     expect(erase.status).toBe(202);
@@ -79,19 +79,19 @@ describe('GDPR export and erase on BullMQ', () => {
     expect(done.counts.queued_jobs).toBeGreaterThanOrEqual(2);
 
     // A scan of every table and every Redis key of this queue: nothing names the subject but the audit row.
-    const leftovers = await rowsMentioning(t.database.pool, subject, ['gdpr_audit']);
+    const leftovers = await rowsMentioning(t.admin, subject, ['gdpr_audit']);
     expect(Object.values(leftovers).every((n) => n === 0), JSON.stringify(leftovers)).toBe(true);
     expect(await keysMentioning(redis, prefix, subject)).toEqual([]);
-    const audit = await t.database.pool.query('SELECT action, status, counts FROM gdpr_audit WHERE subject_user_id = $1 ORDER BY requested_at', [subject]);
+    const audit = await t.admin.query('SELECT action, status, counts FROM gdpr_audit WHERE subject_user_id = $1 ORDER BY requested_at', [subject]);
     expect(audit.rows.map((r) => r.action)).toEqual(['export', 'erase']);
     expect(JSON.stringify(audit.rows)).not.toMatch(/Question|SELECT|summary for/);
 
-    expect(await countUserRows(t.database.pool, bystander)).toEqual(bystanderBefore);
+    expect(await countUserRows(t.admin, bystander)).toEqual(bystanderBefore);
     expect((await keysMentioning(redis, prefix, bystander)).length).toBe(bystanderKeysBefore);
-    expect((await t.database.pool.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n).toBe(bystanderExportsBefore);
+    expect((await t.admin.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n).toBe(bystanderExportsBefore);
 
     // And through the routes: the old export is gone, a new export is empty.
-    const oldExport = (await t.database.pool.query(`SELECT request_id FROM gdpr_audit WHERE subject_user_id = $1 AND action = 'export'`, [subject])).rows[0].request_id;
+    const oldExport = (await t.admin.query(`SELECT request_id FROM gdpr_audit WHERE subject_user_id = $1 AND action = 'export'`, [subject])).rows[0].request_id;
     expect((await t.request('GET', `/gdpr/requests/${oldExport}/download`, { token: subjectToken })).body.code).toBe('export-expired');
     const again = await t.request('GET', '/me/export', { token: subjectToken });
     expect((await finished(t, again.body.request_id, subjectToken)).counts).toEqual({ sessions: 0, turns: 0 });
@@ -100,10 +100,10 @@ describe('GDPR export and erase on BullMQ', () => {
   it("when a user exports, then the download holds every one of their live turns and nothing of any other user's", async () => {
     const owner = 'exporter-3b7d';
     const other = 'other-user-9a1f';
-    const live = [await seedSession(t.database.pool, { userId: owner, turns: 7, expiresAt: future() }), await seedSession(t.database.pool, { userId: owner, turns: 13, expiresAt: future() })];
-    await seedSession(t.database.pool, { userId: owner, turns: 4, expiresAt: new Date(t.clock.now.getTime() - HOUR) });
-    await seedSession(t.database.pool, { userId: other, turns: 9, expiresAt: future() });
-    await seedSession(t.database.pool, { userId: owner, tenantId: 'tenant-b', turns: 3, expiresAt: future() });
+    const live = [await seedSession(t.admin, { userId: owner, turns: 7, expiresAt: future() }), await seedSession(t.admin, { userId: owner, turns: 13, expiresAt: future() })];
+    await seedSession(t.admin, { userId: owner, turns: 4, expiresAt: new Date(t.clock.now.getTime() - HOUR) });
+    await seedSession(t.admin, { userId: other, turns: 9, expiresAt: future() });
+    await seedSession(t.admin, { userId: owner, tenantId: 'tenant-b', turns: 3, expiresAt: future() });
     const token = t.token(owner);
 
     const accepted = await t.request('GET', '/me/export', { token });
@@ -117,7 +117,7 @@ describe('GDPR export and erase on BullMQ', () => {
     expect(download.headers.get('content-disposition')).toContain('attachment');
     const doc = download.body;
     expect(doc).toMatchObject({ format: 'memorychat-export/1', user_id: owner, tenant_id: 'default' });
-    const { rows } = await t.database.pool.query<{ session_id: string; turn_number: number }>(
+    const { rows } = await t.admin.query<{ session_id: string; turn_number: number }>(
       `SELECT t.session_id, t.turn_number FROM turns t JOIN sessions s USING (tenant_id, user_id, session_id)
        WHERE t.tenant_id = 'default' AND t.user_id = $1 AND s.expires_at > $2`,
       [owner, t.clock.now],
@@ -145,7 +145,7 @@ describe('GDPR export and erase on BullMQ', () => {
       expect(res.headers.get('content-type')).toContain('application/problem+json');
       expect(res.body.code).toBe('forbidden');
     }
-    await seedSession(t.database.pool, { userId: 'managed-user', turns: 2, expiresAt: future() });
+    await seedSession(t.admin, { userId: 'managed-user', turns: 2, expiresAt: future() });
     const accepted = await t.request('POST', '/admin/users/managed-user/export', { token: admin });
     expect(accepted.status).toBe(202);
     expect(accepted.body).toMatchObject({ actor_user_id: 'admin-7', subject_user_id: 'managed-user' });
@@ -158,7 +158,7 @@ describe('GDPR export and erase on BullMQ', () => {
 
     const erase = await t.request('DELETE', '/admin/users/managed-user', { token: admin });
     expect((await finished(t, erase.body.request_id, admin)).counts).toMatchObject({ sessions: 1, turns: 2 });
-    expect(await countUserRows(t.database.pool, 'managed-user')).toEqual({ sessions: 0, turns: 0, embeddings: 0 });
+    expect(await countUserRows(t.admin, 'managed-user')).toEqual({ sessions: 0, turns: 0, embeddings: 0 });
   });
 
   it('when the request id is malformed, unknown, or the export is not finished, then a problem with a stable code', async () => {
@@ -168,7 +168,7 @@ describe('GDPR export and erase on BullMQ', () => {
     expect(bad.body.code).toBe('validation-failed');
     expect((await t.request('GET', `/gdpr/requests/${crypto.randomUUID()}`, { token })).body.code).toBe('gdpr-request-not-found');
     const pending = crypto.randomUUID();
-    await t.database.pool.query(
+    await t.admin.query(
       `INSERT INTO gdpr_audit (tenant_id, request_id, action, actor_user_id, subject_user_id, status, requested_at)
        VALUES ('default', $1, 'export', 'asker', 'asker', 'queued', now())`,
       [pending],
@@ -189,7 +189,7 @@ describe('GDPR without Redis (in-process queue)', () => {
 
   it('when there is no REDIS_URL, then export and erase run in the API process', async () => {
     expect(t.app.queue.mode).toBe('in-process');
-    await seedSession(t.database.pool, { userId: 'solo', turns: 12, expiresAt: new Date(t.clock.now.getTime() + HOUR) });
+    await seedSession(t.admin, { userId: 'solo', turns: 12, expiresAt: new Date(t.clock.now.getTime() + HOUR) });
     const token = t.token('solo');
     const exp = await t.request('GET', '/me/export', { token });
     expect((await finished(t, exp.body.request_id, token)).counts).toEqual({ sessions: 1, turns: 12 });
@@ -197,6 +197,6 @@ describe('GDPR without Redis (in-process queue)', () => {
     expect(download.body.sessions[0].turns).toHaveLength(12);
     const erase = await t.request('DELETE', '/me', { token });
     expect((await finished(t, erase.body.request_id, token)).counts).toMatchObject({ turns: 12, sessions: 1, exports: 1 });
-    expect(Object.values(await rowsMentioning(t.database.pool, 'solo', ['gdpr_audit'])).every((n) => n === 0)).toBe(true);
+    expect(Object.values(await rowsMentioning(t.admin, 'solo', ['gdpr_audit'])).every((n) => n === 0)).toBe(true);
   });
 });

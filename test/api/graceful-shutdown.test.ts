@@ -1,12 +1,12 @@
 import { connect } from 'node:net';
-import { rm } from 'node:fs/promises';
 import { createSigner } from 'fast-jwt';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHttpClient, type Attempt, type HttpClient } from '../../scripts/soak/http-client.js';
 import { startServiceProcess, type ServiceProcess } from '../../scripts/soak/service-process.js';
 import { startSlowAnswerer, type SlowAnswerer } from '../../scripts/soak/slow-answerer.js';
 import { sendJson, startFakeHttpServer, type FakeHttpServer } from '../support/fake-http-server.js';
-import { freshDataDir, TEST_JWT_SECRET } from '../support/test-app.js';
+import { TEST_JWT_SECRET } from '../support/test-app.js';
+import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 const SESSIONS = 8;
 const CLIENTS_PER_SESSION = 2;
@@ -88,14 +88,14 @@ describe('SIGTERM under load', () => {
   let llm: Awaited<ReturnType<typeof startSlowSummaryLlm>> | undefined;
   let service: ServiceProcess | undefined;
   let client: HttpClient | undefined;
-  let dataDir: string | undefined;
+  let testDatabase: TestDatabase | undefined;
 
   afterAll(async () => {
     await client?.close();
     await service?.stop();
     await answerer?.close();
     await llm?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await testDatabase?.remove();
   });
 
   it(
@@ -104,10 +104,10 @@ describe('SIGTERM under load', () => {
     async () => {
       answerer = await startSlowAnswerer({ minMs: 300, maxMs: 800, seed: 7 });
       llm = await startSlowSummaryLlm();
-      dataDir = await freshDataDir();
+      testDatabase = await freshTestDatabase();
       const env = {
         NODE_ENV: 'production',
-        DATA_DIR: dataDir,
+        ...testDatabase.env,
         JWT_SECRET: TEST_JWT_SECRET,
         ANSWER_URL: answerer.url,
         LOG_LEVEL: 'warn',
@@ -189,7 +189,7 @@ describe('SIGTERM under load', () => {
       expect(lateAccepted.map((o) => `${o.question}: ${describeAttempt(o.attempt)}`)).toEqual([]);
       expect(lateRefused).toHaveLength(SESSIONS * CLIENTS_PER_SESSION);
 
-      // Restarted on the same DATA_DIR: exactly the acknowledged turns are stored, numbered 1..n, and
+      // Restarted on the same database: exactly the acknowledged turns are stored, numbered 1..n, and
       // each summary a job was writing at SIGTERM was saved (or a later one).
       service = await startServiceProcess(env);
       client = createHttpClient(service.baseUrl, 4);

@@ -5,7 +5,7 @@ import type { Queryable } from '../../db/repositories/queryable.js';
 import { retrieveMemory, type RetrievalRequest } from '../../db/repositories/memory-store.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { seedSession } from '../support/seed-memory.js';
-import { freshDataDir } from '../support/test-app.js';
+import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 interface PlanNode {
   'Actual Rows'?: number;
@@ -26,20 +26,29 @@ function rowsExamined(node: PlanNode): number {
  * The retrieval statement's work for a user with a long history must grow with the user's turns, not
  * with turns x sessions (a join to `sessions` once examined 399,000 rows for 2,000 turns in 400
  * sessions). The embedded database has no statistics (PGlite runs no autovacuum), the worst case for
- * the planner, and the statement is planned as the generic plan a prepared statement ends up with.
+ * the planner; on the server the tables are new, before autovacuum has analyzed them. The statement
+ * is planned as the generic plan a prepared statement ends up with.
  */
 describe('memory retrieval for a user with a long history', () => {
+  let testDatabase: TestDatabase;
   let database: Database;
+  let admin: ReturnType<typeof adminPool>;
   const user = { tenantId: 'default', userId: 'analyst', roles: [] as string[] };
 
   beforeAll(async () => {
-    database = await openDatabase({ DATA_DIR: await freshDataDir(), DATABASE_POOL_MAX: 1 });
+    testDatabase = await freshTestDatabase();
+    database = await openDatabase({ ...testDatabase.env, DATABASE_POOL_MAX: 1 });
+    admin = adminPool(testDatabase, database);
     const expiresAt = new Date(Date.now() + 86_400_000);
-    for (let s = 0; s < 400; s++) await seedSession(database.pool, { userId: user.userId, turns: 5, expiresAt });
+    for (let s = 0; s < 400; s++) await seedSession(admin.pool, { userId: user.userId, turns: 5, expiresAt });
     // Expired sessions are skipped by memory but still stored until cleanup.
-    for (let s = 0; s < 20; s++) await seedSession(database.pool, { userId: user.userId, turns: 5, expiresAt: new Date(Date.now() - 1000) });
+    for (let s = 0; s < 20; s++) await seedSession(admin.pool, { userId: user.userId, turns: 5, expiresAt: new Date(Date.now() - 1000) });
   });
-  afterAll(async () => database?.close());
+  afterAll(async () => {
+    await admin?.close();
+    await database?.close();
+    await testDatabase?.remove();
+  });
 
   async function explain(req: RetrievalRequest): Promise<{ examined: number; similar: number }> {
     let statement: pg.QueryConfig | undefined;

@@ -45,7 +45,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
   }
 
   async function storedTurns(userId: string) {
-    const { rows } = await t.database.pool.query<{ session_id: string; turn_number: number; question: string }>(
+    const { rows } = await t.admin.query<{ session_id: string; turn_number: number; question: string }>(
       'SELECT session_id, turn_number, question FROM turns WHERE user_id = $1 ORDER BY session_id, turn_number',
       [userId],
     );
@@ -235,7 +235,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     // What a process killed while it waited for the answerer leaves behind: a claim nobody renews.
     // (A process killed after storing its turn leaves nothing to retry: the turn and the completed key
     // commit together.)
-    await t.database.pool.query(
+    await t.admin.query(
       `INSERT INTO idempotency_keys (tenant_id, user_id, idempotency_key, route, fingerprint, status, claim_id, locked_until, created_at, expires_at)
        SELECT 'default', 'idem-lease', 'lease-key', 'POST /sessions/turns', fingerprint, 'in_progress', gen_random_uuid(),
               $1::timestamptz + interval '1 second', $1, $1::timestamptz + interval '1 day'
@@ -290,7 +290,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
       const firstReply = chat(token, { question: 'Total sales by region for 2021' }, 'taken-key');
       await until(() => upstream.requests.length > calls, 'the first request to reach the answerer');
       // What a retry's takeover leaves: the claim belongs to another run (the first one's renewals had failed).
-      await t.database.pool.query(
+      await t.admin.query(
         `UPDATE idempotency_keys SET claim_id = gen_random_uuid(), locked_until = $2 WHERE user_id = $1`,
         ['idem-taken', t.clock.now],
       );
@@ -327,7 +327,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
 
     const result = await runRetentionCleanup({ db: t.database.scoped, clock: () => t.clock.now, log: silentLog, batchSize: 1 });
     expect(result.idempotencyKeys).toBeGreaterThanOrEqual(1);
-    const { rows } = await t.database.pool.query<{ idempotency_key: string }>(
+    const { rows } = await t.admin.query<{ idempotency_key: string }>(
       'SELECT idempotency_key FROM idempotency_keys WHERE user_id = $1 ORDER BY idempotency_key',
       ['idem-ttl'],
     );
@@ -372,7 +372,7 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     expect(replies.map((r) => r.body.conversation_metadata.message_count).sort((a, b) => a - b)).toEqual(expected);
     const turns = await storedTurns('idem-chat-numbering');
     expect(turns.map((r) => r.turn_number)).toEqual([1, ...expected]);
-    const { rows } = await t.database.pool.query<{ turn_count: number; last_turn_number: number }>(
+    const { rows } = await t.admin.query<{ turn_count: number; last_turn_number: number }>(
       'SELECT turn_count, last_turn_number FROM sessions WHERE user_id = $1',
       ['idem-chat-numbering'],
     );

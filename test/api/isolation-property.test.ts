@@ -62,7 +62,7 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
       const started = performance.now();
       const property = fc.asyncProperty(programOf(OPERATIONS_PER_RUN), async (ops) => {
         runs += 1;
-        await emptyAllTables(t.database.pool);
+        await emptyAllTables(t.admin);
         const registry = new Registry();
         const client = new IsolationClient(t.baseUrl, registry, figures);
         upstream.watch(registry);

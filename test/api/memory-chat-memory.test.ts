@@ -1,12 +1,8 @@
-import pg from 'pg';
-import { scopedDatabase } from '../../db/row-security.js';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { sendJson } from '../support/fake-http-server.js';
-import { startTcpFaultProxy } from '../support/tcp-fault-proxy.js';
-import { freshDataDir, startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { databaseBehindFaultProxy, freshTestDatabase } from '../support/test-database.js';
 
 describe('memory in /memoryChat', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
@@ -139,15 +135,9 @@ describe('memory in /memoryChat', () => {
   });
 
   it('when the memory store fails while reading, then the answer comes without memory and with a warning', async () => {
-    const dataDir = await freshDataDir();
-    const embedded = await startEmbeddedPostgres(dataDir);
-    const proxy = await startTcpFaultProxy({ path: path.join(embedded.connection.host, '.s.PGSQL.5432') });
-    const pool = new pg.Pool({ host: '127.0.0.1', port: proxy.port, user: 'postgres', database: 'postgres', max: 1 });
-    pool.on('error', () => {}); // the reset connection reports here too
-    const app = await startTestApp(
-      { ANSWER_URL: upstream.answerUrl },
-      { dataDir, database: { pool, scoped: scopedDatabase(pool), embedded: true, close: async () => { await pool.end(); await proxy.close(); await embedded.stop(); } } },
-    );
+    const testDatabase = await freshTestDatabase();
+    const { database, proxy } = await databaseBehindFaultProxy(testDatabase);
+    const app = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database });
     apps.push(app);
     const first = await chat(app, 'faulty', { question: 'Show me total sales by region for 2024' });
     expect(first.status).toBe(200);

@@ -88,7 +88,7 @@ describe('the upstream answerQuestion backend', () => {
     // The failed turn is on record but is neither history nor SQL context.
     expect(next.body.memory_context_used.history_messages_count).toBe(1);
     expect(upstream.lastBody().custom_instructions).not.toContain('Now for 2019');
-    const { rows } = await t.database.pool.query(
+    const { rows } = await t.admin.query(
       `SELECT turn_number, status FROM turns WHERE user_id = 'fivexx' AND session_id = $1 ORDER BY turn_number`,
       [sessionId],
     );

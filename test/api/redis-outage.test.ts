@@ -128,7 +128,7 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
   }
 
   async function heldJobs(): Promise<HeldRow[]> {
-    const { rows } = await t.database.pool.query<HeldRow>('SELECT job_id, kind, payload FROM job_outbox ORDER BY created_at');
+    const { rows } = await t.admin.query<HeldRow>('SELECT job_id, kind, payload FROM job_outbox ORDER BY created_at');
     return rows;
   }
 
@@ -181,7 +181,7 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
       const status = await expectStatus(200, 'GET', `/gdpr/requests/${exportId}`, token);
       expect(status).toMatchObject({ status: 'completed', counts: { sessions: 2, turns: 2 * turnsPerSession } });
     }
-    const { rows } = await t.database.pool.query<{ summary_through_turn: number | null }>(
+    const { rows } = await t.admin.query<{ summary_through_turn: number | null }>(
       'SELECT summary_through_turn FROM sessions WHERE session_id = ANY($1::uuid[])',
       [traffic.flatMap((x) => x.sessions)],
     );
@@ -215,7 +215,7 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     await expectEachHeldJobRanOnce(held);
     await expectJobEffects(traffic, 4);
     expect(await expectStatus(200, 'GET', `/gdpr/requests/${erase.request_id}`, erasee)).toMatchObject({ status: 'completed', counts: { turns: 1, sessions: 1 } });
-    expect(await countUserRows(t.database.pool, 'cold-erasee')).toEqual({ sessions: 0, turns: 0, embeddings: 0 });
+    expect(await countUserRows(t.admin, 'cold-erasee')).toEqual({ sessions: 0, turns: 0, embeddings: 0 });
     expect(await expectStatus(200, 'GET', `/gdpr/requests/${adminExport.request_id}`, traffic[0]!.token)).toMatchObject({
       status: 'completed',
       counts: { sessions: 2, turns: 8 },
@@ -292,7 +292,7 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
       expect(await queue.removeUserJobs('default', 'held-erasee')).toBe(1);
       expect((await heldJobs()).map((h) => h.job_id).sort()).toEqual(['gdpr-export-held-2', 'summarize-held-3', 'summarize-held-4']);
     } finally {
-      await t.database.pool.query("DELETE FROM job_outbox WHERE job_id LIKE '%-held-%'");
+      await t.admin.query("DELETE FROM job_outbox WHERE job_id LIKE '%-held-%'");
       outbox.start();
     }
   });

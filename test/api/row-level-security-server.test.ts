@@ -1,48 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopedDatabase, type ScopedDatabase } from '../../db/row-security.js';
+import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
-// The machine's PostgreSQL server, as a superuser only to create the login and database below.
-const SERVER = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'postgres' };
-const MIGRATIONS = fileURLToPath(new URL('../../db/migrations/', import.meta.url));
-
-/**
- * The migrations for a server without pgvector (this machine's PostgreSQL 15: Debian bookworm ships
- * no pgvector package): the embedding column becomes real[], the only pgvector part of the schema.
- * Migration 005, the one under test, runs verbatim.
- */
-async function migrationsWithoutPgvector(): Promise<string[]> {
-  const files = (await readdir(MIGRATIONS)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-  const texts = await Promise.all(files.map((f) => readFile(`${MIGRATIONS}${f}`, 'utf8')));
-  return texts.map((text, i) =>
-    files[i]!.startsWith('005_')
-      ? text
-      : text
-          .replace('CREATE EXTENSION IF NOT EXISTS vector;', '')
-          .replace(/embedding\s+vector,/, 'embedding real[],')
-          .replace(/ALTER TABLE turns ALTER COLUMN embedding SET STORAGE PLAIN;/, ''),
-  );
-}
+// Only in the `server` project (vitest.config.ts): the database is a copy of the template that the
+// test login, no superuser, owns and migrated with the real migrations (test/support/global-setup-server.ts).
 
 const insertSession = (tenant: string, user: string) =>
   `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at)
    VALUES ('${tenant}', '${user}', '${randomUUID()}', 'of ${user}', now(), now(), now() + interval '1 hour')`;
 
 describe('row-level security on a Postgres server, with a login that owns the tables and is no superuser', () => {
-  const login = `mc_rls_${randomUUID().slice(0, 8)}`;
-  let admin: pg.Pool;
+  let testDatabase: TestDatabase;
   let pool: pg.Pool;
   let db: ScopedDatabase;
 
   beforeAll(async () => {
-    admin = new pg.Pool({ ...SERVER, max: 1 });
-    await admin.query(`CREATE ROLE ${login} LOGIN CREATEROLE`);
-    await admin.query(`CREATE DATABASE ${login} OWNER ${login}`);
-    pool = new pg.Pool({ ...SERVER, user: login, database: login, max: 4 });
-    for (const sql of await migrationsWithoutPgvector()) await pool.query(sql);
+    testDatabase = await freshTestDatabase();
+    pool = new pg.Pool({ connectionString: testDatabase.env.DATABASE_URL, max: 4 });
     db = scopedDatabase(pool);
     const maintenance = db.asMaintenance();
     for (const [tenant, user] of [['acme', 'alice'], ['acme', 'bob'], ['globex', 'alice']]) {
@@ -51,9 +27,18 @@ describe('row-level security on a Postgres server, with a login that owns the ta
   });
   afterAll(async () => {
     await pool?.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${login}`);
-    await admin.query(`DROP ROLE IF EXISTS ${login}`);
-    await admin.end();
+    await testDatabase?.remove();
+  });
+
+  it('when the service logs in, then it is no superuser, owns the tables, and the embedding is a pgvector column', async () => {
+    const { rows } = await pool.query(
+      `SELECT r.rolsuper, r.rolbypassrls, t.tableowner = current_user AS owns_turns,
+              format_type(a.atttypid, a.atttypmod) AS embedding_type
+       FROM pg_roles r, pg_tables t, pg_attribute a
+       WHERE r.rolname = current_user AND t.schemaname = 'public' AND t.tablename = 'turns'
+         AND a.attrelid = 'turns'::regclass AND a.attname = 'embedding'`,
+    );
+    expect(rows).toEqual([{ rolsuper: false, rolbypassrls: false, owns_turns: true, embedding_type: 'vector' }]);
   });
 
   it('when a user scope runs a statement with no WHERE clause, then it sees only that user\'s rows', async () => {

@@ -1,16 +1,20 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { freshDataDir } from '../support/test-app.js';
+import { freshDataDir } from '../support/test-database.js';
 
-const TSX = ['--import', 'tsx'];
+// The compiled entry points, as `npm start`, `npm run token` and the image run them (build-setup.ts builds dist/).
+const SERVER = 'dist/services/api/server.js';
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 /** Starts the real entry point (`npm start`) and resolves with its URL once it logs "ready". */
 function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [...TSX, 'services/api/server.ts'], {
+  const child = spawn(process.execPath, [SERVER], {
     env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -28,7 +32,7 @@ function startServer(env: Record<string, string>): Promise<{ url: string; child:
 }
 
 function runScript(script: string, args: string[], env: Record<string, string>) {
-  return spawnSync(process.execPath, [...TSX, script, ...args], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
+  return spawnSync(process.execPath, [script, ...args], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
 }
 
 describe('the server entry point', () => {
@@ -46,7 +50,7 @@ describe('the server entry point', () => {
     try {
       const { url, child } = await startServer(env);
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:/);
-      const token = runScript('scripts/token.ts', ['--sub', 'alice'], env).stdout.trim();
+      const token = runScript('dist/scripts/token.js', ['--sub', 'alice'], env).stdout.trim();
       const ask = (body: object) =>
         fetch(`${url}/memoryChat`, {
           method: 'POST',
@@ -75,15 +79,26 @@ describe('the server entry point', () => {
     }
   }, 90_000);
 
+  it('when `npm run migrate` runs on an empty data directory, then the compiled runner finds and applies every migration file', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-compiled-'));
+    dirs.push(dataDir);
+    const migrations = readdirSync('db/migrations').filter((f) => f.endsWith('.sql'));
+    const first = runScript('dist/scripts/migrate.js', [], { DATA_DIR: dataDir });
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain(`applied ${migrations.length} migration(s)`);
+    const again = runScript('dist/scripts/migrate.js', [], { DATA_DIR: dataDir });
+    expect(again.stdout).toContain('database is up to date');
+  }, 60_000);
+
   it('when a variable is invalid, then the start fails with a message naming it', () => {
-    const result = runScript('services/api/server.ts', [], { PORT: 'eighty', MEMORY_TTL_MODE: 'forever' });
+    const result = runScript(SERVER, [], { PORT: 'eighty', MEMORY_TTL_MODE: 'forever' });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/PORT/);
     expect(result.stderr).toMatch(/MEMORY_TTL_MODE/);
   });
 
   it('when NODE_ENV=production has no JWT settings, then the start fails', () => {
-    const result = runScript('services/api/server.ts', [], { NODE_ENV: 'production' });
+    const result = runScript(SERVER, [], { NODE_ENV: 'production' });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL/);
   });

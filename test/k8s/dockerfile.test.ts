@@ -23,14 +23,29 @@ function contextCopies(): string[] {
     .flatMap((l) => l.trim().split(/\s+/).slice(1, -1).filter((a) => !a.startsWith('--')));
 }
 
+/** `dist/x/y.js` (what the image runs) → `x/y.ts` (what tsconfig.build.json compiles it from). */
+function sourceOf(compiled: string): string {
+  expect(compiled).toMatch(/^dist\/.+\.js$/);
+  return compiled.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+}
+
 const isIgnored = (file: string) => ignored.some((pattern) => file === pattern || file.startsWith(`${pattern}/`));
 const isCopied = (file: string) => contextCopies().some((src) => file === src || file.startsWith(`${src.replace(/\/$/, '')}/`));
 
 describe('the Dockerfile', () => {
-  it('when the image starts, then node itself is PID 1 and runs an entry point that exists', () => {
+  it('when the image starts, then node itself is PID 1 and runs compiled JavaScript built from an entry point that exists', () => {
     const cmd = JSON.parse(finalStage.find((l) => /^CMD /i.test(l))!.slice(4)) as string[];
     expect(cmd[0]).toBe('node');
-    expect(existsSync(path.join(ROOT, cmd.at(-1)!))).toBe(true);
+    expect(cmd).toHaveLength(2);
+    expect(existsSync(path.join(ROOT, sourceOf(cmd[1]!)))).toBe(true);
+  });
+
+  it('when the image runs, then its node_modules hold production dependencies only, without tsx, esbuild or TypeScript', () => {
+    const modulesFrom = /^COPY --from=(\S+) \S*node_modules/i.exec(finalStage.find((l) => /node_modules/.test(l) && /^COPY /i.test(l))!)![1];
+    const stage = lines.slice(lines.findIndex((l) => new RegExp(`^FROM .* AS ${modulesFrom}$`, 'i').test(l.trim())));
+    expect(stage.find((l) => /^RUN /i.test(l))).toMatch(/npm ci --omit=dev/);
+    const { dependencies } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    for (const tool of ['tsx', 'esbuild', 'typescript']) expect(Object.keys(dependencies)).not.toContain(tool);
   });
 
   it('when the image runs, then it runs as a numeric non-root user', () => {
@@ -47,10 +62,13 @@ describe('the Dockerfile', () => {
     }
   });
 
-  it('when k8s/ runs a command in the image, then the file it runs is copied into the image', () => {
+  it('when k8s/ runs a command in the image, then it runs the compiled file, and its source is copied into the build stage', () => {
     const { resources } = renderKustomization(path.join(ROOT, 'k8s/overlays/example'), ROOT);
-    const entries = resources.flatMap((r) => podContainers(r.body)).map((c) => (c.command as string[]).at(-1)!);
-    expect(entries).toEqual(expect.arrayContaining(['services/api/server.ts', 'services/worker/worker.ts', 'scripts/migrate.ts']));
-    for (const entry of entries) expect(isCopied(entry), entry).toBe(true);
+    const entries = resources.flatMap((r) => podContainers(r.body)).map((c) => c.command as string[]);
+    for (const command of entries) expect(command.slice(0, -1)).toEqual(['node']);
+    const sources = entries.map((c) => sourceOf(c.at(-1)!));
+    expect(sources).toEqual(expect.arrayContaining(['services/api/server.ts', 'services/worker/worker.ts', 'scripts/migrate.ts']));
+    for (const source of sources) expect(isCopied(source), source).toBe(true);
+    expect(finalStage.some((l) => /^COPY --from=build \/app\/dist /i.test(l))).toBe(true);
   });
 });

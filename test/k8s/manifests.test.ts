@@ -31,13 +31,13 @@ describe('the Kubernetes manifests', () => {
   it('when `npm run k8s:check` runs on k8s/, then it renders the base and the overlay and finds no problem', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-k8s.ts'], { cwd: ROOT, encoding: 'utf8' });
     expect(result.status, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/2 kustomizations \(k8s\/base, k8s\/overlays\/example\), \d+ objects: valid/);
+    expect(result.stdout).toMatch(/3 kustomizations \(k8s\/base, k8s\/monitoring, k8s\/overlays\/example\), \d+ objects: valid/);
   }, 60_000);
 
   it('when the overlay is rendered, then its patches, image and namespace are applied to the base', () => {
     const { find, api, apiContainer } = renderOverlay();
     expect(apiContainer.image).toBe('registry.example.com/memorychat:0.1.0');
-    expect(apiContainer.resources.limits.memory).toBe('768Mi');
+    expect(apiContainer.resources.limits.memory).toBe('1Gi');
     expect(apiContainer.livenessProbe.httpGet.path).toBe('/healthz');
     expect(find('HorizontalPodAutoscaler', 'memorychat-api').spec.minReplicas).toBe(3);
     expect(api.metadata.namespace).toBe('memorychat');
@@ -84,6 +84,15 @@ describe('the Kubernetes manifests', () => {
     expect(errors).toMatch(/sets replicas/);
   });
 
+  it('when a container runs a compiled file, then the policy checks that its TypeScript source exists (dist/ need not be built)', () => {
+    const { resources, apiContainer } = renderOverlay();
+    expect(apiContainer.command).toEqual(['node', 'dist/services/api/server.js']);
+    apiContainer.command = ['node', 'dist/services/api/serve.js'];
+    expect(checkPolicy(resources, { projectRoot: ROOT, complete: true })).toEqual([
+      expect.stringMatching(/runs dist\/services\/api\/serve\.js, whose source services\/api\/serve\.ts does not exist/),
+    ]);
+  });
+
   it('when the configuration has an unknown or invalid variable or lacks DATABASE_URL, then the policy reports it', () => {
     const { resources, find } = renderOverlay();
     const config = find('ConfigMap', 'memorychat-config');
@@ -96,6 +105,55 @@ describe('the Kubernetes manifests', () => {
     expect(errors).toMatch(/would refuse this configuration: .*ANSWER_TIMEOUT_MS/s);
     expect(errors).toMatch(/DATABASE_URL must be set/);
   });
+
+  it('when the API runs under load, then its memory request is above the RSS measured for it, with a quarter to spare', () => {
+    // The compiled API's largest RSS under 50 concurrent /memoryChat clients (k8s/README.md, Memory).
+    const measuredPeakBytes = 305e6;
+    const { resources } = renderKustomization(path.join(ROOT, 'k8s/base'), ROOT);
+    const api = resources.find((r) => r.body.kind === 'Deployment' && r.body.metadata.name === 'memorychat-api')!.body;
+    const { requests, limits } = podContainers(api)[0]!.resources;
+    const mebibytes = (q: string) => Number(/^(\d+)Mi$/.exec(q)![1]) * 2 ** 20;
+    expect(mebibytes(requests.memory)).toBeGreaterThan(measuredPeakBytes * 1.25);
+    expect(mebibytes(limits.memory)).toBeGreaterThan(mebibytes(requests.memory));
+  });
+
+  it('when a node is drained, then the worker keeps one of its replicas running (PodDisruptionBudget)', () => {
+    const { find } = renderOverlay();
+    const worker = find('Deployment', 'memorychat-worker');
+    const pdb = find('PodDisruptionBudget', 'memorychat-worker');
+    expect(pdb.spec.selector.matchLabels).toEqual(worker.spec.selector.matchLabels);
+    expect(worker.spec.replicas - pdb.spec.maxUnavailable).toBeGreaterThanOrEqual(1);
+  });
+
+  it('when the Prometheus Operator variant is rendered, then its PodMonitor scrapes /metrics on the API and worker pods', () => {
+    const { resources, errors } = renderKustomization(path.join(ROOT, 'k8s/monitoring'), ROOT);
+    expect(errors).toEqual([]);
+    const monitor = resources.find((r) => r.body.kind === 'PodMonitor')!.body;
+    const scraped = resources
+      .filter((r) => r.body.kind === 'Deployment')
+      .filter((r) => monitor.spec.selector.matchExpressions[0].values.includes(r.body.spec.template.metadata.labels['app.kubernetes.io/component']))
+      .map((r) => r.body.metadata.name);
+    expect(scraped.sort()).toEqual(['memorychat-api', 'memorychat-worker']);
+    expect(monitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
+  });
+
+  it('when a PodMonitor has a misspelt field, a wrong type or a port its pods lack, then our own schema and the policy name it', async () => {
+    const { resources } = renderKustomization(path.join(ROOT, 'k8s/monitoring'), ROOT);
+    const monitor = resources.find((r) => r.body.kind === 'PodMonitor')!;
+    expect(await validateSchemas([monitor])).toEqual([]);
+    const endpoint = monitor.body.spec.podMetricsEndpoints[0];
+    endpoint.intervall = endpoint.interval;
+    endpoint.interval = 30;
+    endpoint.port = 'metrics';
+    const schemaErrors = (await validateSchemas([monitor])).join('\n');
+    expect(schemaErrors).toMatch(/PodMonitor\/memorychat: \/spec\/podMetricsEndpoints\/0.*intervall/);
+    expect(schemaErrors).toMatch(/PodMonitor\/memorychat: \/spec\/podMetricsEndpoints\/0\/interval: must be string/);
+    const policy = checkPolicy(resources, { projectRoot: ROOT, complete: false }).join('\n');
+    expect(policy).toMatch(/PodMonitor\/memorychat: port "metrics" is no container port name of Deployment\/memorychat-api/);
+    expect(policy).toMatch(/PodMonitor\/memorychat: port "metrics" is no container port name of Deployment\/memorychat-worker/);
+    // Not handed to the TypeScript check, which has no types for it and would report a missing module.
+    expect(checkUnknownFields([monitor], ROOT)).toEqual([]);
+  }, 30_000);
 
   it('when a kustomization names a missing file or a patch targets no resource, then rendering reports both', async () => {
     const dir = await tempDir({

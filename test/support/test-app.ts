@@ -1,12 +1,10 @@
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { createSigner } from 'fast-jwt';
-import { inject } from 'vitest';
+import type pg from 'pg';
 import { openDatabase, type Database } from '../../db/pool.js';
 import { buildApp, type App, type AppDeps } from '../../services/api/app.js';
 import { loadConfig, type Config } from '../../services/config/config.js';
 import { createProviders } from '../../services/providers/index.js';
+import { adminPool, freshTestDatabase, type TestDatabase } from './test-database.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-at-least-32-characters-long';
 
@@ -18,8 +16,10 @@ export interface TestClock {
 export interface TestApp {
   app: App;
   config: Config;
+  /** What the service uses: embedded, the superuser; on the server, the test login, held to row-level security. */
   database: Database;
-  dataDir: string;
+  /** Sees and writes every row, above row-level security, to seed and inspect: the superuser. */
+  admin: pg.Pool;
   baseUrl: string;
   clock: TestClock;
   token(sub: string, claims?: Record<string, unknown>): string;
@@ -32,24 +32,20 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A fresh embedded database (copied from the migrated template) in its own directory. */
-export async function freshDataDir(): Promise<string> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
-  await cp(inject('templateDataDir'), dataDir, { recursive: true });
-  return dataDir;
-}
-
 /**
- * The real service over HTTP on a random port, with an embedded Postgres of its own and
- * configuration from `env` (JWT_SECRET is set unless overridden).
+ * The real service over HTTP on a random port, with a database of its own (embedded, or on the
+ * PostgreSQL server in the `server` project: test/support/test-database.ts) and configuration from
+ * `env` (JWT_SECRET is set unless overridden). `options.database` opens `options.testDatabase` in a
+ * way of the test's own (through a fault proxy).
  */
 export async function startTestApp(
   env: Record<string, string | undefined> = {},
-  options: { dataDir?: string; keepDataDir?: boolean; database?: Database; logger?: AppDeps['logger'] } = {},
+  options: { testDatabase?: TestDatabase; database?: Database; logger?: AppDeps['logger']; keepTestDatabase?: boolean } = {},
 ): Promise<TestApp> {
-  const dataDir = options.dataDir ?? (await freshDataDir());
-  const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env });
+  const testDatabase = options.testDatabase ?? (await freshTestDatabase());
+  const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...testDatabase.env, LOG_LEVEL: 'silent', ...env });
   const database = options.database ?? (await openDatabase(config));
+  const admin = adminPool(testDatabase, database);
   const clock: TestClock = {
     now: new Date(),
     advance(ms) {
@@ -72,7 +68,7 @@ export async function startTestApp(
     app,
     config,
     database,
-    dataDir,
+    admin: admin.pool,
     baseUrl,
     clock,
     token: (sub, claims = {}) => sign({ sub, ...claims }),
@@ -98,7 +94,8 @@ export async function startTestApp(
     async close() {
       await app.close();
       await database.close();
-      if (!options.keepDataDir) await rm(dataDir, { recursive: true, force: true });
+      await admin.close();
+      if (!options.keepTestDatabase) await testDatabase.remove();
     },
   };
 }

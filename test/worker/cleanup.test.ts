@@ -1,4 +1,3 @@
-import { rm } from 'node:fs/promises';
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../db/pool.js';
@@ -9,7 +8,8 @@ import { createProcessors } from '../../services/core/jobs/processors.js';
 import { BullJobQueue, CLEANUP_SCHEDULER_ID } from '../../services/infra/queue/bull-queue.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
 import { seedSession } from '../support/seed-memory.js';
-import { freshDataDir, TEST_JWT_SECRET } from '../support/test-app.js';
+import { TEST_JWT_SECRET } from '../support/test-app.js';
+import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { silentLog, startTestWorker } from '../support/test-worker.js';
 
 const HOUR = 3_600_000;
@@ -17,40 +17,44 @@ const HOUR = 3_600_000;
 describe('retention cleanup job', () => {
   const redis = redisClient();
   const prefix = uniquePrefix('cleanup');
-  let dataDir: string;
+  let testDatabase: TestDatabase;
   let database: Database;
+  /** Seeds and inspects every user's rows, above row-level security. */
+  let admin: ReturnType<typeof adminPool>;
   let config: Config & { REDIS_URL: string };
   let queue: BullJobQueue;
   const workers: Worker[] = [];
 
   beforeAll(async () => {
-    dataDir = await freshDataDir();
+    testDatabase = await freshTestDatabase();
     config = loadConfig({
       JWT_SECRET: TEST_JWT_SECRET,
-      DATA_DIR: dataDir,
+      ...testDatabase.env,
       REDIS_URL: TEST_REDIS_URL,
       QUEUE_PREFIX: prefix,
       MEMORY_CLEANUP_BATCH_SIZE: '7',
       JOB_BACKOFF_MS: '20',
     }) as Config & { REDIS_URL: string };
     database = await openDatabase(config);
+    admin = adminPool(testDatabase, database);
     queue = new BullJobQueue(config);
   });
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.close()));
     await queue?.close();
+    await admin?.close();
     await database?.close();
     await deleteKeysUnder(redis, prefix);
     redis.disconnect();
-    await rm(dataDir, { recursive: true, force: true });
+    await testDatabase?.remove();
   });
   beforeEach(async () => {
-    await database.pool.query('TRUNCATE sessions, turns, gdpr_exports CASCADE');
+    await admin.pool.query('TRUNCATE sessions, turns, gdpr_exports CASCADE');
     await queue.queue.obliterate({ force: true });
   });
 
   async function liveAndExpiredCounts() {
-    const { rows } = await database.pool.query<{ expired_sessions: number; expired_turns: number; live_sessions: number; live_turns: number }>(
+    const { rows } = await admin.pool.query<{ expired_sessions: number; expired_turns: number; live_sessions: number; live_turns: number }>(
       `SELECT count(*) FILTER (WHERE s.expires_at <= now())::int AS expired_sessions,
               count(*) FILTER (WHERE s.expires_at > now())::int AS live_sessions,
               (SELECT count(*)::int FROM turns t JOIN sessions x USING (tenant_id, user_id, session_id) WHERE x.expires_at <= now()) AS expired_turns,
@@ -63,14 +67,14 @@ describe('retention cleanup job', () => {
   async function seedMix(expiredSessions: number, turnsEach: number) {
     const past = new Date(Date.now() - HOUR);
     const future = new Date(Date.now() + HOUR);
-    for (let i = 0; i < expiredSessions; i++) await seedSession(database.pool, { userId: `u${i % 3}`, turns: turnsEach, expiresAt: past });
-    await seedSession(database.pool, { userId: 'u0', turns: 10, expiresAt: future });
-    await seedSession(database.pool, { userId: 'keeper', turns: 10, expiresAt: future });
+    for (let i = 0; i < expiredSessions; i++) await seedSession(admin.pool, { userId: `u${i % 3}`, turns: turnsEach, expiresAt: past });
+    await seedSession(admin.pool, { userId: 'u0', turns: 10, expiresAt: future });
+    await seedSession(admin.pool, { userId: 'keeper', turns: 10, expiresAt: future });
   }
 
   it('when the cleanup job runs on BullMQ, then expired sessions, their turns and expired exports are gone and live data stays', async () => {
     await seedMix(3, 50);
-    await database.pool.query(
+    await admin.pool.query(
       `INSERT INTO gdpr_exports (tenant_id, user_id, request_id, created_at, expires_at, turn_count, payload)
        VALUES ('default', 'u1', gen_random_uuid(), now() - interval '2 days', now() - interval '1 day', 0, '{}'),
               ('default', 'u1', gen_random_uuid(), now(), now() + interval '1 day', 0, '{}')`,
@@ -87,7 +91,7 @@ describe('retention cleanup job', () => {
     // 150 turns in batches of 7: the deletes were bounded, not one statement.
     expect(done!.returnvalue).toMatchObject({ turns: 150, sessions: 3, exports: 1 });
     expect(done!.returnvalue.batches).toBeGreaterThan(150 / 7);
-    const { rows } = await database.pool.query('SELECT count(*)::int AS n FROM gdpr_exports');
+    const { rows } = await admin.pool.query('SELECT count(*)::int AS n FROM gdpr_exports');
     expect(rows[0].n).toBe(1);
   });
 

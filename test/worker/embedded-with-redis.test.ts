@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { createSigner } from 'fast-jwt';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deleteKeysUnder, keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
-import { freshDataDir } from '../support/test-app.js';
+import { freshDataDir } from '../support/test-database.js';
 
 const SECRET = 'embedded-redis-secret-of-at-least-32-chars';
 

@@ -19,7 +19,7 @@ describe('re-embedding job', () => {
   afterAll(async () => t?.close());
 
   async function models() {
-    const { rows } = await t.database.pool.query<{ model: string | null; n: number }>(
+    const { rows } = await t.admin.query<{ model: string | null; n: number }>(
       'SELECT embedding_model AS model, count(*)::int AS n FROM turns GROUP BY 1 ORDER BY 1',
     );
     return Object.fromEntries(rows.map((r) => [r.model ?? 'none', r.n]));
@@ -27,14 +27,14 @@ describe('re-embedding job', () => {
 
   it('when the active model differs from what turns carry, then a job re-embeds them all in batches, and search sees only the active model meanwhile', async () => {
     const embedder = createLocalEmbedder('local-hash-v2', 256);
-    const sessionId = await seedSession(t.database.pool, { userId: 'reader', turns: 100, expiresAt: new Date(Date.now() + HOUR), model: 'local-hash-v1@384' });
-    await t.database.pool.query(`UPDATE turns SET embedding = NULL, embedding_model = NULL WHERE session_id = $1 AND turn_number <= 5`, [sessionId]);
+    const sessionId = await seedSession(t.admin, { userId: 'reader', turns: 100, expiresAt: new Date(Date.now() + HOUR), model: 'local-hash-v1@384' });
+    await t.admin.query(`UPDATE turns SET embedding = NULL, embedding_model = NULL WHERE session_id = $1 AND turn_number <= 5`, [sessionId]);
     expect(await models()).toEqual({ 'local-hash-v1@384': 95, none: 5 });
 
     // Before re-embedding, a search with the new model finds nothing: models never mix.
     const [query] = await embedder.embed(['Question 3 from reader about sales']);
     const search = () =>
-      retrieveMemory(t.database.pool, {
+      retrieveMemory(t.admin, {
         identity: { tenantId: 'default', userId: 'reader', roles: [] },
         now: new Date(),
         windowSize: 0,
@@ -59,14 +59,14 @@ describe('re-embedding job', () => {
       await queue.close();
     }
     expect(await models()).toEqual({ 'local-hash-v2@256': 100 });
-    const { rows } = await t.database.pool.query('SELECT DISTINCT vector_dims(embedding) AS dims FROM turns');
+    const { rows } = await t.admin.query('SELECT DISTINCT vector_dims(embedding) AS dims FROM turns');
     expect(rows).toEqual([{ dims: 256 }]);
     expect((await search()).similar).toHaveLength(3);
     expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
   });
 
   it('when a remote provider is rate-limited, then batches are paced to REEMBED_MAX_PER_MINUTE', async () => {
-    await seedSession(t.database.pool, { userId: 'paced', turns: 30, expiresAt: new Date(Date.now() + HOUR), model: 'old@384' });
+    await seedSession(t.admin, { userId: 'paced', turns: 30, expiresAt: new Date(Date.now() + HOUR), model: 'old@384' });
     const waits: number[] = [];
     const result = await runReEmbedding(
       {

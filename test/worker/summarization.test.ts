@@ -57,7 +57,7 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
     return res.body;
   }
   async function summaryOf(sessionId: string) {
-    const { rows } = await t.database.pool.query('SELECT summary_text, summary_through_turn FROM sessions WHERE session_id = $1', [sessionId]);
+    const { rows } = await t.admin.query('SELECT summary_text, summary_through_turn FROM sessions WHERE session_id = $1', [sessionId]);
     return rows[0] as { summary_text: string | null; summary_through_turn: number | null };
   }
 
@@ -150,7 +150,7 @@ describe('summarizeSession (core)', () => {
     summarizationSettingsFrom(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...env }));
 
   it('when many turns wait, then they are folded in chunks through the Anthropic SDK and no call exceeds its token budget', async () => {
-    const sessionId = await seedSession(t.database.pool, { userId: 'chunky', turns: 120, expiresAt: new Date(Date.now() + HOUR) });
+    const sessionId = await seedSession(t.admin, { userId: 'chunky', turns: 120, expiresAt: new Date(Date.now() + HOUR) });
     const s = settings({ SUMMARY_MAX_INPUT_TOKENS: '1500', SUMMARY_MAX_TOKENS: '600' });
     const llm = createAnthropicChat({ apiKey: 'test', baseURL: anthropic.baseURL, model: 'claude-test', timeoutMs: 5000 });
     const result = await summarizeSession(
@@ -169,13 +169,13 @@ describe('summarizeSession (core)', () => {
   });
 
   it('when no summary LLM is configured, then an extractive summary lists the questions and skips empty and failed turns', async () => {
-    const sessionId = await seedSession(t.database.pool, { userId: 'plain', turns: 16, expiresAt: new Date(Date.now() + HOUR) });
-    await t.database.pool.query(`UPDATE turns SET status = 'upstream_error' WHERE session_id = $1 AND turn_number = 2`, [sessionId]);
-    await t.database.pool.query(`UPDATE turns SET question = ' ', answer = '' WHERE session_id = $1 AND turn_number = 3`, [sessionId]);
+    const sessionId = await seedSession(t.admin, { userId: 'plain', turns: 16, expiresAt: new Date(Date.now() + HOUR) });
+    await t.admin.query(`UPDATE turns SET status = 'upstream_error' WHERE session_id = $1 AND turn_number = 2`, [sessionId]);
+    await t.admin.query(`UPDATE turns SET question = ' ', answer = '' WHERE session_id = $1 AND turn_number = 3`, [sessionId]);
     const deps = { db: t.database.scoped, clock: () => new Date(), log: silentLog, settings: settings({}) };
     const key = { tenantId: 'default', userId: 'plain', sessionId };
     expect(await summarizeSession(deps, key)).toMatchObject({ outcome: 'summarized', throughTurn: 6, llmCalls: 0 });
-    const { rows } = await t.database.pool.query('SELECT summary_text FROM sessions WHERE session_id = $1', [sessionId]);
+    const { rows } = await t.admin.query('SELECT summary_text FROM sessions WHERE session_id = $1', [sessionId]);
     const lines = (rows[0].summary_text as string).split('\n');
     expect(lines).toHaveLength(4); // turns 1, 4, 5, 6
     expect(lines[0]).toMatch(/^- Question 1 from plain .*\[tables: sales\] SQL: SELECT/);

@@ -1,24 +1,24 @@
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix } from '../support/redis.js';
-import { freshDataDir } from '../support/test-app.js';
+import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
+// The compiled worker, as `npm run worker` and the image run it (build-setup.ts builds dist/).
 describe('the worker process (`npm run worker`)', () => {
   const prefix = uniquePrefix('worker-process');
   const redis = redisClient();
-  let dataDir = '';
+  let testDatabase: TestDatabase | undefined;
   afterAll(async () => {
     const keys = await keysUnder(redis, prefix);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await testDatabase?.remove();
   });
 
   it('when started, then it serves probes and job metrics, and SIGTERM closes it cleanly', async () => {
-    dataDir = await freshDataDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'services/worker/worker.ts'], {
-      env: { PATH: process.env.PATH, DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, WORKER_PORT: '0', JWT_SECRET: 'x'.repeat(32) },
+    testDatabase = await freshTestDatabase();
+    const child = spawn(process.execPath, ['dist/services/worker/worker.js'], {
+      env: { PATH: process.env.PATH, ...testDatabase.env, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, WORKER_PORT: '0', JWT_SECRET: 'x'.repeat(32) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -1,0 +1,35 @@
+import type { Reporter, TestModule } from 'vitest/node';
+
+type Totals = { passed: number; failed: number; skipped: number };
+
+const line = (t: Totals) => `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`;
+
+/**
+ * .ci/run's closing line: the totals of the run, then of each project (embedded, server), e.g.
+ * `410 passed, 0 failed, 2 skipped (embedded: 260 passed, ...; server: 150 passed, ...)`.
+ * A file that failed outside its tests (an import or a hook) counts as one failure.
+ */
+export default class TotalsReporter implements Reporter {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>) {
+    const all: Totals = { passed: 0, failed: 0, skipped: 0 };
+    const byProject = new Map<string, Totals>();
+    for (const module of testModules) {
+      const project = byProject.get(module.project.name) ?? { passed: 0, failed: 0, skipped: 0 };
+      byProject.set(module.project.name, project);
+      const counts: Totals = { passed: 0, failed: 0, skipped: 0 };
+      for (const test of module.children.allTests()) {
+        const { state } = test.result();
+        if (state === 'passed') counts.passed += 1;
+        else if (state === 'failed') counts.failed += 1;
+        else counts.skipped += 1;
+      }
+      if (counts.failed === 0 && module.state() === 'failed') counts.failed = 1;
+      for (const key of ['passed', 'failed', 'skipped'] as const) {
+        project[key] += counts[key];
+        all[key] += counts[key];
+      }
+    }
+    const projects = [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([name, t]) => `${name}: ${line(t)}`);
+    console.log(`${line(all)} (${projects.join('; ')})`);
+  }
+}
