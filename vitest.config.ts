@@ -39,6 +39,8 @@ export default defineConfig({
             'test/api/soak.test.ts',
             // Starts a Postgres of its own, without pgvector: the same in both projects.
             'test/api/database-without-pgvector.test.ts',
+            // Starts a PostgreSQL server of its own (and restarts it): the same in both projects.
+            'test/api/fleet-soak.test.ts',
             // About the embedded database's files and its single owner process.
             'test/api/erase-leaves-no-trace.test.ts',
             'test/worker/embedded-with-redis.test.ts',

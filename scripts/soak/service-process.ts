@@ -1,6 +1,6 @@
-// The real service as a child process, started as k8s starts it (`node --import tsx
-// services/api/server.ts`, or the worker as `npm run worker` does), so that signals, exit codes and
-// restarts are the real ones.
+// The real service as a child process, started as k8s starts it (`node dist/services/api/server.js`,
+// or the worker as `npm run worker` does; `npm run soak` builds dist/ first), so that signals, exit
+// codes and restarts are the real ones.
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
@@ -29,8 +29,8 @@ export interface ServiceProcess {
 
 /** What runs in the process, and the variable that sets the port its /readyz answers on. */
 const PROGRAMS = {
-  api: { entry: 'services/api/server.ts', portVariable: 'PORT' },
-  worker: { entry: 'services/worker/worker.ts', portVariable: 'WORKER_PORT' },
+  api: { entry: 'dist/services/api/server.js', portVariable: 'PORT' },
+  worker: { entry: 'dist/services/worker/worker.js', portVariable: 'WORKER_PORT' },
 } as const;
 
 export async function freePort(): Promise<number> {
@@ -58,7 +58,7 @@ export async function startServiceProcess(
 ): Promise<ServiceProcess> {
   const program = PROGRAMS[options.program ?? 'api'];
   const port = options.port ?? (await freePort());
-  const child = spawn(process.execPath, ['--import', 'tsx', program.entry], {
+  const child = spawn(process.execPath, [program.entry], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', ...env, [program.portVariable]: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
