@@ -6,7 +6,7 @@ import { startTestApp, type TestApp } from '../support/test-app.js';
  * On Citus these stay local to the coordinator (or become reference tables).
  */
 const EXEMPT: Record<string, string> = {
-  schema_migrations: "the migrator's ledger: one row per migration file, belonging to no tenant",
+  migrations: "the migrator's ledger (postgres-migrations): one row per migration file, belonging to no tenant",
 };
 
 /** The column naming a row's user, where it is not `user_id`. */
