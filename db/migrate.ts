@@ -16,11 +16,7 @@ export class MigrationError extends Error {
  * an applied file was edited since (its SHA-1 is kept in the `migrations` table).
  * Returns the applied files' names without `.sql`, e.g. `007_add_index`.
  */
-export async function migrate(
-  pool: pg.Pool,
-  log: (msg: string) => void = () => {},
-  directory: string = MIGRATIONS_DIR,
-): Promise<string[]> {
+export async function migrate(pool: pg.Pool, log: (msg: string) => void = () => {}, directory: string = MIGRATIONS_DIR): Promise<string[]> {
   const client = await pool.connect();
   try {
     await assertPgvectorAvailable(client);

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../services/config/config.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded/embedded-postgres.js';
-import { scopedDatabase, type ScopedDatabase } from './row-security.js';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded/embedded-postgres.js';
+import { type ScopedDatabase, scopedDatabase } from './row-security.js';
 
 export interface Database {
   /** Unscoped: migrations, and tests and scripts that seed or inspect the tables. */

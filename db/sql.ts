@@ -1,4 +1,3 @@
-
 /**
  * SQL that reads as SQL: sql`SELECT … WHERE tenant_id = ${tenantId}` binds each value where it appears
  * ($1, $2, … in order of appearance), so no statement counts parameter positions. A nested sql``

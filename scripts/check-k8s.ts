@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkPolicy } from './k8s/policy.js';
-import { renderKustomization, type Resource } from './k8s/render.js';
+import { type Resource, renderKustomization } from './k8s/render.js';
 import { checkUnknownFields, validateSchemas } from './k8s/schema.js';
 
 export interface K8sCheckResult {
@@ -18,7 +18,10 @@ export interface K8sCheckResult {
 /** Checks the manifests under `k8sDir`; `projectRoot` is where container commands' files must exist. */
 export async function checkK8s(k8sDir: string, projectRoot: string): Promise<K8sCheckResult> {
   const files = readdirSync(k8sDir, { recursive: true, encoding: 'utf8' }).map((f) => path.join(k8sDir, f));
-  const kustomizations = files.filter((f) => path.basename(f) === 'kustomization.yaml').map((f) => path.dirname(f)).sort();
+  const kustomizations = files
+    .filter((f) => path.basename(f) === 'kustomization.yaml')
+    .map((f) => path.dirname(f))
+    .sort();
   const errors: string[] = [];
   const read = new Set<string>();
   const all: Resource[] = [];
@@ -26,7 +29,7 @@ export async function checkK8s(k8sDir: string, projectRoot: string): Promise<K8s
 
   for (const dir of kustomizations) {
     const rendered = renderKustomization(dir, projectRoot);
-    rendered.files.forEach((f) => read.add(f));
+    for (const f of rendered.files) read.add(f);
     all.push(...rendered.resources);
     const complete = path.relative(k8sDir, dir).split(path.sep)[0] === 'overlays';
     errors.push(
@@ -42,7 +45,11 @@ export async function checkK8s(k8sDir: string, projectRoot: string): Promise<K8s
     errors.push(`${path.relative(projectRoot, file)}: no kustomization uses this file`);
   }
   // Base and overlay both carry the base's objects: report each problem once.
-  return { kustomizations: kustomizations.map((d) => path.relative(projectRoot, d)), resourceCount: all.length, errors: [...new Set(errors)] };
+  return {
+    kustomizations: kustomizations.map((d) => path.relative(projectRoot, d)),
+    resourceCount: all.length,
+    errors: [...new Set(errors)],
+  };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -7,8 +7,7 @@ import { createServer } from 'node:http';
 const port = Number(process.env.PORT ?? 8008);
 
 function answer(question: string, instructions: string) {
-  const previousSql = [...instructions.matchAll(/^SQL: (.+)$/gm)].at(-1)?.[1]
-    ?? [...question.matchAll(/^SQL: (.+)$/gm)].at(-1)?.[1];
+  const previousSql = [...instructions.matchAll(/^SQL: (.+)$/gm)].at(-1)?.[1] ?? [...question.matchAll(/^SQL: (.+)$/gm)].at(-1)?.[1];
   const currentQuestion = question.split('Current question: ').at(-1)!;
   const year = /\b(19|20)\d{2}\b/.exec(currentQuestion)?.[0];
 
@@ -34,7 +33,13 @@ function answer(question: string, instructions: string) {
     query_explanation: `Sums sales.amount per region for ${y}.`,
     tables_used: ['sales'],
     execution_result: Object.fromEntries(
-      rows.map((r, i) => [`Row ${i + 1}`, [{ columnName: 'region', value: r.region }, { columnName: 'total_sales', value: String(r.total_sales) }]]),
+      rows.map((r, i) => [
+        `Row ${i + 1}`,
+        [
+          { columnName: 'region', value: r.region },
+          { columnName: 'total_sales', value: String(r.total_sales) },
+        ],
+      ]),
     ),
     related_questions: [`What were total sales by region in ${y - 1}?`],
     tokens: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },

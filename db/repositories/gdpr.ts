@@ -30,10 +30,7 @@ export async function insertAuditRow(
 }
 
 export async function findAuditRow(db: Queryable, tenantId: string, requestId: string): Promise<AuditRow | undefined> {
-  const { rows } = await db.query<AuditRow>('SELECT * FROM gdpr_audit WHERE tenant_id = $1 AND request_id = $2', [
-    tenantId,
-    requestId,
-  ]);
+  const { rows } = await db.query<AuditRow>('SELECT * FROM gdpr_audit WHERE tenant_id = $1 AND request_id = $2', [tenantId, requestId]);
   return rows[0];
 }
 

@@ -81,11 +81,7 @@ export async function releaseHeldJobs(db: Queryable, jobs: JobKey[]): Promise<vo
 
 /** The job is in Redis now. */
 export async function deleteHeldJob(db: Queryable, job: JobKey): Promise<void> {
-  await db.query('DELETE FROM job_outbox WHERE tenant_id = $1 AND user_id = $2 AND job_id = $3', [
-    job.tenantId,
-    job.userId,
-    job.jobId,
-  ]);
+  await db.query('DELETE FROM job_outbox WHERE tenant_id = $1 AND user_id = $2 AND job_id = $3', [job.tenantId, job.userId, job.jobId]);
 }
 
 /**
@@ -93,9 +89,9 @@ export async function deleteHeldJob(db: Queryable, job: JobKey): Promise<void> {
  * a request id and stay, so the requests they serve still finish.
  */
 export async function deleteUserHeldJobs(db: Queryable, tenantId: string, userId: string): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM job_outbox WHERE tenant_id = $1 AND user_id = $2 AND payload->>'userId' = $2`,
-    [tenantId, userId],
-  );
+  const { rowCount } = await db.query(`DELETE FROM job_outbox WHERE tenant_id = $1 AND user_id = $2 AND payload->>'userId' = $2`, [
+    tenantId,
+    userId,
+  ]);
   return rowCount ?? 0;
 }

@@ -2,7 +2,7 @@ import pgvector from 'pgvector';
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
-import { param, sql, toQuery, type Param, type SqlFragment } from '../sql.js';
+import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -62,8 +62,9 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const expiredSessions = sql`SELECT x.session_id FROM sessions x
     WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${now}`;
 
-  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(prepared(
-    sql`WITH sess AS (
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(
+    prepared(
+      sql`WITH sess AS (
        SELECT ${SESSION_COLUMNS},
               ${bounded ? summaryWithin(scope, tenant, user, session) : sql`summary_text`} AS usable_summary,
               ${bounded ? slotsWithin(scope, tenant, user, session) : sql`slots`} AS usable_slots
@@ -94,7 +95,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim`,
-  ));
+    ),
+  );
 
   const out: Retrieved = { window: [], similar: [], summary: null, slots: {} };
   for (const { source, row } of rows) {
@@ -102,8 +104,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       out.session = sessionFromJson(row);
       out.summary = (row.usable_summary as string | null) ?? null;
       out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
-    }
-    else if (source === 'window') out.window.push(turnFromJson(row));
+    } else if (source === 'window') out.window.push(turnFromJson(row));
     else out.similar.push({ ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) });
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
@@ -161,10 +162,7 @@ export interface AppendTurnRequest {
  * atomically, and with one round trip). The session row's lock orders concurrent turns.
  * Returns undefined when the session to append to is not the caller's live session.
  */
-export async function appendTurn(
-  db: Queryable,
-  req: AppendTurnRequest,
-): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
+export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
   const t = req.turn;
   const tenant = param(req.identity.tenantId);
   const user = param(req.identity.userId);
@@ -185,8 +183,9 @@ export async function appendTurn(
            expires_at = ${expiry}
          WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}`;
 
-  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(prepared(
-    sql`WITH s AS (
+  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
+    prepared(
+      sql`WITH s AS (
        ${touchSession}
        RETURNING ${SESSION_COLUMNS}, last_turn_number
      ), t AS (
@@ -205,7 +204,8 @@ export async function appendTurn(
        RETURNING turn_number
      )
      SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
-  ));
+    ),
+  );
   const row = rows[0];
   if (!row) return undefined;
   return { session: sessionFromJson(row.session), turnNumber: row.turn_number };

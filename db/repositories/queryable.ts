@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { toQuery, type SqlFragment } from '../sql.js';
+import { type SqlFragment, toQuery } from '../sql.js';
 
 /**
  * What repositories run their statements on: in the service, a scope of db/row-security.ts; in tests
  * and scripts that inspect or seed the database, also a plain pool.
  */
 export interface Queryable {
+  // biome-ignore lint/suspicious/noExplicitAny: pg's own default row type, so callers without a row type get pg's rows
   query<R extends pg.QueryResultRow = any>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
 

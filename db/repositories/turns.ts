@@ -1,7 +1,7 @@
 import pgvector from 'pgvector';
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
-import { param, sql, toQuery, type SqlFragment } from '../sql.js';
+import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
@@ -68,7 +68,10 @@ export async function findSqlTurn(
   const row = rows[0];
   if (!row) return { session: false };
   if (!row.turn) return { session: true };
-  return { session: true, turn: { ...(row.turn as unknown as SqlTurn & { has_sql: boolean }), created_at: new Date(row.turn.created_at as string) } };
+  return {
+    session: true,
+    turn: { ...(row.turn as unknown as SqlTurn & { has_sql: boolean }), created_at: new Date(row.turn.created_at as string) },
+  };
 }
 
 /**

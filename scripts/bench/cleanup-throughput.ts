@@ -20,7 +20,10 @@ try {
   const vector = pgvector.toSql(embedText('total sales by region for 2024', 384)!);
   const insertStarted = performance.now();
   // Expired sessions over 100 users, then 10% as many live ones, with realistic turn rows (384-d vectors inline).
-  for (const [expired, count] of [[true, sessions], [false, Math.ceil(sessions / 10)]] as const) {
+  for (const [expired, count] of [
+    [true, sessions],
+    [false, Math.ceil(sessions / 10)],
+  ] as const) {
     await db.query(
       `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
        SELECT 'bench', 'user-' || (s % 100), gen_random_uuid(), 'bench', now(), now(),
@@ -41,7 +44,9 @@ try {
     `SELECT count(*) FILTER (WHERE s.expires_at <= now())::int AS expired, count(*) FILTER (WHERE s.expires_at > now())::int AS live
      FROM turns t JOIN sessions s USING (tenant_id, user_id, session_id)`,
   );
-  console.log(`inserted ${rows[0]!.expired} expired and ${rows[0]!.live} live turns in ${Math.round(performance.now() - insertStarted)} ms`);
+  console.log(
+    `inserted ${rows[0]!.expired} expired and ${rows[0]!.live} live turns in ${Math.round(performance.now() - insertStarted)} ms`,
+  );
   await db.query('ANALYZE');
 
   const logs: string[] = [];
@@ -54,7 +59,13 @@ try {
   const left = await db.query<{ turns: number }>('SELECT count(*)::int AS turns FROM turns');
   const rowsDeleted = result.turns + result.sessions;
   console.log(
-    JSON.stringify({ ...result, batchSize, liveTurnsLeft: left.rows[0]!.turns, rowsPerSecond: Math.round(rowsDeleted / (result.ms / 1000)), turnsPerSecond: Math.round(result.turns / (result.ms / 1000)) }),
+    JSON.stringify({
+      ...result,
+      batchSize,
+      liveTurnsLeft: left.rows[0]!.turns,
+      rowsPerSecond: Math.round(rowsDeleted / (result.ms / 1000)),
+      turnsPerSecond: Math.round(result.turns / (result.ms / 1000)),
+    }),
   );
 } finally {
   await database.close();

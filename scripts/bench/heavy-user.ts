@@ -4,10 +4,11 @@
 // users ask a question and three follow-ups in a new session, alternating, through the real service
 // on the embedded database. Options (env): BENCH_HEAVY_TURNS (2000), BENCH_HEAVY_SESSIONS (400),
 // BENCH_HEAVY_ROUNDS (60: conversations per user).
+
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { TENANT, userId } from './data.js';
@@ -75,7 +76,9 @@ try {
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))]!;
 const heavy = latencies[HEAVY]!;
 const light = latencies[LIGHT]!;
-console.log(`heavy user: ${HEAVY_TURNS} turns in ${HEAVY_SESSIONS} live sessions (+${Math.ceil(HEAVY_SESSIONS / 10)} expired); light user: 1 turn`);
+console.log(
+  `heavy user: ${HEAVY_TURNS} turns in ${HEAVY_SESSIONS} live sessions (+${Math.ceil(HEAVY_SESSIONS / 10)} expired); light user: 1 turn`,
+);
 console.log(`heavy p50=${quantile(heavy, 0.5).toFixed(1)} ms p95=${quantile(heavy, 0.95).toFixed(1)} ms (n=${heavy.length})`);
 console.log(`light p50=${quantile(light, 0.5).toFixed(1)} ms p95=${quantile(light, 0.95).toFixed(1)} ms (n=${light.length})`);
 console.log(`heavy / light p50: ${(quantile(heavy, 0.5) / quantile(light, 0.5)).toFixed(2)}x (target <= 1.5x)`);

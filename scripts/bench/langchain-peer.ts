@@ -1,12 +1,13 @@
 // The peer: the same memory flow assembled from the LangChain JS parts a team would otherwise use,
 // on the same database (its own tables), with the same local embedder and ONE connection.
-import type pg from 'pg';
-import { Embeddings } from '@langchain/core/embeddings';
-import { AIMessage, HumanMessage } from '@langchain/core/messages';
+
 import { PostgresChatMessageHistory } from '@langchain/community/stores/message/postgres';
 import { PGVectorStore } from '@langchain/community/vectorstores/pgvector';
+import { Embeddings } from '@langchain/core/embeddings';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import type pg from 'pg';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { turnEmbeddingText, type InstantAnswer } from './data.js';
+import { type InstantAnswer, turnEmbeddingText } from './data.js';
 import { DIMENSIONS, LC_HISTORY_TABLE, LC_VECTOR_TABLE } from './seed.js';
 
 /** The service's local embedder as a LangChain Embeddings class. */

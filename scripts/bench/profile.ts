@@ -1,7 +1,7 @@
 // `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR]`: runs the service
 // with --cpu-prof on a copy of a seeded directory, drives /memoryChat, and prints where the service
 // process spends its CPU (self time by function and by package).
-import { readdir, readFile, rm, mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -46,20 +46,32 @@ const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
 const prof = JSON.parse(await readFile(path.join(profDir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
 const self = new Map<number, number>();
-prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
+prof.samples.forEach((id, i) => {
+  self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
+});
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 const byFn = new Map<string, number>();
 const byPkg = new Map<string, number>();
 for (const n of prof.nodes) {
   const t = self.get(n.id) ?? 0;
   const url = n.callFrame.url.replace(/^file:\/\//, '');
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.includes('/work/') ? `app:${url.split('/work/main/')[1]?.split('/').slice(0, 2).join('/')}` : url ? url.split('/').slice(0, 3).join('/') : n.callFrame.functionName || '(native)');
+  const pkg =
+    /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ??
+    (url.includes('/work/')
+      ? `app:${url.split('/work/main/')[1]?.split('/').slice(0, 2).join('/')}`
+      : url
+        ? url.split('/').slice(0, 3).join('/')
+        : n.callFrame.functionName || '(native)');
   const key = `${n.callFrame.functionName || '(anonymous)'} ${url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
   byFn.set(key, (byFn.get(key) ?? 0) + t);
   byPkg.set(pkg, (byPkg.get(pkg) ?? 0) + t);
 }
 const show = (m: Map<string, number>, n: number) =>
-  [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${(v / 1000 / Math.max(1, r.requests)).toFixed(3)} ms/req  ${k}`).join('\n');
+  [...m.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${(v / 1000 / Math.max(1, r.requests)).toFixed(3)} ms/req  ${k}`)
+    .join('\n');
 console.log(`\nservice CPU by package (self time; ${(total / 1e6).toFixed(1)} s total):\n${show(byPkg, 20)}`);
 console.log(`\nservice CPU by function:\n${show(byFn, Number(args.top))}`);
 // Who calls the heaviest native frames (writev, ...): self time by caller chain.

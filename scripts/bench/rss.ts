@@ -35,7 +35,10 @@ export function childrenOf(pid: number): number[] {
 export class RssSampler {
   readonly max = new Map<number, number>();
   private timer?: NodeJS.Timeout;
-  constructor(private readonly pids: number[], everyMs = 100) {
+  constructor(
+    private readonly pids: number[],
+    everyMs = 100,
+  ) {
     this.timer = setInterval(() => this.sample(), everyMs);
     this.timer.unref();
     this.sample();

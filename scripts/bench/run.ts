@@ -15,20 +15,20 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { request } from 'undici';
 import type { Database } from '../../db/pool.js';
+import { scopedDatabase } from '../../db/row-security.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { answerFor, turnEmbeddingText, userId } from './data.js';
 import { copyDataDir, openBenchDatabase } from './database.js';
 import { floorTurns, shortVectors, unpreparedStatements } from './floor.js';
-import { scopedDatabase } from '../../db/row-security.js';
 import { addLangchainIndexes, createLangchainTables, dropLangchainIndexes, langchainTurn, vectorStore } from './langchain-peer.js';
-import { combine, runLoad, type LoadResult } from './load.js';
-import { childrenOf, commandLineIncludes, cpuMsOf, memoryOf, RssSampler, type Memory } from './rss.js';
+import { combine, type LoadResult, runLoad } from './load.js';
+import { childrenOf, commandLineIncludes, cpuMsOf, type Memory, memoryOf, RssSampler } from './rss.js';
 import { measureSearch, type SearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
 import { serviceTurns, startService } from './service.js';
 import { conversationClient, startInstantAnswerer, type TurnFn } from './workload.js';
-import { answerFor, turnEmbeddingText, userId } from './data.js';
-import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { request } from 'undici';
 
 const { values: args } = parseArgs({
   options: {
@@ -152,8 +152,10 @@ async function sideBySide(systems: System[], users: number) {
       const r = combine(slices.get(m.s.name)!);
       combined.get(m.s.name)!.push(r);
       rounds.get(m.s.name)!.push(slices.get(m.s.name)!.map(({ latencies: _, ...x }) => x));
-      log(`${m.s.name} c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(1)} p95 ${r.p95.toFixed(1)} p99 ${r.p99.toFixed(1)} ms` +
-        (r.errors ? ` errors ${r.errors} (${r.firstError})` : ''));
+      log(
+        `${m.s.name} c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(1)} p95 ${r.p95.toFixed(1)} p99 ${r.p99.toFixed(1)} ms` +
+          (r.errors ? ` errors ${r.errors} (${r.firstError})` : ''),
+      );
     }
   }
   return { combined, rounds, cpuPerTurn };
@@ -218,7 +220,11 @@ async function main() {
     { name: 'floor', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => floorDb.pool) }) },
     { name: 'floorPlain', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => unpreparedStatements(floorDb.pool)) }) },
     { name: 'floorLean', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => shortVectors(floorDb.pool)) }) },
-    { name: 'floorScoped', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns((who) => scopedDatabase(floorDb.pool).asUser(who)) }) },
+    {
+      name: 'floorScoped',
+      pids: [process.pid, floorPid],
+      turnFor: () => ({ turn: floorTurns((who) => scopedDatabase(floorDb.pool).asUser(who)) }),
+    },
     ...(lcDb
       ? [
           { name: 'langchainShipped', pids: [process.pid, floorPid] as [number, number], turnFor: () => ({ turn: lcTurn(floorDb) }) },
@@ -229,7 +235,12 @@ async function main() {
   const sampler = new RssSampler([service.pid, service.dbPid]);
   const { combined, rounds, cpuPerTurn } = await sideBySide(systems, main.manifest.users);
   sampler.stop();
-  const loaded = { service: memoryOf(service.pid), db: memoryOf(service.dbPid), maxService: sampler.max.get(service.pid), maxDb: sampler.max.get(service.dbPid) };
+  const loaded = {
+    service: memoryOf(service.pid),
+    db: memoryOf(service.dbPid),
+    maxService: sampler.max.get(service.pid),
+    maxDb: sampler.max.get(service.dbPid),
+  };
   await service.stop();
   await floorDb.close();
   await lcDb?.close();
@@ -251,7 +262,9 @@ async function main() {
     const sdb = await openBenchDatabase(stage.dir);
     const s = await measureSearch(sdb.pool, 440);
     await sdb.close();
-    log(`search @ ${s.turns} turns: p50 ${s.search.p50.toFixed(2)} p95 ${s.search.p95.toFixed(2)} ms; as plain queries p50 ${s.plain.p50.toFixed(2)} p95 ${s.plain.p95.toFixed(2)} ms`);
+    log(
+      `search @ ${s.turns} turns: p50 ${s.search.p50.toFixed(2)} p95 ${s.search.p95.toFixed(2)} ms; as plain queries p50 ${s.plain.p50.toFixed(2)} p95 ${s.plain.p95.toFixed(2)} ms`,
+    );
     scale.push(s);
   }
   answerer.server.close();
@@ -303,27 +316,33 @@ type Results = {
 function report(r: Results): string {
   const f = (n: number | undefined, d = 1) => (n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(d));
   const row = (name: string, x: LoadResult | undefined) =>
-    x ? `| ${name} | ${x.clients} | ${f(x.p50)} | ${f(x.p95)} | ${f(x.p99)} | ${f(x.rps, 0)} | ${x.requests}${x.errors ? ` (${x.errors} errors)` : ''} |` : '';
+    x
+      ? `| ${name} | ${x.clients} | ${f(x.p50)} | ${f(x.p95)} | ${f(x.p99)} | ${f(x.rps, 0)} | ${x.requests}${x.errors ? ` (${x.errors} errors)` : ''} |`
+      : '';
   const lines: string[] = [];
-  lines.push(`machine: ${r.machine.cpus} cores (${r.machine.cpu}), ${f(r.machine.memGb)} GiB, Node ${r.machine.node}; load average at the end ${r.machine.load.map((x) => f(x, 2)).join(' ')}`);
+  lines.push(
+    `machine: ${r.machine.cpus} cores (${r.machine.cpu}), ${f(r.machine.memGb)} GiB, Node ${r.machine.node}; load average at the end ${r.machine.load.map((x) => f(x, 2)).join(' ')}`,
+  );
   lines.push(`method: ${ROUNDS} rounds x ${SECONDS} s slices per system and concurrency, systems alternating within each round`);
-  lines.push(`data: ${r.data.turns} stored turns over ${r.data.users} users (seeded in ${f(r.data.seedMs / 1000)} s); run took ${f(r.seconds, 0)} s`);
+  lines.push(
+    `data: ${r.data.turns} stored turns over ${r.data.users} users (seeded in ${f(r.data.seedMs / 1000)} s); run took ${f(r.seconds, 0)} s`,
+  );
   lines.push('');
   lines.push('| flow | clients | p50 ms | p95 ms | p99 ms | turns/s | measured turns |');
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   const groups: [string, LoadResult[]][] = [
     ['a. /memoryChat (HTTP, JWT, instant answerer)', r.service],
     ['b. floor: same SQL with pg (2 round trips)', r.floor],
-    ['b\'. floor before prepared statements (plain queries)', r.floorPlain],
-    ['b\'\'. floor + float4-precision vector text', r.floorLean],
-    ['b\'\'\'. floor under row-level security (each statement in a scoped transaction)', r.floorScoped],
+    ["b'. floor before prepared statements (plain queries)", r.floorPlain],
+    ["b''. floor + float4-precision vector text", r.floorLean],
+    ["b'''. floor under row-level security (each statement in a scoped transaction)", r.floorScoped],
     ['c. LangChain JS as shipped', r.langchainShipped],
-    ['c\'. LangChain JS + 2 indexes', r.langchainIndexed],
+    ["c'. LangChain JS + 2 indexes", r.langchainIndexed],
   ];
   for (const [name, xs] of groups) for (const x of xs) lines.push(row(name, x));
   lines.push('');
-  lines.push('| ratio | ' + LEVELS.map((c) => `${c} client${c > 1 ? 's' : ''}`).join(' | ') + ' | target |');
-  lines.push('| --- | ' + LEVELS.map(() => '---:').join(' | ') + ' | --- |');
+  lines.push(`| ratio | ${LEVELS.map((c) => `${c} client${c > 1 ? 's' : ''}`).join(' | ')} | target |`);
+  lines.push(`| --- | ${LEVELS.map(() => '---:').join(' | ')} | --- |`);
   const at = (xs: LoadResult[], i: number) => xs[i];
   const ratio = (name: string, fn: (i: number) => number | undefined, target: string) =>
     lines.push(`| ${name} | ${LEVELS.map((_, i) => f(fn(i), 2)).join(' | ')} | ${target} |`);
@@ -342,7 +361,11 @@ function report(r: Results): string {
     ratio('service ÷ LangChain as shipped, median of rounds', perRound('service', 'langchainShipped'), '≥ 8');
     ratio('service ÷ LangChain + indexes, median of rounds', perRound('service', 'langchainIndexed'), '≥ 1.5');
   }
-  ratio('floor before prepared statements ÷ floor, p50', (i) => at(r.floorPlain, i)!.p50 / at(r.floor, i)!.p50, '(> 1: preparing made it faster)');
+  ratio(
+    'floor before prepared statements ÷ floor, p50',
+    (i) => at(r.floorPlain, i)!.p50 / at(r.floor, i)!.p50,
+    '(> 1: preparing made it faster)',
+  );
   ratio('floor ÷ floor before prepared statements, throughput, median of rounds', perRound('floor', 'floorPlain'), '');
   ratio('floor + float4 vectors ÷ floor, throughput, median of rounds', perRound('floorLean', 'floor'), '');
   ratio('floor under row-level security ÷ floor, p50', (i) => at(r.floorScoped, i)!.p50 / at(r.floor, i)!.p50, '(the cost of RLS)');
@@ -351,21 +374,25 @@ function report(r: Results): string {
   lines.push('CPU per turn (ms; app = service process, or the bench process for in-process flows, which also runs the load');
   lines.push('driver and the instant answerer; db = the embedded Postgres process, single-threaded: its CPU per turn bounds throughput):');
   lines.push('');
-  lines.push('| flow | ' + LEVELS.map((c) => `app @${c}`).join(' | ') + ' | ' + LEVELS.map((c) => `db @${c}`).join(' | ') + ' |');
-  lines.push('| --- | ' + LEVELS.map(() => '---:').join(' | ') + ' | ' + LEVELS.map(() => '---:').join(' | ') + ' |');
+  lines.push(`| flow | ${LEVELS.map((c) => `app @${c}`).join(' | ')} | ${LEVELS.map((c) => `db @${c}`).join(' | ')} |`);
+  lines.push(`| --- | ${LEVELS.map(() => '---:').join(' | ')} | ${LEVELS.map(() => '---:').join(' | ')} |`);
   for (const [name, xs] of Object.entries(r.cpuPerTurn)) {
     lines.push(`| ${name} | ${xs.map((x) => f(x.app, 2)).join(' | ')} | ${xs.map((x) => f(x.db, 2)).join(' | ')} |`);
   }
   lines.push('');
   lines.push(`local embedder inside each turn (question + turn text): ${f(r.embedMsPerTurn, 2)} ms`);
   lines.push('');
-  lines.push('Per-user retrieval (session + window + top-3 search, one statement, one client), prepared (as shipped) and as plain queries:');
+  lines.push(
+    'Per-user retrieval (session + window + top-3 search, one statement, one client), prepared (as shipped) and as plain queries:',
+  );
   lines.push('');
   lines.push('| stored turns | users | turns/user | p50 ms | p95 ms | p99 ms | plain p50 ms | plain p95 ms | plain p99 ms | hits/search |');
   lines.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of r.scale) {
-    lines.push(`| ${s.turns} | ${s.users} | ${f(s.turnsPerUser, 0)} | ${f(s.search.p50, 2)} | ${f(s.search.p95, 2)} | ${f(s.search.p99, 2)} | ` +
-      `${f(s.plain.p50, 2)} | ${f(s.plain.p95, 2)} | ${f(s.plain.p99, 2)} | ${f(s.hits, 2)} |`);
+    lines.push(
+      `| ${s.turns} | ${s.users} | ${f(s.turnsPerUser, 0)} | ${f(s.search.p50, 2)} | ${f(s.search.p95, 2)} | ${f(s.search.p99, 2)} | ` +
+        `${f(s.plain.p50, 2)} | ${f(s.plain.p95, 2)} | ${f(s.plain.p99, 2)} | ${f(s.hits, 2)} |`,
+    );
   }
   lines.push('');
   const m = (x?: Memory) => (x ? `${f(x.rssMb, 0)} MB (peak ${f(x.hwmMb, 0)})` : '–');

@@ -5,9 +5,9 @@ import { retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { conversationStream, TENANT } from './data.js';
-import { summarise, type LoadResult } from './load.js';
-import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 import { SETTINGS, unpreparedStatements } from './floor.js';
+import { type LoadResult, summarise } from './load.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 
 export interface SearchScale {
   turns: number;
@@ -33,9 +33,17 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): 
       'SELECT session_id FROM sessions WHERE tenant_id = $1 AND user_id = $2 ORDER BY updated_at DESC LIMIT 1 OFFSET $3',
       [TENANT, user, i % 5],
     );
-    cases.push({ user, session: s.rows[0]?.session_id ?? crypto.randomUUID(), database: c.database, vector: embedText(c.questions.at(-1)!, DIMENSIONS)! });
+    cases.push({
+      user,
+      session: s.rows[0]?.session_id ?? crypto.randomUUID(),
+      database: c.database,
+      vector: embedText(c.questions.at(-1)!, DIMENSIONS)!,
+    });
   }
-  const variants: [string, Queryable][] = [['search', pool], ['plain', unpreparedStatements(pool)]];
+  const variants: [string, Queryable][] = [
+    ['search', pool],
+    ['plain', unpreparedStatements(pool)],
+  ];
   const latencies = new Map<string, number[]>(variants.map(([name]) => [name, []]));
   let hits = 0;
   const started = performance.now();

@@ -4,8 +4,8 @@
 // template (every SParC turn in several wordings); turns are then made server-side by
 // INSERT ... SELECT from compact arrays (user, session, number, time, template).
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
 import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages } from '@langchain/core/messages';
+import type pg from 'pg';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, loadSparc, rng, TENANT, turnEmbeddingText, userDatabases, userId, varyQuestion } from './data.js';
 
@@ -23,13 +23,18 @@ const DAY = 86_400_000;
 export function vectorText(v: number[]): string {
   let s = '[';
   for (let i = 0; i < v.length; i++) s += (i ? ',' : '') + Number(v[i]!.toPrecision(7));
-  return s + ']';
+  return `${s}]`;
 }
 
 /** Template id of (interaction, turn, variant): interactions are numbered in dev.json order. */
 function templateIndex(): number[][] {
   let next = 0;
-  return loadSparc().map((i) => i.turns.map(() => ((next += VARIANTS), next - VARIANTS)));
+  return loadSparc().map((i) =>
+    i.turns.map(() => {
+      next += VARIANTS;
+      return next - VARIANTS;
+    }),
+  );
 }
 
 export async function ensureTemplates(pool: pg.Pool): Promise<number> {
@@ -107,8 +112,17 @@ interface Batch {
   sCount: number[];
 }
 const emptyBatch = (): Batch => ({
-  users: [], sessions: [], numbers: [], times: [], templates: [],
-  sUsers: [], sIds: [], sNames: [], sCreated: [], sUpdated: [], sCount: [],
+  users: [],
+  sessions: [],
+  numbers: [],
+  times: [],
+  templates: [],
+  sUsers: [],
+  sIds: [],
+  sNames: [],
+  sCreated: [],
+  sUpdated: [],
+  sCount: [],
 });
 
 /** Seeds users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns. */
@@ -119,7 +133,9 @@ export async function seed(pool: pg.Pool, opts: SeedOptions): Promise<{ turns: n
   const sparc = loadSparc();
   const ids = templateIndex();
   const byDatabase = new Map<string, number[]>();
-  sparc.forEach((i, n) => byDatabase.set(i.database, [...(byDatabase.get(i.database) ?? []), n]));
+  sparc.forEach((i, n) => {
+    byDatabase.set(i.database, [...(byDatabase.get(i.database) ?? []), n]);
+  });
   let b = emptyBatch();
   let turns = 0;
   let sessions = 0;

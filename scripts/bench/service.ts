@@ -1,6 +1,6 @@
 // The real service as a child process (`node --import tsx services/api/server.ts`) on a seeded
 // DATA_DIR, and a load client for POST /memoryChat over undici (keep-alive, loopback only).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createSigner } from 'fast-jwt';
@@ -90,7 +90,10 @@ export function serviceTurns(baseUrl: string, connections: number): { turn: Turn
   const tokens = new Map<number, string>();
   const turn: TurnFn = async (t) => {
     let token = tokens.get(t.user);
-    if (!token) tokens.set(t.user, (token = sign({ sub: userId(t.user) })));
+    if (!token) {
+      token = sign({ sub: userId(t.user) });
+      tokens.set(t.user, token);
+    }
     const res = await pool.request({
       path: '/memoryChat',
       method: 'POST',

@@ -11,7 +11,7 @@
 // API's whole process tree (node, the embedded database's child, tsx's esbuild) after --idle-seconds.
 // Under load: the largest such sum sampled every 200 ms while the clients run SParC conversations
 // against an instant answerer (scripts/bench/workload.ts). Medians are printed last.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -65,7 +65,16 @@ async function start(variant: Variant, env: Record<string, string>): Promise<Sta
   const t0 = performance.now();
   const child = spawn(process.execPath, VARIANTS[variant], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production', JWT_SECRET, LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'production',
+      JWT_SECRET,
+      LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -101,7 +110,11 @@ function treeRssMb(pid: number): { mb: number; processes: number } {
   return { mb: pids.reduce((sum, p) => sum + (memoryOf(p)?.rssMb ?? 0), 0), processes: pids.length };
 }
 
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One migrated state per variant run: a DATA_DIR copy, or a server database made for this script. */
@@ -177,7 +190,9 @@ try {
       results[variant].startMs.push(service.startMs);
       results[variant].idleMb.push(idle.mb);
       results[variant].processes.push(idle.processes);
-      console.log(`${mode} run ${run + 1} ${variant}: start ${service.startMs.toFixed(0)} ms, idle RSS ${idle.mb.toFixed(0)} MB in ${idle.processes} processes`);
+      console.log(
+        `${mode} run ${run + 1} ${variant}: start ${service.startMs.toFixed(0)} ms, idle RSS ${idle.mb.toFixed(0)} MB in ${idle.processes} processes`,
+      );
     }
   }
   if (loadSeconds > 0) {

@@ -2,7 +2,7 @@
 // random users; its first question starts a session, follow-ups continue it.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answerFor, conversationStream, type Conversation } from './data.js';
+import { answerFor, type Conversation, conversationStream } from './data.js';
 
 export interface TurnInput {
   user: number;

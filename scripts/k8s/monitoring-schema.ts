@@ -49,7 +49,9 @@ const PodMonitor = Type.Object({
   spec: Type.Object(
     {
       selector: LabelSelector,
-      namespaceSelector: Type.Optional(Type.Object({ any: Type.Optional(Type.Boolean()), matchNames: Type.Optional(Type.Array(Type.String())) }, strict)),
+      namespaceSelector: Type.Optional(
+        Type.Object({ any: Type.Optional(Type.Boolean()), matchNames: Type.Optional(Type.Array(Type.String())) }, strict),
+      ),
       podMetricsEndpoints: Type.Array(PodMetricsEndpoint, { minItems: 1 }),
       jobLabel: Type.Optional(Type.String()),
       podTargetLabels: Type.Optional(Type.Array(Type.String())),

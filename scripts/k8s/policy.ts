@@ -39,24 +39,31 @@ export function checkPolicy(resources: Resource[], options: PolicyOptions): stri
   for (const { source, body } of resources) {
     const at = `${source}: ${body.kind}/${body.metadata?.name}`;
     const selector =
-      body.kind === 'Service' ? { matchLabels: body.spec?.selector }
-      : body.kind === 'PodDisruptionBudget' || body.kind === 'PodMonitor' ? body.spec?.selector
-      : body.kind === 'NetworkPolicy' ? body.spec?.podSelector
-      : undefined;
+      body.kind === 'Service'
+        ? { matchLabels: body.spec?.selector }
+        : body.kind === 'PodDisruptionBudget' || body.kind === 'PodMonitor'
+          ? body.spec?.selector
+          : body.kind === 'NetworkPolicy'
+            ? body.spec?.podSelector
+            : undefined;
     if (selector && !workloads.some((w) => selects(selector, w.body.spec?.template?.metadata?.labels))) {
       errors.push(`${at}: its selector matches no pod of the Deployments and Jobs here`);
     }
     if (body.kind === 'Service') {
       const portNames = workloads.flatMap((w) => podContainers(w.body)).flatMap((c) => (c.ports ?? []).map((p: Body) => p.name));
       for (const port of body.spec?.ports ?? []) {
-        if (typeof port.targetPort === 'string' && !portNames.includes(port.targetPort)) errors.push(`${at}: targetPort "${port.targetPort}" is no container port name`);
+        if (typeof port.targetPort === 'string' && !portNames.includes(port.targetPort))
+          errors.push(`${at}: targetPort "${port.targetPort}" is no container port name`);
       }
     }
     if (body.kind === 'PodMonitor') errors.push(...checkPodMonitor(body, workloads, at));
     if (body.kind === 'HorizontalPodAutoscaler') {
       const target = find(body.spec?.scaleTargetRef?.kind, body.spec?.scaleTargetRef?.name);
       if (!target) errors.push(`${at}: scaleTargetRef names no resource here`);
-      else if (target.body.spec?.replicas !== undefined) errors.push(`${target.source}: ${target.body.kind}/${target.body.metadata.name} sets replicas, which would reset ${at}'s count on every apply`);
+      else if (target.body.spec?.replicas !== undefined)
+        errors.push(
+          `${target.source}: ${target.body.kind}/${target.body.metadata.name} sets replicas, which would reset ${at}'s count on every apply`,
+        );
     }
     if (body.kind === 'ConfigMap') errors.push(...unknownVariables(Object.keys(body.data ?? {}), at));
   }
@@ -94,12 +101,15 @@ function checkContainer(c: Body, pod: Body, at: string, projectRoot: string): st
 /** Every pod the PodMonitor selects must serve each endpoint's port by name, at /metrics. */
 function checkPodMonitor(body: Body, workloads: Resource[], at: string): string[] {
   const errors: string[] = [];
-  const selected = workloads.filter((w) => w.body.kind === 'Deployment' && selects(body.spec?.selector, w.body.spec?.template?.metadata?.labels));
+  const selected = workloads.filter(
+    (w) => w.body.kind === 'Deployment' && selects(body.spec?.selector, w.body.spec?.template?.metadata?.labels),
+  );
   for (const endpoint of body.spec?.podMetricsEndpoints ?? []) {
     if (endpoint.path !== '/metrics') errors.push(`${at}: podMetricsEndpoints must scrape /metrics, not ${endpoint.path}`);
     for (const w of selected) {
       const ports = podContainers(w.body).flatMap((c) => (c.ports ?? []).map((p: Body) => p.name));
-      if (!ports.includes(endpoint.port)) errors.push(`${at}: port "${endpoint.port}" is no container port name of Deployment/${w.body.metadata.name}`);
+      if (!ports.includes(endpoint.port))
+        errors.push(`${at}: port "${endpoint.port}" is no container port name of Deployment/${w.body.metadata.name}`);
     }
   }
   return errors;

@@ -109,7 +109,11 @@ export function renderKustomization(dir: string, root: string): Rendered {
 
 /** Kustomize matches a patch to a resource by group, kind and name. */
 function sameObject(a: Record<string, any>, b: Record<string, any>): boolean {
-  const group = (apiVersion: unknown) => String(apiVersion ?? '').split('/').slice(0, -1).join('/');
+  const group = (apiVersion: unknown) =>
+    String(apiVersion ?? '')
+      .split('/')
+      .slice(0, -1)
+      .join('/');
   return group(a.apiVersion) === group(b.apiVersion) && a.kind === b.kind && a.metadata?.name === b.metadata?.name;
 }
 

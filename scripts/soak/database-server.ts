@@ -2,7 +2,7 @@
 // the service reaches through DATABASE_URL like any server. The machine's PostgreSQL 15 has no
 // pgvector, so this is the same process the embedded mode forks (db/embedded/pglite-process.mjs), on a
 // fixed socket path so that it can be restarted under the service. It serves ONE connection at a time.
-import { fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

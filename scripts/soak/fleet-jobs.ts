@@ -1,8 +1,7 @@
 // After the fleet soak: did every background job the clients caused run to completion?
 // (docs/soak.md, "jobs lost").
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type pg from 'pg';
-import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
 import type { ExportRequest } from './soak-client.js';
 
 /** Job states that mean "not done": still to run, running, or given up. */
@@ -52,7 +51,8 @@ export async function auditJobs(options: {
   for (const id of accepted) {
     const row = statusOf.get(id);
     if (row?.status === 'completed') exportsCompleted++;
-    else anomalies.push(`export ${id} accepted but ${row ? `${row.status}${row.error_code ? ` (${row.error_code})` : ''}` : 'not recorded'}`);
+    else
+      anomalies.push(`export ${id} accepted but ${row ? `${row.status}${row.error_code ? ` (${row.error_code})` : ''}` : 'not recorded'}`);
   }
   const unacknowledged = requests.filter((r) => !acceptedSet.has(r.request_id));
   const unacknowledgedNotCompleted = unacknowledged.filter((r) => r.status !== 'completed');

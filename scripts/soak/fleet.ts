@@ -14,13 +14,13 @@ import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
 import { rng as seededRandom } from '../bench/data.js';
 import { auditJobs, awaitJobs, type JobAudit } from './fleet-jobs.js';
 import { createFailoverClient, createHttpClient, type HttpClient } from './http-client.js';
-import { startPostgresInstance, type StopMode } from './postgres-instance.js';
+import { type StopMode, startPostgresInstance } from './postgres-instance.js';
 import { readStoredTurns, reconcile } from './reconcile.js';
-import { startServiceProcess, type ProcessExit, type ServiceProcess } from './service-process.js';
+import { type ProcessExit, type ServiceProcess, startServiceProcess } from './service-process.js';
 import { startSlowAnswerer } from './slow-answerer.js';
 import { startSlowLlm } from './slow-llm.js';
-import { runSoakClient, type ExportRequest, type LogicalRequest } from './soak-client.js';
-import { newTally, soakFigures, formatFigures, type SoakFigures } from './soak.js';
+import { formatFigures, newTally, type SoakFigures, soakFigures } from './soak.js';
+import { type ExportRequest, type LogicalRequest, runSoakClient } from './soak-client.js';
 
 export interface FleetOptions {
   clients: number;
@@ -201,7 +201,9 @@ export async function runFleetSoak(o: FleetOptions): Promise<FleetReport> {
       events.push(event);
       const back = () => {
         event.downMs = Date.now() - (started + event.atMs);
-        o.log(`${kind} at ${(event.atMs / 1000).toFixed(1)} s: back after ${event.downMs} ms${event.jobsRunning !== undefined ? ` (the worker was running ${event.jobsRunning} jobs)` : ''}`);
+        o.log(
+          `${kind} at ${(event.atMs / 1000).toFixed(1)} s: back after ${event.downMs} ms${event.jobsRunning !== undefined ? ` (the worker was running ${event.jobsRunning} jobs)` : ''}`,
+        );
       };
       if (kind === 'restart-db') {
         await postgres.restart(o.dbStopMode);
@@ -361,7 +363,10 @@ class Slot {
     if (!running) return { code: null, signal: null };
     const exit = await running.stop(70_000);
     if (exit.code !== 0) {
-      const fatal = running.output().split('\n').filter((line) => /"level":(50|60)|closing/.test(line));
+      const fatal = running
+        .output()
+        .split('\n')
+        .filter((line) => /"level":(50|60)|closing/.test(line));
       this.o.log(`${this.name} exited with ${exit.code ?? exit.signal}; its last errors:\n${fatal.slice(-5).join('\n')}`);
     }
     return exit;
@@ -380,7 +385,10 @@ async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
 /** The headline and the figures, as `npm run soak -- --fleet` prints them. */
 export function formatFleetReport(r: FleetReport): string {
   const events = r.events
-    .map((e) => `${e.kind}@${(e.atMs / 1000).toFixed(1)}s(back after ${e.downMs} ms${e.jobsRunning !== undefined ? `, ${e.jobsRunning} jobs running` : ''})`)
+    .map(
+      (e) =>
+        `${e.kind}@${(e.atMs / 1000).toFixed(1)}s(back after ${e.downMs} ms${e.jobsRunning !== undefined ? `, ${e.jobsRunning} jobs running` : ''})`,
+    )
     .join(' ');
   const j = r.jobs;
   return [

@@ -21,7 +21,7 @@
 import { parseArgs } from 'node:util';
 import { formatFleetReport, MAX_409_AFTER_KILL_MS, runFleetSoak } from './fleet.js';
 import type { StopMode } from './postgres-instance.js';
-import { formatSoakReport, runSoak, type RestartKind, type SoakFigures } from './soak.js';
+import { formatSoakReport, type RestartKind, runSoak, type SoakFigures } from './soak.js';
 
 const { values: args } = parseArgs({
   options: {

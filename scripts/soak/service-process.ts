@@ -84,7 +84,10 @@ export async function startServiceProcess(
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`${program.entry} exited during start (code ${child.exitCode}):\n${output}`);
     }
-    const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${baseUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');

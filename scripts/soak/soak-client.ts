@@ -135,7 +135,8 @@ export async function runSoakClient(o: SoakClientOptions): Promise<SoakClientRes
           replay.turnNumber === result.turnNumber;
         request.resent = same ? 'same' : 'different';
         if (!same) {
-          request.resentAnswer = `${again.status} replayed=${again.headers['idempotent-replayed'] ?? 'no'} ` +
+          request.resentAnswer =
+            `${again.status} replayed=${again.headers['idempotent-replayed'] ?? 'no'} ` +
             `session=${replay?.sessionId ?? '?'} turn=${replay?.turnNumber ?? '-'} (first: ${result.sessionId} turn ${result.turnNumber ?? '-'})`;
         }
       }

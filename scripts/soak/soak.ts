@@ -2,13 +2,13 @@
 // (DATABASE_URL) for a bounded time, the database and/or the service restarted mid-run, then the
 // stored turns reconciled against the acknowledged requests.
 import { createSigner } from 'fast-jwt';
-import { createHttpClient, type HttpClient } from './http-client.js';
-import { startDatabaseServer } from './database-server.js';
-import { readStoredTurns, reconcile, type Reconciliation } from './reconcile.js';
-import { startServiceProcess, type ProcessExit, type ServiceProcess } from './service-process.js';
 import { rng as seededRandom } from '../bench/data.js';
+import { startDatabaseServer } from './database-server.js';
+import { createHttpClient, type HttpClient } from './http-client.js';
+import { type Reconciliation, readStoredTurns, reconcile } from './reconcile.js';
+import { type ProcessExit, type ServiceProcess, startServiceProcess } from './service-process.js';
 import { startSlowAnswerer } from './slow-answerer.js';
-import { runSoakClient, type AttemptTally, type LogicalRequest } from './soak-client.js';
+import { type AttemptTally, type LogicalRequest, runSoakClient } from './soak-client.js';
 
 export type RestartKind = 'db' | 'service' | 'both' | 'none';
 
@@ -129,7 +129,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         await services.start(first.port);
       }
       restarts.push({ kind, atMs: stopAt - started, downMs: Date.now() - stopAt, ...(exit ? { exit } : {}) });
-      o.log(`restarted the ${kind === 'db' ? 'database' : 'service'} at ${((stopAt - started) / 1000).toFixed(1)} s, down ${Date.now() - stopAt} ms`);
+      o.log(
+        `restarted the ${kind === 'db' ? 'database' : 'service'} at ${((stopAt - started) / 1000).toFixed(1)} s, down ${Date.now() - stopAt} ms`,
+      );
     }
 
     const requests: LogicalRequest[] = (await Promise.all(clients)).flatMap((c) => c.requests);
@@ -167,7 +169,10 @@ class ServiceLifecycle {
     if (!service) return { code: null, signal: null };
     const exit = await service.stop();
     if (exit.code !== 0) {
-      const fatal = service.output().split('\n').filter((line) => /"level":(50|60)|closing/.test(line));
+      const fatal = service
+        .output()
+        .split('\n')
+        .filter((line) => /"level":(50|60)|closing/.test(line));
       this.o.log(`the service exited with ${exit.code ?? exit.signal}; its last errors:\n${fatal.slice(-5).join('\n')}`);
     }
     return exit;
@@ -203,7 +208,10 @@ export function soakFigures(
     acknowledgedPerSecond: reconciliation.acknowledged / (o.durationMs / 1000),
     anomalies: [
       ...reconciliation.anomalies,
-      ...requests.filter((r) => r.resent === 'different').slice(0, 10).map((r) => `resent ${r.key}: ${r.resentAnswer}`),
+      ...requests
+        .filter((r) => r.resent === 'different')
+        .slice(0, 10)
+        .map((r) => `resent ${r.key}: ${r.resentAnswer}`),
     ],
   };
 }
@@ -219,10 +227,11 @@ export function newTally(): AttemptTally {
  */
 function restartPlan(kind: RestartKind, durationMs: number): { kind: 'db' | 'service'; at: number }[] {
   if (kind === 'none') return [];
-  if (kind === 'both') return [
-    { kind: 'service', at: durationMs / 3 },
-    { kind: 'db', at: (2 * durationMs) / 3 },
-  ];
+  if (kind === 'both')
+    return [
+      { kind: 'service', at: durationMs / 3 },
+      { kind: 'db', at: (2 * durationMs) / 3 },
+    ];
   return [{ kind, at: durationMs / 2 }];
 }
 

@@ -1,7 +1,7 @@
-import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
-import { scopedDatabase, type ScopedDatabase } from '../../db/row-security.js';
+import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../config/config.js';
 import type { JobQueue } from '../core/jobs/job-queue.js';
 import { createMetrics } from '../core/metrics.js';
@@ -12,15 +12,16 @@ import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
+import inputGuard from './plugins/input-guard.js';
 import memoryPlugin from './plugins/memory.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
-import inputGuard from './plugins/input-guard.js';
 import problemErrors, { renderClientError, renderFrameworkError } from './plugins/problem-errors.js';
 import queuePlugin from './plugins/queue.js';
 import rateLimit from './plugins/rate-limit.js';
 import securityHeaders from './plugins/security-headers.js';
 import shutdownRefusal from './plugins/shutdown-refusal.js';
+import { requestValidatorFactory } from './request-validator.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
 import gdprRoutes from './routes/gdpr.js';
 import healthRoutes from './routes/health.js';
@@ -30,7 +31,6 @@ import sessionRoutes from './routes/sessions.js';
 import sqlRecallRoutes from './routes/sql-recall.js';
 import turnRoutes from './routes/turns.js';
 import { ProblemSchema } from './schemas/problem.js';
-import { requestValidatorFactory } from './request-validator.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,15 +1,15 @@
 import closeWithGrace from 'close-with-grace';
-import { migrate } from '../../db/migrate.js';
 import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
+import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
-import { ConfigError, loadConfig } from '../config/config.js';
-import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
+import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
+import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
+import { loggerOptions } from '../infra/logger-options.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
-import { loggerOptions } from '../infra/logger-options.js';
 
-let config;
+let config: Config;
 try {
   config = loadConfig(process.env);
 } catch (err) {

@@ -56,10 +56,9 @@ export const ConfigSchema = Type.Object({
 
   ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  ANSWER_AUTH: Type.Union(
-    [Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')],
-    { default: 'none' },
-  ),
+  ANSWER_AUTH: Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')], {
+    default: 'none',
+  }),
   ANSWER_BASIC_USER: Type.Optional(Type.String()),
   ANSWER_BASIC_PASSWORD: Type.Optional(Type.String()),
   ANSWER_BEARER_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
@@ -162,13 +161,11 @@ function deriveConfig(raw: RawConfig): Config {
     throw new ConfigError('JWT_SECRET, JWT_PUBLIC_KEY and JWT_JWKS_URL: set exactly one of them');
   }
   if (jwtSources === 0 && isProduction) {
-    throw new ConfigError(
-      'JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL: one is required when NODE_ENV=production',
-    );
+    throw new ConfigError('JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL: one is required when NODE_ENV=production');
   }
   const localAuth = jwtSources === 0;
 
-  let answerBackend = raw.ANSWER_BACKEND ?? (raw.ANSWER_URL ? 'upstream' : 'none');
+  const answerBackend = raw.ANSWER_BACKEND ?? (raw.ANSWER_URL ? 'upstream' : 'none');
   if (answerBackend === 'sql') {
     throw new ConfigError('ANSWER_BACKEND: "sql" (the built-in text-to-SQL answerer) is not available yet; use "upstream"');
   }
@@ -204,9 +201,7 @@ function deriveConfig(raw: RawConfig): Config {
   }
   if (raw.SUMMARY_MAX_INPUT_TOKENS < 2 * raw.SUMMARY_MAX_TOKENS + 300) {
     // The previous summary (at most SUMMARY_MAX_TOKENS) and new turns must both fit in one call.
-    throw new ConfigError(
-      `SUMMARY_MAX_INPUT_TOKENS: must be at least 2 × SUMMARY_MAX_TOKENS + 300 (got ${raw.SUMMARY_MAX_INPUT_TOKENS})`,
-    );
+    throw new ConfigError(`SUMMARY_MAX_INPUT_TOKENS: must be at least 2 × SUMMARY_MAX_TOKENS + 300 (got ${raw.SUMMARY_MAX_INPUT_TOKENS})`);
   }
   if (parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE) < 1000) {
     throw new ConfigError(`IDEMPOTENCY_CLAIM_LEASE: must be at least 1s (got "${raw.IDEMPOTENCY_CLAIM_LEASE}")`);

@@ -20,7 +20,9 @@ export function redisOptions(url: string, role: 'worker' | 'producer'): RedisOpt
     ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
     db: Number.isInteger(db) ? db : 0,
     ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
-    ...(role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS }),
+    ...(role === 'worker'
+      ? { maxRetriesPerRequest: null }
+      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS }),
     // Reconnect with a capped backoff instead of ioredis' default that grows without bound.
     retryStrategy: (times: number) => Math.min(times * 200, 5_000),
   };

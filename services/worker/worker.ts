@@ -2,18 +2,18 @@
 // needs REDIS_URL; without Redis the API runs the same processors in-process instead.
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
-import { migrate } from '../../db/migrate.js';
 import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
+import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
-import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { createMemory } from '../core/memory/memory.js';
 import { createMetrics } from '../core/metrics.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { BullJobQueue } from '../infra/queue/bull-queue.js';
+import { startBullWorker } from '../infra/queue/bull-worker.js';
 import { createProviders } from '../providers/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
-import { startBullWorker } from '../infra/queue/bull-worker.js';
 import { startWorkerHttp } from './worker-http.js';
 
 let config: Config & { REDIS_URL: string };
@@ -84,6 +84,12 @@ closeWithGrace({ delay: 60_000 }, async ({ err, signal }) => {
 
 const address = http.address();
 log.info(
-  { port: typeof address === 'object' && address ? address.port : config.WORKER_PORT, concurrency: config.WORKER_CONCURRENCY, prefix: config.QUEUE_PREFIX, cleanup_every_ms: config.cleanupIntervalMs, database: database.embedded ? 'embedded' : 'DATABASE_URL' },
+  {
+    port: typeof address === 'object' && address ? address.port : config.WORKER_PORT,
+    concurrency: config.WORKER_CONCURRENCY,
+    prefix: config.QUEUE_PREFIX,
+    cleanup_every_ms: config.cleanupIntervalMs,
+    database: database.embedded ? 'embedded' : 'DATABASE_URL',
+  },
   'memorychat worker ready',
 );

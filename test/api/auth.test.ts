@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendJson, startFakeHttpServer, type FakeHttpServer } from '../support/fake-http-server.js';
+import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../support/fake-http-server.js';
 import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/test-app.js';
 
 const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -56,9 +56,14 @@ describe('authentication', () => {
     });
 
     it('when the signature is wrong, the payload tampered or alg is none, then 401', async () => {
-      await expect401(t, createSigner({ key: 'another-secret-of-at-least-32-characters!!', iss: 'https://idp.test', aud: 'memorychat' })({ sub: 'alice' }));
+      await expect401(
+        t,
+        createSigner({ key: 'another-secret-of-at-least-32-characters!!', iss: 'https://idp.test', aud: 'memorychat' })({ sub: 'alice' }),
+      );
       const [h, p, s] = sign({ sub: 'alice' }).split('.');
-      const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'admin' })).toString('base64url');
+      const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'admin' })).toString(
+        'base64url',
+      );
       await expect401(t, `${h}.${forged}.${s}`);
       const none = createSigner({ algorithm: 'none', iss: 'https://idp.test', aud: 'memorychat' })({ sub: 'alice' });
       await expect401(t, none);
@@ -137,7 +142,8 @@ describe('authentication', () => {
     });
 
     it('when the databases claim is not a list of strings, then 401: an unreadable bound must not mean no bound', async () => {
-      for (const dbs of [7, { sales: true }, ['sales', 3], ['']]) await expect401(t, sign({ sub: 'erin', dbs }), /"dbs" claim must list databases/);
+      for (const dbs of [7, { sales: true }, ['sales', 3], ['']])
+        await expect401(t, sign({ sub: 'erin', dbs }), /"dbs" claim must list databases/);
       const listed = await t.request('POST', '/memoryChat', { token: sign({ sub: 'erin', dbs: 'sales, hr' }), body: { question: 'hi' } });
       expect(listed.status).toBe(503);
     });

@@ -20,7 +20,10 @@ describe('the shape bounds of a JSON body', () => {
     const deep = '['.repeat(JSON_BODY_LIMITS.depth + 1) + ']'.repeat(JSON_BODY_LIMITS.depth + 1);
     expect(jsonShapeProblem(deep)?.message).toMatch(/nested deeper than 64/);
     const many = Array.from({ length: 9_000 }, () => [1, 2, 3, 4, 5]);
-    expect(jsonShapeProblem(JSON.stringify({ many }))).toEqual({ field: 'body', message: `holds more than ${JSON_BODY_LIMITS.values} JSON values` });
+    expect(jsonShapeProblem(JSON.stringify({ many }))).toEqual({
+      field: 'body',
+      message: `holds more than ${JSON_BODY_LIMITS.values} JSON values`,
+    });
   });
 });
 

@@ -48,7 +48,10 @@ describe('request bodies are validated without type coercion', () => {
   });
 
   it('when the same values are of the right type, then they are accepted; query strings are still read as numbers', async () => {
-    const reply = await t.request('POST', '/memoryChat', { token, body: { question: 'Sales in 2024?', use_memory: false, semantic_search_k: 3 } });
+    const reply = await t.request('POST', '/memoryChat', {
+      token,
+      body: { question: 'Sales in 2024?', use_memory: false, semantic_search_k: 3 },
+    });
     expect(reply.status).toBe(200);
     expect(upstream.lastBody().question).toBe('Sales in 2024?');
     const listed = await t.request('GET', '/sessions?limit=1', { token });

@@ -19,7 +19,12 @@ describe('database bounds on slots and summaries', () => {
     token = t.token('hannah');
     const hr = await t.request('POST', '/sessions/turns', {
       token,
-      body: { question: 'Salary band of Ada?', answer: 'L7', vdp_database_names: ['hr_db'], context: { employee: 'Ada', salary_band: 'L7' } },
+      body: {
+        question: 'Salary band of Ada?',
+        answer: 'L7',
+        vdp_database_names: ['hr_db'],
+        context: { employee: 'Ada', salary_band: 'L7' },
+      },
     });
     sessionId = hr.body.session.session_id;
     await t.request('POST', `/sessions/${sessionId}/turns`, {
@@ -52,10 +57,9 @@ describe('database bounds on slots and summaries', () => {
   });
 
   it('when a summary covers an hr_db turn, then a sales_db request gets neither the summary nor the hr turn, and sees the sales turn', async () => {
-    await t.admin.query(
-      `UPDATE sessions SET summary_text = 'Ada is in salary band L7.', summary_through_turn = 1 WHERE session_id = $1`,
-      [sessionId],
-    );
+    await t.admin.query(`UPDATE sessions SET summary_text = 'Ada is in salary band L7.', summary_through_turn = 1 WHERE session_id = $1`, [
+      sessionId,
+    ]);
     const unbounded = await context({});
     expect(unbounded.body.summary).toBe('Ada is in salary band L7.');
     expect(unbounded.body.history_turns).toEqual([2]);

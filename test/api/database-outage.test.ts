@@ -33,7 +33,11 @@ describe('a database outage', () => {
     expect(during.headers.get('content-type')).toContain('application/problem+json');
     expect(during.body.code).toBe('memory-store-unavailable');
     // Routes that do not map database errors themselves: a retryable 503 too, never a 500.
-    for (const [method, path] of [['GET', '/sessions'], ['GET', `/sessions/${sessionId}`], ['GET', '/me/export']] as const) {
+    for (const [method, path] of [
+      ['GET', '/sessions'],
+      ['GET', `/sessions/${sessionId}`],
+      ['GET', '/me/export'],
+    ] as const) {
       const read = await t.request(method, path, { token });
       expect([path, read.status, read.body.code]).toEqual([path, 503, 'memory-store-unavailable']);
     }

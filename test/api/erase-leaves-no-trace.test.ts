@@ -41,17 +41,29 @@ describe('erasing a user on the embedded database', () => {
       const mine = await t.request('POST', '/sessions/turns', {
         token: subject,
         headers: { 'idempotency-key': `erasee-${i}` },
-        body: { question: `Revenue of ${canary} in quarter ${i}?`, answer: `${canary} made ${i}M`, sql_query: `SELECT '${canary}'`, context: { client: canary } },
+        body: {
+          question: `Revenue of ${canary} in quarter ${i}?`,
+          answer: `${canary} made ${i}M`,
+          sql_query: `SELECT '${canary}'`,
+          context: { client: canary },
+        },
       });
       expect(mine.status).toBe(201);
-      const theirs = await t.request('POST', '/sessions/turns', { token: bystander, body: { question: `Bystander question ${i}`, answer: 'kept' } });
+      const theirs = await t.request('POST', '/sessions/turns', {
+        token: bystander,
+        body: { question: `Bystander question ${i}`, answer: 'kept' },
+      });
       expect(theirs.status).toBe(201);
     }
     const finished = (token: string, id: string) =>
-      waitFor(async () => {
-        const res = await t!.request('GET', `/gdpr/requests/${id}`, { token });
-        return ['completed', 'failed'].includes(res.body?.status) && res.body;
-      }, 30_000, `gdpr request ${id}`);
+      waitFor(
+        async () => {
+          const res = await t!.request('GET', `/gdpr/requests/${id}`, { token });
+          return ['completed', 'failed'].includes(res.body?.status) && res.body;
+        },
+        30_000,
+        `gdpr request ${id}`,
+      );
     const exported = await t.request('GET', '/me/export', { token: subject });
     expect((await finished(subject, exported.body.request_id)).status).toBe('completed');
 

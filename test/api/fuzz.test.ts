@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../support/fake-http-server.js';
 import { salesReply } from '../support/fake-upstream.js';
-import { sendJson, startFakeHttpServer, type FakeHttpServer } from '../support/fake-http-server.js';
 import { brokenAuthorizations } from '../support/fuzz-auth.js';
 import { rawRequest } from '../support/fuzz-raw-http.js';
-import { fuzzRequests, operationsOf, type FuzzWorld } from '../support/fuzz-requests.js';
+import { type FuzzWorld, fuzzRequests, operationsOf } from '../support/fuzz-requests.js';
 import { FuzzTally } from '../support/fuzz-tally.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -22,7 +22,8 @@ describe('fuzzed input against every route', () => {
 
   beforeAll(async () => {
     upstream = await startFakeHttpServer((req, res) => {
-      if (req.path === '/executeVQL') return sendJson(res, 200, { execution_result: { 'Row 1': [{ columnName: 'vql', value: String(req.body?.vql) }] } });
+      if (req.path === '/executeVQL')
+        return sendJson(res, 200, { execution_result: { 'Row 1': [{ columnName: 'vql', value: String(req.body?.vql) }] } });
       // The answer quotes the question, so hostile text is stored as an answer too.
       const question = String(req.body?.question ?? '');
       sendJson(res, 200, { ...salesReply(question), answer: `You asked: ${question.slice(0, 300)}` });
@@ -72,7 +73,12 @@ describe('fuzzed input against every route', () => {
     };
     const user = async (userId: string, claims: Record<string, unknown> = {}) => {
       const token = t.token(userId, claims);
-      return { userId, authorization: `Bearer ${token}`, sessionIds: await sessions(token, 3, 3), doomedSessionIds: await sessions(token, 6, 1) };
+      return {
+        userId,
+        authorization: `Bearer ${token}`,
+        sessionIds: await sessions(token, 3, 3),
+        doomedSessionIds: await sessions(token, 6, 1),
+      };
     };
     const users = [await user('fuzz-u0'), await user('fuzz-u1', { tenant: 'acme' }), await user('fuzz-admin', { roles: ['memory-admin'] })];
     const admin = t.token('fuzz-admin', { roles: ['memory-admin'] });
@@ -93,7 +99,8 @@ describe('fuzzed input against every route', () => {
     const spec = (await t.request('GET', '/openapi.json')).body;
     const file = JSON.parse(await readFile(new URL('../../openapi/openapi.json', import.meta.url), 'utf8'));
     for (const [path, methods] of Object.entries<Record<string, unknown>>(file.paths)) {
-      for (const method of Object.keys(methods)) expect(spec.paths[path]?.[method], `${method} ${path} of openapi/openapi.json is served`).toBeDefined();
+      for (const method of Object.keys(methods))
+        expect(spec.paths[path]?.[method], `${method} ${path} of openapi/openapi.json is served`).toBeDefined();
     }
     const operations = operationsOf(spec);
     const world = await buildWorld();
@@ -131,7 +138,9 @@ describe('fuzzed input against every route', () => {
     expect(requests.length).toBeGreaterThanOrEqual(REQUESTS);
     // Every operation was fuzzed, and the valid share got past validation to the handlers.
     for (const op of operations) {
-      expect(tally.perOperation.get(`${op.method} ${op.path}`)?.sent ?? 0, `${op.method} ${op.path}`).toBeGreaterThan(REQUESTS / operations.length / 4);
+      expect(tally.perOperation.get(`${op.method} ${op.path}`)?.sent ?? 0, `${op.method} ${op.path}`).toBeGreaterThan(
+        REQUESTS / operations.length / 4,
+      );
     }
     expect(byClass['2xx']).toBeGreaterThan(REQUESTS / 10);
     expect(healthy.status).toBe(200);

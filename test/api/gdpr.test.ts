@@ -8,10 +8,14 @@ import { startTestWorker } from '../support/test-worker.js';
 const HOUR = 3_600_000;
 
 async function finished(t: TestApp, requestId: string, token: string) {
-  return waitFor(async () => {
-    const res = await t.request('GET', `/gdpr/requests/${requestId}`, { token });
-    return ['completed', 'failed'].includes(res.body?.status) && res.body;
-  }, 30_000, `GDPR request ${requestId}`);
+  return waitFor(
+    async () => {
+      const res = await t.request('GET', `/gdpr/requests/${requestId}`, { token });
+      return ['completed', 'failed'].includes(res.body?.status) && res.body;
+    },
+    30_000,
+    `GDPR request ${requestId}`,
+  );
 }
 
 describe('GDPR export and erase on BullMQ', () => {
@@ -37,7 +41,8 @@ describe('GDPR export and erase on BullMQ', () => {
     const subject = 'erase-subject-5f2c9a';
     const bystander = 'bystander-8d41e7';
     const sessions: string[] = [];
-    for (let i = 0; i < 20; i++) sessions.push(await seedSession(t.admin, { userId: subject, turns: 50, expiresAt: future(), summary: `summary for ${subject}` }));
+    for (let i = 0; i < 20; i++)
+      sessions.push(await seedSession(t.admin, { userId: subject, turns: 50, expiresAt: future(), summary: `summary for ${subject}` }));
     for (let i = 0; i < 3; i++) await seedSession(t.admin, { userId: bystander, turns: 30, expiresAt: future() });
     const queue = t.app.queue as import('../../services/infra/queue/bull-queue.js').BullJobQueue;
 
@@ -66,7 +71,8 @@ describe('GDPR export and erase on BullMQ', () => {
 
     const bystanderBefore = await countUserRows(t.admin, bystander);
     const bystanderKeysBefore = (await keysMentioning(redis, prefix, bystander)).length;
-    const bystanderExportsBefore = (await t.admin.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n;
+    const bystanderExportsBefore = (await t.admin.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander]))
+      .rows[0].n;
     expect(bystanderBefore).toEqual({ sessions: 3, turns: 90, embeddings: 90 });
     expect(await countUserRows(t.admin, subject)).toEqual({ sessions: 20, turns: 1001, embeddings: 1001 });
 
@@ -80,18 +86,26 @@ describe('GDPR export and erase on BullMQ', () => {
 
     // A scan of every table and every Redis key of this queue: nothing names the subject but the audit row.
     const leftovers = await rowsMentioning(t.admin, subject, ['gdpr_audit']);
-    expect(Object.values(leftovers).every((n) => n === 0), JSON.stringify(leftovers)).toBe(true);
+    expect(
+      Object.values(leftovers).every((n) => n === 0),
+      JSON.stringify(leftovers),
+    ).toBe(true);
     expect(await keysMentioning(redis, prefix, subject)).toEqual([]);
-    const audit = await t.admin.query('SELECT action, status, counts FROM gdpr_audit WHERE subject_user_id = $1 ORDER BY requested_at', [subject]);
+    const audit = await t.admin.query('SELECT action, status, counts FROM gdpr_audit WHERE subject_user_id = $1 ORDER BY requested_at', [
+      subject,
+    ]);
     expect(audit.rows.map((r) => r.action)).toEqual(['export', 'erase']);
     expect(JSON.stringify(audit.rows)).not.toMatch(/Question|SELECT|summary for/);
 
     expect(await countUserRows(t.admin, bystander)).toEqual(bystanderBefore);
     expect((await keysMentioning(redis, prefix, bystander)).length).toBe(bystanderKeysBefore);
-    expect((await t.admin.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n).toBe(bystanderExportsBefore);
+    expect((await t.admin.query('SELECT count(*)::int AS n FROM gdpr_exports WHERE user_id = $1', [bystander])).rows[0].n).toBe(
+      bystanderExportsBefore,
+    );
 
     // And through the routes: the old export is gone, a new export is empty.
-    const oldExport = (await t.admin.query(`SELECT request_id FROM gdpr_audit WHERE subject_user_id = $1 AND action = 'export'`, [subject])).rows[0].request_id;
+    const oldExport = (await t.admin.query(`SELECT request_id FROM gdpr_audit WHERE subject_user_id = $1 AND action = 'export'`, [subject]))
+      .rows[0].request_id;
     expect((await t.request('GET', `/gdpr/requests/${oldExport}/download`, { token: subjectToken })).body.code).toBe('export-expired');
     const again = await t.request('GET', '/me/export', { token: subjectToken });
     expect((await finished(t, again.body.request_id, subjectToken)).counts).toEqual({ sessions: 0, turns: 0 });
@@ -100,7 +114,10 @@ describe('GDPR export and erase on BullMQ', () => {
   it("when a user exports, then the download holds every one of their live turns and nothing of any other user's", async () => {
     const owner = 'exporter-3b7d';
     const other = 'other-user-9a1f';
-    const live = [await seedSession(t.admin, { userId: owner, turns: 7, expiresAt: future() }), await seedSession(t.admin, { userId: owner, turns: 13, expiresAt: future() })];
+    const live = [
+      await seedSession(t.admin, { userId: owner, turns: 7, expiresAt: future() }),
+      await seedSession(t.admin, { userId: owner, turns: 13, expiresAt: future() }),
+    ];
     await seedSession(t.admin, { userId: owner, turns: 4, expiresAt: new Date(t.clock.now.getTime() - HOUR) });
     await seedSession(t.admin, { userId: other, turns: 9, expiresAt: future() });
     await seedSession(t.admin, { userId: owner, tenantId: 'tenant-b', turns: 3, expiresAt: future() });
@@ -110,7 +127,11 @@ describe('GDPR export and erase on BullMQ', () => {
     expect(accepted.status).toBe(202);
     expect(accepted.headers.get('location')).toBe(`/gdpr/requests/${accepted.body.request_id}`);
     const status = await finished(t, accepted.body.request_id, token);
-    expect(status).toMatchObject({ status: 'completed', counts: { sessions: 2, turns: 20 }, download_url: `/gdpr/requests/${accepted.body.request_id}/download` });
+    expect(status).toMatchObject({
+      status: 'completed',
+      counts: { sessions: 2, turns: 20 },
+      download_url: `/gdpr/requests/${accepted.body.request_id}/download`,
+    });
 
     const download = await t.request('GET', status.download_url, { token });
     expect(download.status).toBe(200);
@@ -133,13 +154,19 @@ describe('GDPR export and erase on BullMQ', () => {
 
     expect((await t.request('GET', status.download_url, { token: t.token(other) })).status).toBe(404);
     expect((await t.request('GET', status.download_url, { token: t.token('boss', { roles: ['memory-admin'] }) })).status).toBe(200);
-    expect((await t.request('GET', status.download_url, { token: t.token('boss', { roles: ['memory-admin'], tenant: 'tenant-b' }) })).status).toBe(404);
+    expect(
+      (await t.request('GET', status.download_url, { token: t.token('boss', { roles: ['memory-admin'], tenant: 'tenant-b' }) })).status,
+    ).toBe(404);
   });
 
   it('when a non-admin calls the admin routes, then 403; an admin acts within their own tenant only', async () => {
     const user = t.token('plain-user');
     const admin = t.token('admin-7', { roles: ['memory-admin'] });
-    for (const [method, url] of [['POST', '/admin/users/someone/export'], ['DELETE', '/admin/users/someone'], ['GET', '/admin/jobs']] as const) {
+    for (const [method, url] of [
+      ['POST', '/admin/users/someone/export'],
+      ['DELETE', '/admin/users/someone'],
+      ['GET', '/admin/jobs'],
+    ] as const) {
       const res = await t.request(method, url, { token: user });
       expect(res.status, url).toBe(403);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -152,7 +179,9 @@ describe('GDPR export and erase on BullMQ', () => {
     expect((await finished(t, accepted.body.request_id, admin)).counts).toEqual({ sessions: 1, turns: 2 });
     // The subject sees requests about them; another user and another tenant's admin do not.
     expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: t.token('managed-user') })).status).toBe(200);
-    expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: user })).body.code).toBe('gdpr-request-not-found');
+    expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: user })).body.code).toBe(
+      'gdpr-request-not-found',
+    );
     const foreignAdmin = t.token('admin-x', { roles: ['memory-admin'], tenant: 'tenant-b' });
     expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: foreignAdmin })).status).toBe(404);
 

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../db/pool.js';
+import { type Database, openDatabase } from '../../db/pool.js';
+import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
-import { retrieveMemory, type RetrievalRequest } from '../../db/repositories/memory-store.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { seedSession } from '../support/seed-memory.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -65,7 +65,9 @@ describe('memory retrieval for a user with a long history', () => {
         set_config('memorychat.tenant_id', 'default', true), set_config('memorychat.user_id', 'analyst', true);
         SET LOCAL plan_cache_mode = force_generic_plan`);
       await client.query({ name: 'heavy_user_retrieval', text: statement!.text, values: statement!.values });
-      const literals = statement!.values!.map((v) => (v === null ? 'NULL' : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v))));
+      const literals = statement!.values!.map((v) =>
+        v === null ? 'NULL' : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
+      );
       const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE heavy_user_retrieval(${literals.join(', ')})`);
       const result = await client.query({ text: statement!.text, values: statement!.values });
       return {

@@ -14,7 +14,12 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, ANSWER_TIMEOUT_MS: '5000', LLM_TIMEOUT_MS: '1000', IDEMPOTENCY_CLAIM_LEASE: '1s' });
+    t = await startTestApp({
+      ANSWER_URL: upstream.answerUrl,
+      ANSWER_TIMEOUT_MS: '5000',
+      LLM_TIMEOUT_MS: '1000',
+      IDEMPOTENCY_CLAIM_LEASE: '1s',
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -168,7 +173,12 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     expect(turnKey.status).toBe(201);
     const secondSession = await chat(token, { question: 'Show me total sales by region for 2024' }, 'second-session-key');
     expect(secondSession.status).toBe(200);
-    const otherSession = await storeTurn(token, secondSession.body.conversation_metadata.conversation_id, { question: 'Q?', answer: 'A.' }, 'turn-reused');
+    const otherSession = await storeTurn(
+      token,
+      secondSession.body.conversation_metadata.conversation_id,
+      { question: 'Q?', answer: 'A.' },
+      'turn-reused',
+    );
     expect(otherSession.status).toBe(422);
     const newSession = await storeTurn(token, undefined, { question: 'Q?', answer: 'A.' }, 'turn-reused');
     expect(newSession.status).toBe(422);
@@ -290,10 +300,10 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
       const firstReply = chat(token, { question: 'Total sales by region for 2021' }, 'taken-key');
       await until(() => upstream.requests.length > calls, 'the first request to reach the answerer');
       // What a retry's takeover leaves: the claim belongs to another run (the first one's renewals had failed).
-      await t.admin.query(
-        `UPDATE idempotency_keys SET claim_id = gen_random_uuid(), locked_until = $2 WHERE user_id = $1`,
-        ['idem-taken', t.clock.now],
-      );
+      await t.admin.query(`UPDATE idempotency_keys SET claim_id = gen_random_uuid(), locked_until = $2 WHERE user_id = $1`, [
+        'idem-taken',
+        t.clock.now,
+      ]);
       open();
       const first = await firstReply;
       expect(first.status).toBe(409);

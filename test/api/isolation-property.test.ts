@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IsolationClient, type Figures } from '../support/isolation-client.js';
+import { type Figures, IsolationClient } from '../support/isolation-client.js';
 import { PrincipalModel } from '../support/isolation-model.js';
 import { programOf } from '../support/isolation-operations.js';
 import { emptyAllTables } from '../support/isolation-reset.js';
 import { runProgram } from '../support/isolation-runner.js';
-import { startIsolationUpstream, type IsolationUpstream } from '../support/isolation-upstream.js';
+import { type IsolationUpstream, startIsolationUpstream } from '../support/isolation-upstream.js';
 import { Registry } from '../support/isolation-world.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -52,7 +52,7 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
   });
 
   it(
-    'when random programs of several tenants and users interleave, then no response carries another user\'s or tenant\'s content, ids or counts, and none is a 5xx',
+    "when random programs of several tenants and users interleave, then no response carries another user's or tenant's content, ids or counts, and none is a 5xx",
     async () => {
       const seed = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
       const path = process.env.PROPERTY_PATH;
@@ -68,7 +68,17 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
         upstream.watch(registry);
         const principals = registry.createPrincipals((sub, claims) => t.token(sub, claims));
         try {
-          await runProgram({ client, registry, principals, models: principals.map((p) => new PrincipalModel(p)), dedupWindow: DEDUP_WINDOW, strangerExports: new Map() }, ops);
+          await runProgram(
+            {
+              client,
+              registry,
+              principals,
+              models: principals.map((p) => new PrincipalModel(p)),
+              dedupWindow: DEDUP_WINDOW,
+              strangerExports: new Map(),
+            },
+            ops,
+          );
           const upstreamLeaks = upstream.takeLeaks();
           figures.leaks += upstreamLeaks.length;
           if (upstreamLeaks.length) throw new Error(`LEAK to the answerer: ${upstreamLeaks.join('\n')}`);
@@ -94,10 +104,19 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
           `isolation property: seed=${seed} runs=${runs} operations=${figures.operations} requests=${figures.requests} ` +
             `leaks=${figures.leaks} 5xx=${figures.serverErrors} mismatches=${figures.mismatches} max_in_flight=${figures.maxInFlight} time=${seconds}s`,
         );
-        console.log(`isolation property reached: ${Object.entries(figures.outcomes).sort().map(([k, n]) => `${k}=${n}`).join(', ')}`);
+        console.log(
+          `isolation property reached: ${Object.entries(figures.outcomes)
+            .sort()
+            .map(([k, n]) => `${k}=${n}`)
+            .join(', ')}`,
+        );
       }
       if (!path) expect(figures.operations).toBeGreaterThanOrEqual(RUNS * OPERATIONS_PER_RUN);
-      expect({ leaks: figures.leaks, serverErrors: figures.serverErrors, mismatches: figures.mismatches }).toEqual({ leaks: 0, serverErrors: 0, mismatches: 0 });
+      expect({ leaks: figures.leaks, serverErrors: figures.serverErrors, mismatches: figures.mismatches }).toEqual({
+        leaks: 0,
+        serverErrors: 0,
+        mismatches: 0,
+      });
     },
     TIME_LIMIT_MS + 60_000,
   );

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendJson, startFakeHttpServer, type FakeHttpServer } from '../support/fake-http-server.js';
+import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../support/fake-http-server.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 // Attacks on a JWKS-configured service (test/api/auth.test.ts covers the HS256 and PEM key modes),
@@ -22,8 +22,20 @@ function keyPair(kid: string) {
 
 const k1 = keyPair('k1');
 const k2 = keyPair('k2');
-const signWith = (key: ReturnType<typeof keyPair>, claims: Record<string, unknown> = { sub: 'alice' }, options: Record<string, unknown> = {}) =>
-  createSigner({ key: key.privatePem, algorithm: 'RS256', kid: key.kid, expiresIn: 60_000, iss: 'https://idp.test', aud: 'memorychat', ...options })(claims);
+const signWith = (
+  key: ReturnType<typeof keyPair>,
+  claims: Record<string, unknown> = { sub: 'alice' },
+  options: Record<string, unknown> = {},
+) =>
+  createSigner({
+    key: key.privatePem,
+    algorithm: 'RS256',
+    kid: key.kid,
+    expiresIn: 60_000,
+    iss: 'https://idp.test',
+    aud: 'memorychat',
+    ...options,
+  })(claims);
 
 /** POST /memoryChat: 503 (no answerer) means authenticated; anything else is returned for checks. */
 async function status(t: TestApp, token: string): Promise<number> {
@@ -44,7 +56,9 @@ describe('JWT verification against a JWKS', () => {
   beforeAll(async () => {
     published = [k1.jwk];
     jwks = await startFakeHttpServer((req, res) =>
-      req.path === '/.well-known/jwks.json' ? sendJson(res, jwksStatus, jwksStatus === 200 ? { keys: published } : { error: 'down' }) : sendJson(res, 404, {}),
+      req.path === '/.well-known/jwks.json'
+        ? sendJson(res, jwksStatus, jwksStatus === 200 ? { keys: published } : { error: 'down' })
+        : sendJson(res, 404, {}),
     );
     t = await startTestApp({
       JWT_SECRET: undefined,
@@ -66,7 +80,9 @@ describe('JWT verification against a JWKS', () => {
     });
 
     it('when a token is HS256-signed with the published public key as secret, then 401', async () => {
-      const forged = createSigner({ key: k1.publicPem, algorithm: 'HS256', kid: 'k1', iss: 'https://idp.test', aud: 'memorychat' })({ sub: 'alice' });
+      const forged = createSigner({ key: k1.publicPem, algorithm: 'HS256', kid: 'k1', iss: 'https://idp.test', aud: 'memorychat' })({
+        sub: 'alice',
+      });
       expect(await status(t, forged)).toBe(401);
     });
 

@@ -93,7 +93,11 @@ describe('limits and headers', () => {
       const preflight = (origin: string) =>
         fetch(`${t.baseUrl}/memoryChat`, {
           method: 'OPTIONS',
-          headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,idempotency-key' },
+          headers: {
+            origin,
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'authorization,content-type,idempotency-key',
+          },
         });
       const allowed = await preflight(ALLOWED_ORIGIN);
       expect(allowed.status).toBe(204);

@@ -1,13 +1,13 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loggerOptions } from '../../services/infra/logger-options.js';
 import { loadConfig } from '../../services/config/config.js';
+import { loggerOptions } from '../../services/infra/logger-options.js';
 import { sendJson } from '../support/fake-http-server.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const QUESTION = 'How much did customer Zanzibar-Quartz spend?';
-const SQL = 'SELECT SUM(amount) FROM orders WHERE customer = \'Zanzibar-Quartz-SQL\'';
+const SQL = "SELECT SUM(amount) FROM orders WHERE customer = 'Zanzibar-Quartz-SQL'";
 
 describe('logs', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;

@@ -15,10 +15,21 @@ function recipeChain(suffix = '') {
         { type: 'text', text: `What can I cook with what is in this fridge?${suffix}` },
       ],
     },
-    { role: 'assistant', content: [{ type: 'text', text: 'Let me look up recipes.' }, { type: 'tool_use', id: `toolu_1${suffix}`, name: 'search_recipes', input: { ingredients: ['eggs', 'spinach'] } }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Let me look up recipes.' },
+        { type: 'tool_use', id: `toolu_1${suffix}`, name: 'search_recipes', input: { ingredients: ['eggs', 'spinach'] } },
+      ],
+    },
     { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_1${suffix}`, content: 'Spinach omelette; Shakshuka' }] },
     { role: 'assistant', content: [{ type: 'tool_use', id: `toolu_2${suffix}`, name: 'get_recipe', input: { name: 'Spinach omelette' } }] },
-    { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_2${suffix}`, content: [{ type: 'text', text: 'Whisk 3 eggs, wilt spinach, fold.' }] }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: `toolu_2${suffix}`, content: [{ type: 'text', text: 'Whisk 3 eggs, wilt spinach, fold.' }] },
+      ],
+    },
     { role: 'assistant', content: [{ type: 'text', text: 'Make a spinach omelette: whisk 3 eggs, wilt the spinach, fold.' }] },
   ];
 }
@@ -47,7 +58,10 @@ describe('memory API: turns and context', () => {
     const second = await storeTurn(sessionId, { question: 'And for dessert?', answer: 'Baked apples.' });
     expect(second.status).toBe(201);
 
-    const ctx = await t.request('POST', '/memory/context', { token: alice, body: { question: 'How long does it take?', session_id: sessionId, format: 'anthropic' } });
+    const ctx = await t.request('POST', '/memory/context', {
+      token: alice,
+      body: { question: 'How long does it take?', session_id: sessionId, format: 'anthropic' },
+    });
     expect(ctx.status).toBe(200);
     const messages = ctx.body.messages;
     expect(anthropicViolations(messages)).toEqual([]);
@@ -84,14 +98,27 @@ describe('memory API: turns and context', () => {
   it('when an OpenAI chain with a data: image is stored, then anthropic context pairs its tool calls', async () => {
     const chain = [
       { role: 'system', content: 'You are a recipe bot.' },
-      { role: 'user', content: [{ type: 'text', text: 'Rate my cake' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PHOTO}` } }] },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'rate', arguments: '{"dish":"cake"}' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Rate my cake' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PHOTO}` } },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'rate', arguments: '{"dish":"cake"}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: '9/10' },
       { role: 'assistant', content: 'Lovely cake: 9/10.' },
     ];
     const stored = await storeTurn(undefined, { question: 'Rate my cake', answer: 'Lovely cake: 9/10.', messages: chain });
     expect(stored.status).toBe(201);
-    const ctx = await t.request('POST', '/memory/context', { token: alice, body: { question: 'And my bread?', session_id: stored.body.session.session_id, format: 'anthropic' } });
+    const ctx = await t.request('POST', '/memory/context', {
+      token: alice,
+      body: { question: 'And my bread?', session_id: stored.body.session.session_id, format: 'anthropic' },
+    });
     expect(anthropicViolations(ctx.body.messages)).toEqual([]);
     expect(ctx.body.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(ctx.body.messages[0].content).toContainEqual({ type: 'text', text: '[image: photo]' });
@@ -124,7 +151,10 @@ describe('memory API: turns and context', () => {
   });
 
   it('when a block is malformed, then schema validation answers 400 validation-failed', async () => {
-    const chain = [{ role: 'user', content: [{ type: 'tool_use', name: 'no id' }] }, { role: 'assistant', content: 'x' }];
+    const chain = [
+      { role: 'user', content: [{ type: 'tool_use', name: 'no id' }] },
+      { role: 'assistant', content: 'x' },
+    ];
     const res = await storeTurn(undefined, { question: 'hi', answer: 'x', messages: chain });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('validation-failed');
@@ -136,7 +166,7 @@ describe('memory API: turns and context', () => {
     expect(res.body.code).toBe('payload-too-large');
   });
 
-  it('when the session is unknown or another user\'s, then turns and context answer 404', async () => {
+  it("when the session is unknown or another user's, then turns and context answer 404", async () => {
     const stored = await storeTurn(undefined, { question: 'mine', answer: 'yes' });
     const id = stored.body.session.session_id;
     const mallory = t.token('mallory');
@@ -158,7 +188,10 @@ describe('memory API: turns and context', () => {
     await storeTurn(id, { question: 'what about 600 centres instead?', answer: 'A 2.9 m span.', context: { span: 2.9, centres: 600 } });
     t.clock.advance(60 * 60_000);
 
-    const text = await t.request('POST', '/memory/context', { token: alice, body: { question: 'and 450?', session_id: id, format: 'text' } });
+    const text = await t.request('POST', '/memory/context', {
+      token: alice,
+      body: { question: 'and 450?', session_id: id, format: 'text' },
+    });
     expect(text.status).toBe(200);
     expect(text.body.slots).toEqual({ span: 2.9, memberType: 'joist', centres: 600 });
     expect(text.body.context_text).toContain('[1 hour ago] User: what about 600 centres instead?');
@@ -175,7 +208,10 @@ describe('memory API: turns and context', () => {
     expect(recent.body.context_text).toContain('[2 mins ago] User: what about 600 centres instead?');
     expect(recent.body.context_text).toContain('[4 mins ago] User: What joist span for 400 centres?');
 
-    const openai = await t.request('POST', '/memory/context', { token: alice, body: { question: 'and 450?', session_id: id, format: 'openai' } });
+    const openai = await t.request('POST', '/memory/context', {
+      token: alice,
+      body: { question: 'and 450?', session_id: id, format: 'openai' },
+    });
     expect(openai.body.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(openai.body.slots).toEqual(text.body.slots);
     expect(openai.body.context_text).toContain('- centres: 600');
@@ -187,7 +223,10 @@ describe('memory API: turns and context', () => {
     const id = first.body.session.session_id;
     await storeTurn(id, { question: 'Turn two?', answer: 'Two.' });
     await storeTurn(id, { question: 'Turn three?', answer: 'Three.' });
-    const full = await t.request('POST', '/memory/context', { token: alice, body: { question: 'q', session_id: id, format: 'anthropic', k: 0 } });
+    const full = await t.request('POST', '/memory/context', {
+      token: alice,
+      body: { question: 'q', session_id: id, format: 'anthropic', k: 0 },
+    });
     expect(full.body.history_turns).toEqual([1, 2, 3]);
     expect(full.body.truncated).toBe(false);
 
@@ -203,11 +242,27 @@ describe('memory API: turns and context', () => {
 
   it('when a question nearly repeats a recent one, then it is marked and search returns only one', async () => {
     const bob = t.token('bob');
-    const first = await storeTurn(undefined, { question: 'How many Android users signed up last week?', answer: '1,204', sql_query: 'SELECT count(*) FROM signups WHERE os = \'android\'' }, bob);
+    const first = await storeTurn(
+      undefined,
+      {
+        question: 'How many Android users signed up last week?',
+        answer: '1,204',
+        sql_query: "SELECT count(*) FROM signups WHERE os = 'android'",
+      },
+      bob,
+    );
     const id = first.body.session.session_id;
     const other = await storeTurn(id, { question: 'Which regions grew fastest?', answer: 'EMEA' }, bob);
     expect(other.body.turn.duplicate_of).toBeNull();
-    const repeat = await storeTurn(id, { question: 'How many Android users signed up last week?', answer: '1,204', sql_query: 'SELECT count(*) FROM signups WHERE os = \'android\'' }, bob);
+    const repeat = await storeTurn(
+      id,
+      {
+        question: 'How many Android users signed up last week?',
+        answer: '1,204',
+        sql_query: "SELECT count(*) FROM signups WHERE os = 'android'",
+      },
+      bob,
+    );
     expect(repeat.status).toBe(201);
     expect(repeat.body.turn).toMatchObject({ turn_number: 3, duplicate_of: 1 });
 
@@ -228,7 +283,10 @@ describe('memory API: turns and context', () => {
     await storeTurn(undefined, { question: 'Revenue by clinic', answer: 'y', vdp_database_names: 'health' }, carol);
     const all = await t.request('POST', '/memory/search', { token: carol, body: { query: 'revenue', k: 10 } });
     expect(all.body.results).toHaveLength(2);
-    const retail = await t.request('POST', '/memory/search', { token: carol, body: { query: 'revenue', k: 10, vdp_database_names: 'retail' } });
+    const retail = await t.request('POST', '/memory/search', {
+      token: carol,
+      body: { query: 'revenue', k: 10, vdp_database_names: 'retail' },
+    });
     expect(retail.body.results.map((r: any) => r.question)).toEqual(['Revenue by store']);
     const other = await t.request('POST', '/memory/search', { token: t.token('dave'), body: { query: 'revenue', k: 10 } });
     expect(other.body.results).toEqual([]);

@@ -26,7 +26,9 @@ describe('augmentation strategies', () => {
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     openai = await startFakeOpenAI(() =>
-      openaiFails ? { status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error' } } } : 'What were total sales by region for 2023?',
+      openaiFails
+        ? { status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error' } } }
+        : 'What were total sales by region for 2023?',
     );
     anthropic = await startFakeAnthropic(() => 'Total sales by region in 2023?');
   });
@@ -55,7 +57,13 @@ describe('augmentation strategies', () => {
   });
 
   it('when the strategy is rewrite with OpenAI, then the rewritten question is sent and the prior SQL goes to custom_instructions', async () => {
-    const t = await app({ MEMORY_AUGMENTATION: 'rewrite', LLM_PROVIDER: 'openai', LLM_MODEL: 'gpt-test', OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: openai.baseURL });
+    const t = await app({
+      MEMORY_AUGMENTATION: 'rewrite',
+      LLM_PROVIDER: 'openai',
+      LLM_MODEL: 'gpt-test',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: openai.baseURL,
+    });
     const reply = await askFollowUp(t);
     expect(reply.status).toBe(200);
     const sent = upstream.lastBody();
@@ -69,7 +77,13 @@ describe('augmentation strategies', () => {
   });
 
   it('when the strategy is rewrite with Anthropic, then the Messages API rewrites the question', async () => {
-    const t = await app({ MEMORY_AUGMENTATION: 'rewrite', LLM_PROVIDER: 'anthropic', LLM_MODEL: 'claude-test', ANTHROPIC_API_KEY: 'ak-test', ANTHROPIC_BASE_URL: anthropic.baseURL });
+    const t = await app({
+      MEMORY_AUGMENTATION: 'rewrite',
+      LLM_PROVIDER: 'anthropic',
+      LLM_MODEL: 'claude-test',
+      ANTHROPIC_API_KEY: 'ak-test',
+      ANTHROPIC_BASE_URL: anthropic.baseURL,
+    });
     const reply = await askFollowUp(t);
     expect(upstream.lastBody().question).toBe('Total sales by region in 2023?');
     const headers = anthropic.requests.at(-1)!.headers;
@@ -88,7 +102,13 @@ describe('augmentation strategies', () => {
   });
 
   it('when the rewriting LLM fails, then the question is sent as asked with a warning', async () => {
-    const t = await app({ MEMORY_AUGMENTATION: 'rewrite', LLM_PROVIDER: 'openai', LLM_MODEL: 'gpt-test', OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: openai.baseURL });
+    const t = await app({
+      MEMORY_AUGMENTATION: 'rewrite',
+      LLM_PROVIDER: 'openai',
+      LLM_MODEL: 'gpt-test',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: openai.baseURL,
+    });
     openaiFails = true;
     try {
       const reply = await askFollowUp(t);
@@ -106,7 +126,13 @@ describe('augmentation strategies', () => {
     const first = await t.request('POST', '/memoryChat', { token, body: { question: FIRST, vdp_database_names: 'samples_bank' } });
     await t.request('POST', '/memoryChat', {
       token,
-      body: { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id, custom_instructions: 'Answer in French.', markdown_response: false, vdp_database_names: 'samples_bank' },
+      body: {
+        question: 'What about 2023?',
+        session_id: first.body.conversation_metadata.conversation_id,
+        custom_instructions: 'Answer in French.',
+        markdown_response: false,
+        vdp_database_names: 'samples_bank',
+      },
     });
     const sent = upstream.lastBody();
     expect(sent.custom_instructions.startsWith('Answer in French.\n\n')).toBe(true);

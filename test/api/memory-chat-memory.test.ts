@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { sendJson } from '../support/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { databaseBehindFaultProxy, freshTestDatabase } from '../support/test-database.js';
 
@@ -62,9 +62,13 @@ describe('memory in /memoryChat', () => {
 
   it('when a clarification was asked, then its answer is history but carries no SQL', async () => {
     upstream.handle((req, res) =>
-      sendJson(res, 200, req.body.question === 'Show sales'
-        ? { answer: 'Which year do you mean?', sql_query: '', tables_used: '' }
-        : salesReply(req.body.question)),
+      sendJson(
+        res,
+        200,
+        req.body.question === 'Show sales'
+          ? { answer: 'Which year do you mean?', sql_query: '', tables_used: '' }
+          : salesReply(req.body.question),
+      ),
     );
     const first = await chat(t, 'clarify', { question: 'Show sales' });
     const second = await chat(t, 'clarify', { question: '2024', session_id: first.body.conversation_metadata.conversation_id });
@@ -98,14 +102,20 @@ describe('memory in /memoryChat', () => {
     const first = await chat(t, 'longanswer', { question: 'Show me total sales by region for 2024' });
     upstream.handle((req, res) => sendJson(res, 200, salesReply(req.body.question)));
     await chat(t, 'longanswer', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
-    const answerLine = String(upstream.lastBody().custom_instructions).split('\n').find((l) => l.startsWith('Answer: Result'))!;
+    const answerLine = String(upstream.lastBody().custom_instructions)
+      .split('\n')
+      .find((l) => l.startsWith('Answer: Result'))!;
     expect(answerLine.length).toBeLessThanOrEqual('Answer: '.length + 500);
     expect(answerLine.endsWith('…')).toBe(true);
   });
 
   it('when use_memory is false, then no memory is sent but the turn is still stored', async () => {
     const first = await chat(t, 'nomem', { question: 'Show me total sales by region for 2024' });
-    const second = await chat(t, 'nomem', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id, use_memory: false });
+    const second = await chat(t, 'nomem', {
+      question: 'What about 2023?',
+      session_id: first.body.conversation_metadata.conversation_id,
+      use_memory: false,
+    });
     expect(upstream.lastBody().custom_instructions).toBeUndefined();
     expect(second.body.memory_context_used).toMatchObject({ history_messages_count: 0, similar_queries_count: 0, context_tokens: 0 });
     expect(second.body.conversation_metadata.message_count).toBe(2);
@@ -130,7 +140,10 @@ describe('memory in /memoryChat', () => {
     const huge = await t.request('POST', '/memoryChat', { token, body: { question: 'hi', custom: 'y'.repeat(1_100_000) } });
     expect(huge.status).toBe(413);
     expect(huge.body.code).toBe('payload-too-large');
-    const unknownSession = await t.request('POST', '/memoryChat', { token, body: { question: 'hi', session_id: '00000000-0000-4000-8000-000000000000' } });
+    const unknownSession = await t.request('POST', '/memoryChat', {
+      token,
+      body: { question: 'hi', session_id: '00000000-0000-4000-8000-000000000000' },
+    });
     expect(unknownSession.status).toBe(404);
   });
 
@@ -143,7 +156,10 @@ describe('memory in /memoryChat', () => {
     expect(first.status).toBe(200);
 
     proxy.resetOnNextRequest();
-    const second = await chat(app, 'faulty', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    const second = await chat(app, 'faulty', {
+      question: 'What about 2023?',
+      session_id: first.body.conversation_metadata.conversation_id,
+    });
     expect(second.status).toBe(200);
     expect(second.body.warnings.join(' ')).toMatch(/memory is unavailable/);
     expect(second.body.memory_context_used.history_messages_count).toBe(0);

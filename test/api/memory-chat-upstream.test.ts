@@ -77,13 +77,19 @@ describe('the upstream answerQuestion backend', () => {
     const first = await ask('Show me total sales by region for 2024', {}, 'fivexx');
     const sessionId = first.body.conversation_metadata.conversation_id;
     answerWith(503, { detail: 'overloaded' });
-    const failed = await t.request('POST', '/memoryChat', { token: t.token('fivexx'), body: { question: 'Now for 2019', session_id: sessionId } });
+    const failed = await t.request('POST', '/memoryChat', {
+      token: t.token('fivexx'),
+      body: { question: 'Now for 2019', session_id: sessionId },
+    });
     expect(failed.status).toBe(502);
     expect(failed.headers.get('content-type')).toContain('application/problem+json');
     expect(failed.body).toMatchObject({ code: 'upstream-failed', conversation_id: sessionId });
 
     answerNormally();
-    const next = await t.request('POST', '/memoryChat', { token: t.token('fivexx'), body: { question: 'What about 2023?', session_id: sessionId } });
+    const next = await t.request('POST', '/memoryChat', {
+      token: t.token('fivexx'),
+      body: { question: 'What about 2023?', session_id: sessionId },
+    });
     expect(next.status).toBe(200);
     // The failed turn is on record but is neither history nor SQL context.
     expect(next.body.memory_context_used.history_messages_count).toBe(1);

@@ -34,7 +34,10 @@ describe('POST /memoryChat', () => {
   });
 
   it('when another user sends my session id, then it answers 404 and calls no upstream', async () => {
-    const first = await t.request('POST', '/memoryChat', { token: t.token('alice'), body: { question: 'Show me total sales by region for 2024' } });
+    const first = await t.request('POST', '/memoryChat', {
+      token: t.token('alice'),
+      body: { question: 'Show me total sales by region for 2024' },
+    });
     const calls = upstream.requests.length;
     const stolen = await t.request('POST', '/memoryChat', {
       token: t.token('mallory'),

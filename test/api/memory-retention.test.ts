@@ -9,7 +9,8 @@ async function readsOf(t: TestApp, token: string, id: string) {
     list: (await t.request('GET', '/sessions', { token })).body.sessions.map((s: any) => s.session_id),
     get: (await t.request('GET', `/sessions/${id}`, { token })).status,
     context: (await t.request('POST', '/memory/context', { token, body: { question: 'sales in 2024?', session_id: id } })).status,
-    contextWithoutSession: (await t.request('POST', '/memory/context', { token, body: { question: 'sales in 2024?' } })).body.memories.length,
+    contextWithoutSession: (await t.request('POST', '/memory/context', { token, body: { question: 'sales in 2024?' } })).body.memories
+      .length,
     search: (await t.request('POST', '/memory/search', { token, body: { query: 'sales in 2024', k: 5 } })).body.results.length,
     sql: (await t.request('GET', `/sessions/${id}/turns/last/sql`, { token })).status,
     turn: (await t.request('POST', `/sessions/${id}/turns`, { token, body: { question: 'more', answer: 'x' } })).status,
@@ -70,7 +71,12 @@ describe('memory API retention: MEMORY_TTL=30m sliding', () => {
     const ctx = await t.request('POST', '/memory/context', { token, body: { question: 'next', session_id: id, format: 'openai', k: 0 } });
     expect(ctx.body.history_turns).toEqual([2, 3, 4]);
     const stored = await t.request('GET', `/sessions/${id}`, { token });
-    expect(stored.body.turns.map((x: any) => [x.turn_number, x.in_context_window])).toEqual([[1, false], [2, true], [3, true], [4, true]]);
+    expect(stored.body.turns.map((x: any) => [x.turn_number, x.in_context_window])).toEqual([
+      [1, false],
+      [2, true],
+      [3, true],
+      [4, true],
+    ]);
   });
 });
 

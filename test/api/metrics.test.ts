@@ -3,7 +3,9 @@ import { startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 function sample(text: string, name: string, labels = ''): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `) || (labels === '' && l.startsWith(`${name} `)));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `) || (labels === '' && l.startsWith(`${name} `)));
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
@@ -30,12 +32,21 @@ describe('GET /metrics', () => {
     const before = await scrape();
     const token = t.token('metered');
     const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
-    await t.request('POST', '/memoryChat', { token, body: { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id } });
+    await t.request('POST', '/memoryChat', {
+      token,
+      body: { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id },
+    });
     const after = await scrape();
 
-    expect(sample(after, 'memorychat_memory_requests_total', 'hit="true"') - sample(before, 'memorychat_memory_requests_total', 'hit="true"')).toBe(1);
-    expect(sample(after, 'memorychat_memory_requests_total', 'hit="false"') - sample(before, 'memorychat_memory_requests_total', 'hit="false"')).toBe(1);
-    expect(sample(after, 'memorychat_memory_retrieval_seconds_count') - sample(before, 'memorychat_memory_retrieval_seconds_count')).toBe(2);
+    expect(
+      sample(after, 'memorychat_memory_requests_total', 'hit="true"') - sample(before, 'memorychat_memory_requests_total', 'hit="true"'),
+    ).toBe(1);
+    expect(
+      sample(after, 'memorychat_memory_requests_total', 'hit="false"') - sample(before, 'memorychat_memory_requests_total', 'hit="false"'),
+    ).toBe(1);
+    expect(sample(after, 'memorychat_memory_retrieval_seconds_count') - sample(before, 'memorychat_memory_retrieval_seconds_count')).toBe(
+      2,
+    );
     expect(sample(after, 'memorychat_context_tokens_sum')).toBeGreaterThan(sample(before, 'memorychat_context_tokens_sum'));
     expect(sample(after, 'memorychat_upstream_request_duration_seconds_count', 'outcome="ok"')).toBe(2);
     expect(sample(after, 'memorychat_embedding_duration_seconds_count', 'model="local-hash-v1@384"')).toBeGreaterThanOrEqual(3);

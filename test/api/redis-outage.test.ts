@@ -1,4 +1,4 @@
-import { Queue, type Job } from 'bullmq';
+import { type Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
 import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
@@ -75,7 +75,10 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     try {
       response = await fetch(`${t.baseUrl}${url}`, {
         method,
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(HANG_MS),
       });
@@ -186,7 +189,10 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
       [traffic.flatMap((x) => x.sessions)],
     );
     expect(rows).toHaveLength(2 * traffic.length);
-    expect(rows.every((r) => (r.summary_through_turn ?? 0) >= 1), JSON.stringify(rows)).toBe(true);
+    expect(
+      rows.every((r) => (r.summary_through_turn ?? 0) >= 1),
+      JSON.stringify(rows),
+    ).toBe(true);
   }
 
   it('when Redis is down from the start, then every route answers without 5xx or waiting, /readyz says degraded, and each job the requests made runs once when Redis comes', async () => {
@@ -198,7 +204,12 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     const erasee = t.token('cold-erasee');
     await expectStatus(201, 'POST', '/sessions/turns', erasee, { question: 'Something to forget', answer: 'forgotten' });
     const erase = await expectStatus(202, 'DELETE', '/me', erasee);
-    const adminExport = await expectStatus(202, 'POST', `/admin/users/${users[0]}/export`, t.token('cold-admin', { roles: ['memory-admin'] }));
+    const adminExport = await expectStatus(
+      202,
+      'POST',
+      `/admin/users/${users[0]}/export`,
+      t.token('cold-admin', { roles: ['memory-admin'] }),
+    );
     expect(figures.serverErrors).toEqual([]);
     expect(figures.hung).toEqual([]);
 
@@ -214,7 +225,10 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     await expectReadiness('ready');
     await expectEachHeldJobRanOnce(held);
     await expectJobEffects(traffic, 4);
-    expect(await expectStatus(200, 'GET', `/gdpr/requests/${erase.request_id}`, erasee)).toMatchObject({ status: 'completed', counts: { turns: 1, sessions: 1 } });
+    expect(await expectStatus(200, 'GET', `/gdpr/requests/${erase.request_id}`, erasee)).toMatchObject({
+      status: 'completed',
+      counts: { turns: 1, sessions: 1 },
+    });
     expect(await countUserRows(t.admin, 'cold-erasee')).toEqual({ sessions: 0, turns: 0, embeddings: 0 });
     expect(await expectStatus(200, 'GET', `/gdpr/requests/${adminExport.request_id}`, traffic[0]!.token)).toMatchObject({
       status: 'completed',
@@ -250,9 +264,12 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     const traffic = await Promise.all(
       users.map(async (user) => {
         const token = t.token(user);
-        const first = await expectStatus(200, 'POST', '/memoryChat', token, { question: `Show me total sales by region for 2024 (${user})` });
+        const first = await expectStatus(200, 'POST', '/memoryChat', token, {
+          question: `Show me total sales by region for 2024 (${user})`,
+        });
         const sessionId: string = first.conversation_metadata.conversation_id;
-        for (const year of [2023, 2022]) await expectStatus(200, 'POST', '/memoryChat', token, { question: `What about ${year}?`, session_id: sessionId });
+        for (const year of [2023, 2022])
+          await expectStatus(200, 'POST', '/memoryChat', token, { question: `What about ${year}?`, session_id: sessionId });
         const exported = await expectStatus(202, 'GET', '/me/export', token);
         return { token, sessionId, exportId: exported.request_id as string };
       }),
@@ -269,7 +286,10 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     proxy.resume();
     await expectEachHeldJobRanOnce(held);
     for (const { token, exportId } of traffic) {
-      expect(await expectStatus(200, 'GET', `/gdpr/requests/${exportId}`, token)).toMatchObject({ status: 'completed', counts: { sessions: 1, turns: 3 } });
+      expect(await expectStatus(200, 'GET', `/gdpr/requests/${exportId}`, token)).toMatchObject({
+        status: 'completed',
+        counts: { sessions: 1, turns: 3 },
+      });
     }
   }, 90_000);
 
@@ -280,10 +300,35 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     await outbox.stop();
     try {
       const held = [
-        { tenantId: 'default', userId: 'held-erasee', jobId: 'summarize-held-1', kind: 'summarize', payload: { tenantId: 'default', userId: 'held-erasee', sessionId: '5b0c7a43-6f3e-4f43-9d55-0c1a2b3c4d5e' }, dedupKey: 'summarize-held-session' },
-        { tenantId: 'default', userId: 'held-erasee', jobId: 'gdpr-export-held-2', kind: 'gdpr-export', payload: { tenantId: 'default', requestId: '0f6d1e2a-3b4c-4d5e-8f70-1a2b3c4d5e6f' } },
-        { tenantId: 'default', userId: 'held-bystander', jobId: 'summarize-held-3', kind: 'summarize', payload: { tenantId: 'default', userId: 'held-bystander', sessionId: '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f' } },
-        { tenantId: 'tenant-b', userId: 'held-erasee', jobId: 'summarize-held-4', kind: 'summarize', payload: { tenantId: 'tenant-b', userId: 'held-erasee', sessionId: '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b' } },
+        {
+          tenantId: 'default',
+          userId: 'held-erasee',
+          jobId: 'summarize-held-1',
+          kind: 'summarize',
+          payload: { tenantId: 'default', userId: 'held-erasee', sessionId: '5b0c7a43-6f3e-4f43-9d55-0c1a2b3c4d5e' },
+          dedupKey: 'summarize-held-session',
+        },
+        {
+          tenantId: 'default',
+          userId: 'held-erasee',
+          jobId: 'gdpr-export-held-2',
+          kind: 'gdpr-export',
+          payload: { tenantId: 'default', requestId: '0f6d1e2a-3b4c-4d5e-8f70-1a2b3c4d5e6f' },
+        },
+        {
+          tenantId: 'default',
+          userId: 'held-bystander',
+          jobId: 'summarize-held-3',
+          kind: 'summarize',
+          payload: { tenantId: 'default', userId: 'held-bystander', sessionId: '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f' },
+        },
+        {
+          tenantId: 'tenant-b',
+          userId: 'held-erasee',
+          jobId: 'summarize-held-4',
+          kind: 'summarize',
+          payload: { tenantId: 'tenant-b', userId: 'held-erasee', sessionId: '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b' },
+        },
       ];
       for (const job of held) expect(await outbox.hold(job)).toBe(true);
       // A second summarization of a held session is the same job, as BullMQ's deduplication would make it.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scopedDatabase, type ScopedDatabase } from '../../db/row-security.js';
+import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
 import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 // Only in the `server` project (vitest.config.ts): the database is a copy of the template that the
@@ -21,7 +21,11 @@ describe('row-level security on a Postgres server, with a login that owns the ta
     pool = new pg.Pool({ connectionString: testDatabase.env.DATABASE_URL, max: 4 });
     db = scopedDatabase(pool);
     const maintenance = db.asMaintenance();
-    for (const [tenant, user] of [['acme', 'alice'], ['acme', 'bob'], ['globex', 'alice']]) {
+    for (const [tenant, user] of [
+      ['acme', 'alice'],
+      ['acme', 'bob'],
+      ['globex', 'alice'],
+    ]) {
       await maintenance.query(insertSession(tenant!, user!));
     }
   });
@@ -41,7 +45,7 @@ describe('row-level security on a Postgres server, with a login that owns the ta
     expect(rows).toEqual([{ rolsuper: false, rolbypassrls: false, owns_turns: true, embedding_type: 'vector' }]);
   });
 
-  it('when a user scope runs a statement with no WHERE clause, then it sees only that user\'s rows', async () => {
+  it("when a user scope runs a statement with no WHERE clause, then it sees only that user's rows", async () => {
     const { rows } = await db.asUser({ tenantId: 'acme', userId: 'alice' }).query('SELECT tenant_id, user_id FROM sessions');
     expect(rows).toEqual([{ tenant_id: 'acme', user_id: 'alice' }]);
     const all = await db.asMaintenance().query('SELECT count(*)::int AS n FROM sessions');

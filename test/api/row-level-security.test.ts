@@ -57,7 +57,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
     await upstream?.close();
   });
 
-  it('when a statement with no WHERE clause runs in a user scope, then it sees only that user\'s rows in every table', async () => {
+  it("when a statement with no WHERE clause runs in a user scope, then it sees only that user's rows in every table", async () => {
     const db = t.app.db.asUser(alice);
     for (const table of ['sessions', 'turns', 'idempotency_keys']) {
       const { rows } = await db.query(`SELECT tenant_id, user_id FROM ${table}`);
@@ -72,7 +72,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
     expect(owners(all)).toEqual(['acme/alice', 'acme/bob', 'globex/alice']);
   });
 
-  it('when the real search statement runs with its tenant and user filter removed, then it still finds only the caller\'s turns', async () => {
+  it("when the real search statement runs with its tenant and user filter removed, then it still finds only the caller's turns", async () => {
     const statements: pg.QueryConfig[] = [];
     const strippingFilter = (db: Queryable): Queryable => ({
       query(statement: string | pg.QueryConfig, values?: unknown[]) {
@@ -147,7 +147,10 @@ describe('row-level security (docs/row-level-security.md)', () => {
     ];
     // PostgreSQL 15 refuses the GRANT with "must have admin option", 16 and later (PGlite) with "permission denied".
     for (const sql of attempts) {
-      await expect(asAppRole(t.database.pool, settings, (c) => c.query(sql)), sql).rejects.toThrow(/must be owner|permission denied|must have admin option/);
+      await expect(
+        asAppRole(t.database.pool, settings, (c) => c.query(sql)),
+        sql,
+      ).rejects.toThrow(/must be owner|permission denied|must have admin option/);
     }
     // row_security = off makes a statement that policies would filter fail instead of bypassing them.
     await expect(
@@ -189,9 +192,9 @@ describe('row-level security (docs/row-level-security.md)', () => {
 
   it('when a scoped statement fails, then the connection it held (embedded: the only one) goes to the next caller clean', async () => {
     await expect(t.app.db.asUser(alice).query('SELECT 1/0')).rejects.toThrow(/division by zero/);
-    const { rows } = await t.app.db.asUser(bob).query<{ user_id: string; role: string }>(
-      `SELECT current_setting('memorychat.user_id') AS user_id, current_user AS role`,
-    );
+    const { rows } = await t.app.db
+      .asUser(bob)
+      .query<{ user_id: string; role: string }>(`SELECT current_setting('memorychat.user_id') AS user_id, current_user AS role`);
     expect(rows).toEqual([{ user_id: 'bob', role: 'memorychat_app' }]);
     // The service's own pool (the pool hands out the connection released last): no identity, and the
     // connection's login again rather than a role taken by a scope.

@@ -43,7 +43,10 @@ describe('memory API: sessions', () => {
   it('when a session is read, renamed, cleared and deleted, then each answers as documented', async () => {
     const frank = t.token('frank');
     const id = await newSession(frank, 'What were sales in 2024?');
-    await t.request('POST', `/sessions/${id}/turns`, { token: frank, body: { question: 'And 2023?', answer: 'less', context: { year: 2023 } } });
+    await t.request('POST', `/sessions/${id}/turns`, {
+      token: frank,
+      body: { question: 'And 2023?', answer: 'less', context: { year: 2023 } },
+    });
 
     const got = await t.request('GET', `/sessions/${id}`, { token: frank });
     expect(got.status).toBe(200);

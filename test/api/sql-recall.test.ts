@@ -1,13 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendJson, startFakeHttpServer, type FakeHttpServer } from '../support/fake-http-server.js';
+import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../support/fake-http-server.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const OLD_FORM = {
-  'Row 1': [{ columnName: 'os', value: 'android' }, { columnName: 'users', value: 1204 }],
-  'Row 2': [{ columnName: 'os', value: 'ios, "beta"' }, { columnName: 'users', value: 987 }],
+  'Row 1': [
+    { columnName: 'os', value: 'android' },
+    { columnName: 'users', value: 1204 },
+  ],
+  'Row 2': [
+    { columnName: 'os', value: 'ios, "beta"' },
+    { columnName: 'users', value: 987 },
+  ],
 };
 const NEW_FORM = {
-  full: { 'Row 1': [{ columnName: 'region', value: 'EMEA' }, { columnName: 'total', value: 100.5 }] },
+  full: {
+    'Row 1': [
+      { columnName: 'region', value: 'EMEA' },
+      { columnName: 'total', value: 100.5 },
+    ],
+  },
   full_csv: 'region,total\nEMEA,100.5\n',
   llm: { 'Row 1': [{ columnName: 'region', value: 'EMEA' }] },
   llm_csv: 'region\nEMEA\n',
@@ -26,9 +37,19 @@ describe('memory API: SQL recall', () => {
     t = await startTestApp({ ANSWER_EXECUTE_URL: `${execute.url}/executeVQL`, ANSWER_AUTH: 'forward' });
     token = t.token('slack-user');
     const turns = [
-      { question: 'How many Android users signed up?', answer: '1204', sql_query: 'SELECT os, count(*) AS users FROM signups GROUP BY os', execution_result: OLD_FORM },
+      {
+        question: 'How many Android users signed up?',
+        answer: '1204',
+        sql_query: 'SELECT os, count(*) AS users FROM signups GROUP BY os',
+        execution_result: OLD_FORM,
+      },
       { question: 'Thanks! Can you explain?', answer: 'Sure, it counts signups.' },
-      { question: 'Sales by region for 2024', answer: 'EMEA 100.5', sql_query: 'SELECT region, sum(total) FROM sales GROUP BY region', execution_result: NEW_FORM },
+      {
+        question: 'Sales by region for 2024',
+        answer: 'EMEA 100.5',
+        sql_query: 'SELECT region, sum(total) FROM sales GROUP BY region',
+        execution_result: NEW_FORM,
+      },
       { question: 'And the Android share over time?', answer: 'Rising', sql_query: 'SELECT month, share FROM android_share' },
     ];
     const first = await t.request('POST', '/sessions/turns', { token, body: turns[0] });
@@ -63,7 +84,9 @@ describe('memory API: SQL recall', () => {
     const android = await t.request('GET', `/sessions/${id}/sql?q=android`, { token });
     expect(android.status).toBe(200);
     expect(android.body).toMatchObject({ turn_number: 4, keywords: ['android'] });
-    const phrase = await t.request('GET', `/sessions/${id}/sql?q=${encodeURIComponent('show SQL for the android signed up question')}`, { token });
+    const phrase = await t.request('GET', `/sessions/${id}/sql?q=${encodeURIComponent('show SQL for the android signed up question')}`, {
+      token,
+    });
     expect(phrase.body).toMatchObject({ turn_number: 1, keywords: ['android', 'signed', 'up'] });
     const none = await t.request('GET', `/sessions/${id}/sql?q=kubernetes`, { token });
     expect([none.status, none.body.code]).toEqual([404, 'turn-not-found']);
@@ -91,7 +114,7 @@ describe('memory API: SQL recall', () => {
     expect([res.status, res.body.code]).toEqual([404, 'result-not-stored']);
   });
 
-  it('when ?fresh=true, then the stored SQL is re-run upstream with the caller\'s credentials', async () => {
+  it("when ?fresh=true, then the stored SQL is re-run upstream with the caller's credentials", async () => {
     const res = await fetch(`${t.baseUrl}/sessions/${id}/turns/last/result.csv?fresh=true&limit=50`, {
       headers: { authorization: `Bearer ${token}`, 'x-upstream-authorization': 'Basic dXNlcjpwdw==' },
     });

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { salesReply } from '../support/fake-upstream.js';
-import { sendJson, startFakeHttpServer, type FakeHttpServer } from '../support/fake-http-server.js';
+import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../support/fake-http-server.js';
 import { startFakeOpenAI } from '../support/fake-llm.js';
+import { salesReply } from '../support/fake-upstream.js';
 import { expectDelimitedMemory, INJECTIONS, markerOf } from '../support/fuzz-delimiting.js';
 import { PROMPT_INJECTION, SQL_INJECTION, UNICODE } from '../support/fuzz-values.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -65,7 +65,9 @@ describe('stored text with SQL and prompt injection', () => {
       query_explanation: hostile,
       tables_used: fc.uniqueArray(name, { maxLength: 3 }),
       vdp_database_names: fc.uniqueArray(name, { maxLength: 2 }),
-      execution_result: fc.record({ 'Row 1': fc.array(fc.record({ columnName: hostile, value: hostile }), { minLength: 1, maxLength: 2 }) }),
+      execution_result: fc.record({
+        'Row 1': fc.array(fc.record({ columnName: hostile, value: hostile }), { minLength: 1, maxLength: 2 }),
+      }),
       context: fc.dictionary(hostile, hostile, { maxKeys: 3 }),
       metadata: fc.dictionary(hostile, fc.oneof(hostile, fc.array(hostile, { maxLength: 2 })), { maxKeys: 3 }),
       messages: fc.tuple(nonBlank, nonBlank).map(([q, a]) => [
@@ -94,7 +96,9 @@ describe('stored text with SQL and prompt injection', () => {
     const questions = INJECTIONS.slice(0, 5);
     const { turns } = await conversation(t, 'bob', questions, { custom_instructions: 'Answer in French.' });
     expect(turns.slice(0, 5).map((x) => x.question)).toEqual(questions);
-    expect(turns.slice(0, 5).map((x) => [x.answer, x.sql_query])).toEqual(questions.map((q) => [upstreamReply(q).answer, upstreamReply(q).sql_query]));
+    expect(turns.slice(0, 5).map((x) => [x.answer, x.sql_query])).toEqual(
+      questions.map((q) => [upstreamReply(q).answer, upstreamReply(q).sql_query]),
+    );
 
     const sent = upstream.requests.at(-1)!.body;
     expect(sent.question).toBe(FOLLOW_UP);
@@ -142,7 +146,13 @@ describe('stored text with SQL and prompt injection', () => {
   });
 
   it('when the strategy is rewrite, then the LLM is told the block is data and gets the stored turns only inside it', async () => {
-    const rewrite = await app({ MEMORY_AUGMENTATION: 'rewrite', LLM_PROVIDER: 'openai', LLM_MODEL: 'gpt-test', OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: openai.baseURL });
+    const rewrite = await app({
+      MEMORY_AUGMENTATION: 'rewrite',
+      LLM_PROVIDER: 'openai',
+      LLM_MODEL: 'gpt-test',
+      OPENAI_API_KEY: 'sk-test',
+      OPENAI_BASE_URL: openai.baseURL,
+    });
     const questions = INJECTIONS.slice(0, 4);
     await conversation(rewrite, 'erin', questions);
     const [system, user] = openai.requests.at(-1)!.body.messages as { role: string; content: string }[];

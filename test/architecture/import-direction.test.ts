@@ -46,10 +46,7 @@ function layerOf(file: string): Layer {
 /** Every module specifier of a file: static imports and re-exports (type-only ones too), and import(). */
 function importsOf(source: string): string[] {
   const found: string[] = [];
-  const patterns = [
-    /^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm,
-    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
-  ];
+  const patterns = [/^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm, /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g];
   for (const pattern of patterns) for (const m of source.matchAll(pattern)) found.push(m[1]!);
   return found;
 }
@@ -78,7 +75,8 @@ function directionViolations(files: string[], read: (file: string) => string): {
     for (const spec of importsOf(read(file))) {
       if (!spec.startsWith('.')) {
         const pkg = FORBIDDEN_PACKAGES[from];
-        if (pkg && !spec.startsWith('node:') && pkg.test(spec)) violations.push({ from: rel(file), to: spec, why: `${from} must not import the package ${spec}` });
+        if (pkg && !spec.startsWith('node:') && pkg.test(spec))
+          violations.push({ from: rel(file), to: spec, why: `${from} must not import the package ${spec}` });
         continue;
       }
       const target = path.resolve(path.dirname(file), spec.replace(/\.js$/, '.ts'));

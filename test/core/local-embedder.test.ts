@@ -34,7 +34,12 @@ describe('the local embedder', () => {
     // Stored embeddings are compared with new ones: any change to features or hashing must come
     // with a new model name, never silently.
     const vector = embedText(text, 384)!;
-    expect(createHash('sha256').update(vector.map((x) => x.toFixed(12)).join(',')).digest('hex').slice(0, 16)).toBe(fingerprint);
+    expect(
+      createHash('sha256')
+        .update(vector.map((x) => x.toFixed(12)).join(','))
+        .digest('hex')
+        .slice(0, 16),
+    ).toBe(fingerprint);
   });
 
   it('when the text has nothing to embed, then there is no vector', () => {

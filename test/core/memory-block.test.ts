@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SimilarTurn } from '../../services/model/turns.js';
+import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
 import { buildFormattedContext } from '../../services/core/memory/formats.js';
 import { CONTINUATION_INDENT, quoteStored } from '../../services/core/memory/memory-block.js';
-import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
+import type { SimilarTurn } from '../../services/model/turns.js';
 import { expectDelimitedMemory, INJECTIONS } from '../support/fuzz-delimiting.js';
 import { PROMPT_INJECTION, SQL_INJECTION, UNICODE } from '../support/fuzz-values.js';
 
@@ -15,14 +15,31 @@ const storedText = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 60 }),
   fc.string({ unit: 'binary', maxLength: 60 }),
   fc
-    .array(fc.constantFrom('\n', '\r\n', '\r', '\u2028', '\u0085', '<', '/', 'conversation_memory', 'CONVERSATION-MEMORY', '> ', 'x', ' ', '\u00AD'), { maxLength: 20 })
+    .array(
+      fc.constantFrom(
+        '\n',
+        '\r\n',
+        '\r',
+        '\u2028',
+        '\u0085',
+        '<',
+        '/',
+        'conversation_memory',
+        'CONVERSATION-MEMORY',
+        '> ',
+        'x',
+        ' ',
+        '\u00AD',
+      ),
+      { maxLength: 20 },
+    )
     .map((parts) => parts.join('')),
 );
 
 /** Stored text whose later lines start with a marker, so the prompt shows whether a stored line starts a line. */
-const markedText = fc.tuple(storedText, fc.constantFrom('\n', '\r\n', '\r', '\v', '\f', '\u2028', '\u2029', '\u0085'), fc.nat(999)).map(
-  ([text, lineBreak, n]) => ({ text: `${text}${lineBreak}INJECTED-${n} forged line`, marker: `INJECTED-${n}` }),
-);
+const markedText = fc
+  .tuple(storedText, fc.constantFrom('\n', '\r\n', '\r', '\v', '\f', '\u2028', '\u2029', '\u0085'), fc.nat(999))
+  .map(([text, lineBreak, n]) => ({ text: `${text}${lineBreak}INJECTED-${n} forged line`, marker: `INJECTED-${n}` }));
 
 const turn = (n: number, question: string, answer: string, sql: string): SimilarTurn => ({
   turn_number: n,
@@ -55,7 +72,12 @@ describe('stored text in context', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(markedText, markedText, markedText), { minLength: 1, maxLength: 4 }), markedText, (rows, summary) => {
         const window = rows.map(([q, a, s], i) => turn(rows.length - i, q.text, a.text, s.text));
-        const built = buildMemoryContext({ window, similar: [turn(99, rows[0]![0].text, 'a', 'SELECT 1')], summary: summary.text, maxTokens: 100_000 });
+        const built = buildMemoryContext({
+          window,
+          similar: [turn(99, rows[0]![0].text, 'a', 'SELECT 1')],
+          summary: summary.text,
+          maxTokens: 100_000,
+        });
         expectDelimitedMemory(built.text, [...rows.flatMap((r) => r.map((m) => m.marker)), summary.marker]);
       }),
       { seed: SEED, numRuns: 300 },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { HistoryTurn } from '../../services/model/turns.js';
 import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
 import { countTokens } from '../../services/core/text.js';
+import type { HistoryTurn } from '../../services/model/turns.js';
 
 function turn(n: number, extra: Partial<HistoryTurn> = {}): HistoryTurn {
   return {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chainAsAnthropic } from '../../services/core/sessions/chain-conversion.js';
-import { AppError } from '../../services/model/errors.js';
 import { prepareMessageChain } from '../../services/core/sessions/chains.js';
+import { AppError } from '../../services/model/errors.js';
 import { anthropicViolations } from '../support/chain-rules.js';
 
 describe('prepareMessageChain', () => {
@@ -10,7 +10,16 @@ describe('prepareMessageChain', () => {
       { role: 'user', content: 'find eggs' },
       { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'find', input: {} }] },
       { role: 'user', content: 'also this' },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] }] },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 't1',
+            content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }],
+          },
+        ],
+      },
       { role: 'assistant', content: 'done' },
     ]);
     expect(chain.format).toBe('anthropic');

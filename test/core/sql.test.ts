@@ -14,7 +14,9 @@ describe('sql tagged template', () => {
     const tenant = param('acme');
     const vector = param('[1,2]');
     const scope = joinSql([sql`a <@ ${['x']}::text[]`, sql`b <@ ${['y']}::text[]`], ' AND ');
-    const q = toQuery(sql`SELECT ${vector}::vector, ${sql`c = ${'z'}`} WHERE tenant_id = ${tenant} AND ${scope} ORDER BY e <=> ${vector}::vector`);
+    const q = toQuery(
+      sql`SELECT ${vector}::vector, ${sql`c = ${'z'}`} WHERE tenant_id = ${tenant} AND ${scope} ORDER BY e <=> ${vector}::vector`,
+    );
     // Declared parameters come first, in declaration order; the others follow where they appear.
     expect(q.text).toBe('SELECT $2::vector, c = $3 WHERE tenant_id = $1 AND a <@ $4::text[] AND b <@ $5::text[] ORDER BY e <=> $2::vector');
     expect(q.values).toEqual(['acme', '[1,2]', 'z', ['x'], ['y']]);

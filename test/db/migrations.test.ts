@@ -65,7 +65,10 @@ async function migrateAsBefore(pool: pg.Pool): Promise<void> {
 }
 
 const shippedVersions = async () =>
-  (await readdir(MIGRATIONS)).filter((f) => f.endsWith('.sql')).sort().map((f) => f.replace(/\.sql$/, ''));
+  (await readdir(MIGRATIONS))
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .map((f) => f.replace(/\.sql$/, ''));
 
 describe('the migration runner', () => {
   afterAll(async () => {
@@ -86,7 +89,9 @@ describe('the migration runner', () => {
     await writeFile(path.join(dir, '001_notes.sql'), 'CREATE TABLE notes (id int PRIMARY KEY, body text);\n');
     await writeFile(path.join(dir, '002_more.sql'), 'CREATE TABLE more_notes (id int);\n');
     await expect(migrate(pool, () => {}, dir)).rejects.toThrow(/001_notes\.sql changed after it was applied.*checksum/);
-    const { rows } = await pool.query(`SELECT to_regclass('more_notes') AS more, (SELECT count(*)::int FROM migrations WHERE id > 0) AS recorded`);
+    const { rows } = await pool.query(
+      `SELECT to_regclass('more_notes') AS more, (SELECT count(*)::int FROM migrations WHERE id > 0) AS recorded`,
+    );
     expect(rows[0]).toEqual({ more: null, recorded: 1 });
   });
 
@@ -132,9 +137,9 @@ describe('the migration runner', () => {
     const db = await freshDatabase();
     const [a, b] = await Promise.all([migrate(db.open(1)), migrate(db.open(1))]);
     expect([...a, ...b].sort()).toEqual(await shippedVersions());
-    const { rows } = await db.open().query<{ name: string; n: number }>(
-      'SELECT name, count(*)::int AS n FROM migrations WHERE id > 0 GROUP BY name HAVING count(*) > 1',
-    );
+    const { rows } = await db
+      .open()
+      .query<{ name: string; n: number }>('SELECT name, count(*)::int AS n FROM migrations WHERE id > 0 GROUP BY name HAVING count(*) > 1');
     expect(rows).toEqual([]);
   });
 
@@ -157,7 +162,9 @@ describe('the migration runner', () => {
     const recorded = await pool.query<{ id: number; name: string }>('SELECT id, name FROM migrations ORDER BY id');
     expect(recorded.rows.map((r) => r.id)).toEqual([0, ...legacy.map((_, i) => i + 1)]);
     expect((await pool.query('SELECT version, applied_at FROM schema_migrations ORDER BY version')).rows).toEqual(legacy);
-    expect((await pool.query('SELECT session_name FROM sessions WHERE session_id = $1', [session])).rows).toEqual([{ session_name: 'kept' }]);
+    expect((await pool.query('SELECT session_name FROM sessions WHERE session_id = $1', [session])).rows).toEqual([
+      { session_name: 'kept' },
+    ]);
 
     // The next release's migration is applied, and only it.
     const next = await mkdtemp(path.join(tmpdir(), 'memorychat-migrations-'));

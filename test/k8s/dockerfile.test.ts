@@ -20,7 +20,13 @@ const ignored = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8')
 function contextCopies(): string[] {
   return lines
     .filter((l) => /^COPY /i.test(l) && !/--from=/.test(l))
-    .flatMap((l) => l.trim().split(/\s+/).slice(1, -1).filter((a) => !a.startsWith('--')));
+    .flatMap((l) =>
+      l
+        .trim()
+        .split(/\s+/)
+        .slice(1, -1)
+        .filter((a) => !a.startsWith('--')),
+    );
 }
 
 /** `dist/x/y.js` (what the image runs) → `x/y.ts` (what tsconfig.build.json compiles it from). */
@@ -41,7 +47,9 @@ describe('the Dockerfile', () => {
   });
 
   it('when the image runs, then its node_modules hold production dependencies only, without tsx, esbuild or TypeScript', () => {
-    const modulesFrom = /^COPY --from=(\S+) \S*node_modules/i.exec(finalStage.find((l) => /node_modules/.test(l) && /^COPY /i.test(l))!)![1];
+    const modulesFrom = /^COPY --from=(\S+) \S*node_modules/i.exec(
+      finalStage.find((l) => /node_modules/.test(l) && /^COPY /i.test(l))!,
+    )![1];
     const stage = lines.slice(lines.findIndex((l) => new RegExp(`^FROM .* AS ${modulesFrom}$`, 'i').test(l.trim())));
     expect(stage.find((l) => /^RUN /i.test(l))).toMatch(/npm ci --omit=dev/);
     const { dependencies } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
@@ -49,7 +57,11 @@ describe('the Dockerfile', () => {
   });
 
   it('when the image runs, then it runs as a numeric non-root user', () => {
-    const user = finalStage.filter((l) => /^USER /i.test(l)).at(-1)?.slice(5).trim();
+    const user = finalStage
+      .filter((l) => /^USER /i.test(l))
+      .at(-1)
+      ?.slice(5)
+      .trim();
     expect(user).toMatch(/^[1-9]\d*(:\d+)?$/);
   });
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkK8s } from '../../scripts/check-k8s.js';
 import { checkPolicy } from '../../scripts/k8s/policy.js';
-import { podContainers, renderKustomization, type Resource } from '../../scripts/k8s/render.js';
+import { podContainers, type Resource, renderKustomization } from '../../scripts/k8s/render.js';
 import { checkUnknownFields, validateSchemas } from '../../scripts/k8s/schema.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -54,7 +54,9 @@ describe('the Kubernetes manifests', () => {
       { source: 'service', body: service },
     ];
 
-    expect(await validateSchemas(resources)).toEqual([expect.stringMatching(/^api: Deployment\/memorychat-api: .*containerPort must be integer/)]);
+    expect(await validateSchemas(resources)).toEqual([
+      expect.stringMatching(/^api: Deployment\/memorychat-api: .*containerPort must be integer/),
+    ]);
     const unknown = checkUnknownFields(resources, ROOT);
     expect(unknown).toContainEqual(expect.stringMatching(/^service: Service\/memorychat-api: .*'"selectr"' does not exist/));
     expect(unknown).toContainEqual(expect.stringMatching(/^api: Deployment\/memorychat-api: .*not assignable to type 'number'/));
@@ -131,7 +133,9 @@ describe('the Kubernetes manifests', () => {
     const monitor = resources.find((r) => r.body.kind === 'PodMonitor')!.body;
     const scraped = resources
       .filter((r) => r.body.kind === 'Deployment')
-      .filter((r) => monitor.spec.selector.matchExpressions[0].values.includes(r.body.spec.template.metadata.labels['app.kubernetes.io/component']))
+      .filter((r) =>
+        monitor.spec.selector.matchExpressions[0].values.includes(r.body.spec.template.metadata.labels['app.kubernetes.io/component']),
+      )
       .map((r) => r.body.metadata.name);
     expect(scraped.sort()).toEqual(['memorychat-api', 'memorychat-worker']);
     expect(monitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);

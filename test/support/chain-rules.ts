@@ -19,19 +19,39 @@ export function anthropicViolations(messages: any[]): string[] {
         problems.push(`message ${i} holds base64 data inside a tool_result`);
       }
     }
-    const uses = blocks(m).filter((b) => b.type === 'tool_use').map((b) => b.id);
-    const results = blocks(m).filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id);
+    const uses = blocks(m)
+      .filter((b) => b.type === 'tool_use')
+      .map((b) => b.id);
+    const results = blocks(m)
+      .filter((b) => b.type === 'tool_result')
+      .map((b) => b.tool_use_id);
     if (uses.length) {
       const next = messages[i + 1];
-      const answered = next && next.role === 'user' ? blocks(next).filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id) : [];
+      const answered =
+        next && next.role === 'user'
+          ? blocks(next)
+              .filter((b) => b.type === 'tool_result')
+              .map((b) => b.tool_use_id)
+          : [];
       for (const id of uses) if (!answered.includes(id)) problems.push(`tool_use ${id} in message ${i} has no tool_result right after`);
     }
     if (results.length) {
       const prev = messages[i - 1];
-      const asked = prev && prev.role === 'assistant' ? blocks(prev).filter((b) => b.type === 'tool_use').map((b) => b.id) : [];
-      for (const id of results) if (!asked.includes(id)) problems.push(`tool_result ${id} in message ${i} answers no tool_use right before`);
+      const asked =
+        prev && prev.role === 'assistant'
+          ? blocks(prev)
+              .filter((b) => b.type === 'tool_use')
+              .map((b) => b.id)
+          : [];
+      for (const id of results)
+        if (!asked.includes(id)) problems.push(`tool_result ${id} in message ${i} answers no tool_use right before`);
       const firstOther = blocks(m).findIndex((b) => b.type !== 'tool_result');
-      if (firstOther !== -1 && blocks(m).slice(firstOther).some((b) => b.type === 'tool_result')) {
+      if (
+        firstOther !== -1 &&
+        blocks(m)
+          .slice(firstOther)
+          .some((b) => b.type === 'tool_result')
+      ) {
         problems.push(`message ${i} has tool_result blocks after other content`);
       }
     }

@@ -1,4 +1,4 @@
-import { sendJson, startFakeHttpServer, type FakeHttpServer, type RecordedRequest } from './fake-http-server.js';
+import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from './fake-http-server.js';
 
 export type LlmReply = (request: RecordedRequest) => string | { status: number; body: unknown };
 

@@ -1,4 +1,4 @@
-import { sendJson, startFakeHttpServer, type FakeHttpServer, type RecordedRequest } from './fake-http-server.js';
+import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from './fake-http-server.js';
 
 /** A Denodo-AI-SDK-style reply for a question, with SQL naming the year it mentions. */
 export function salesReply(question: string, instructions = '') {

@@ -25,20 +25,30 @@ const hostileValue = fc.oneof(
   { weight: 1, arbitrary: fc.constant(DEEP_MARKER) },
 );
 
-const hostileKey = fc.oneof(fuzzText, fc.constantFrom('__proto__', 'constructor', 'prototype', '', 'question ', 'QUESTION', 'x'.repeat(5000)));
+const hostileKey = fc.oneof(
+  fuzzText,
+  fc.constantFrom('__proto__', 'constructor', 'prototype', '', 'question ', 'QUESTION', 'x'.repeat(5000)),
+);
 
-type Mutation =
-  | { kind: 'set'; key: string; value: unknown }
-  | { kind: 'delete'; key: string }
-  | { kind: 'replace'; value: unknown };
+type Mutation = { kind: 'set'; key: string; value: unknown } | { kind: 'delete'; key: string } | { kind: 'replace'; value: unknown };
 
 /** One to three mutations of a valid body: fields set to hostile values, removed, or the body replaced. */
 function mutations(fieldNames: string[]): fc.Arbitrary<Mutation[]> {
   const existing = fieldNames.length ? fc.constantFrom(...fieldNames) : hostileKey;
   const mutation: fc.Arbitrary<Mutation> = fc.oneof(
-    { weight: 6, arbitrary: fc.record({ kind: fc.constant('set' as const), key: fc.oneof({ weight: 4, arbitrary: existing }, hostileKey), value: hostileValue }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        kind: fc.constant('set' as const),
+        key: fc.oneof({ weight: 4, arbitrary: existing }, hostileKey),
+        value: hostileValue,
+      }),
+    },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), key: existing }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('replace' as const), value: fc.oneof(anyJson, wrongTypes, fc.constant(DEEP_MARKER)) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant('replace' as const), value: fc.oneof(anyJson, wrongTypes, fc.constant(DEEP_MARKER)) }),
+    },
   );
   return fc.array(mutation, { minLength: 1, maxLength: 3 });
 }
@@ -50,7 +60,8 @@ function applyMutations(valid: unknown, list: Mutation[]): unknown {
     if (m.kind === 'replace') body = structuredClone(m.value);
     else if (body && typeof body === 'object' && !Array.isArray(body)) {
       // defineProperty: a plain assignment to "__proto__" would set the prototype, not a field.
-      if (m.kind === 'set') Object.defineProperty(body, m.key, { value: structuredClone(m.value), enumerable: true, configurable: true, writable: true });
+      if (m.kind === 'set')
+        Object.defineProperty(body, m.key, { value: structuredClone(m.value), enumerable: true, configurable: true, writable: true });
       else delete (body as Record<string, unknown>)[m.key];
     }
   }
@@ -125,10 +136,19 @@ export function fuzzBody(valid: fc.Arbitrary<unknown>, fieldNames: string[], bod
         .tuple(valid, mutations(fieldNames), deepJson)
         .map(([body, list, deep]) => json(jsonText(applyMutations(body, list), deep), `mutated:${list.map((m) => m.kind).join('+')}`)),
     },
-    { weight: 10, arbitrary: fc.tuple(valid, fc.nat()).map(([body, at]) => { const text = JSON.stringify(body); return json(text.slice(0, at % Math.max(1, text.length)), 'truncated'); }) },
+    {
+      weight: 10,
+      arbitrary: fc.tuple(valid, fc.nat()).map(([body, at]) => {
+        const text = JSON.stringify(body);
+        return json(text.slice(0, at % Math.max(1, text.length)), 'truncated');
+      }),
+    },
     { weight: 20, arbitrary: fc.constantFrom(...MALFORMED_JSON).map((text) => json(text, 'malformed-json')) },
     { weight: 10, arbitrary: deepJson.map((deep) => json(deep, 'deep-body')) },
-    { weight: 10, arbitrary: fc.constantFrom(...INVALID_UTF8).map((bytes) => ({ bytes, contentType: 'application/json', variant: 'invalid-utf8' })) },
+    {
+      weight: 10,
+      arbitrary: fc.constantFrom(...INVALID_UTF8).map((bytes) => ({ bytes, contentType: 'application/json', variant: 'invalid-utf8' })),
+    },
     {
       weight: 20,
       arbitrary: fc

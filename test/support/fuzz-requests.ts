@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { fuzzBody, type FuzzBody } from './fuzz-bodies.js';
+import { type FuzzBody, fuzzBody } from './fuzz-bodies.js';
 import type { RawRequest } from './fuzz-raw-http.js';
-import { validValue, type JsonSchema, type Overrides } from './fuzz-schema.js';
+import { type JsonSchema, type Overrides, validValue } from './fuzz-schema.js';
 import { edgeNumbers, fuzzText, hugeText, NASTY_STRINGS, plainText } from './fuzz-values.js';
 
 interface Parameter {
@@ -49,7 +49,9 @@ export interface FuzzRequest extends RawRequest {
 }
 
 /** Every operation of the document, plus the public routes it hides (/metrics, /openapi.json, /docs). */
-export function operationsOf(spec: { paths: Record<string, Record<string, { parameters?: Parameter[]; requestBody?: any; security?: unknown[] }>> }): Operation[] {
+export function operationsOf(spec: {
+  paths: Record<string, Record<string, { parameters?: Parameter[]; requestBody?: any; security?: unknown[] }>>;
+}): Operation[] {
   const operations = Object.entries(spec.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, op]) => ({
       method: method.toUpperCase(),
@@ -66,7 +68,9 @@ export function operationsOf(spec: { paths: Record<string, Record<string, { para
 /** Percent-encodes the UTF-8 of `text` (a lone surrogate becomes U+FFFD, as any client would send it). */
 export function percentEncode(text: string): string {
   return [...Buffer.from(text, 'utf8')]
-    .map((b) => (/[A-Za-z0-9\-._~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`))
+    .map((b) =>
+      /[A-Za-z0-9\-._~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
     .join('');
 }
 
@@ -97,13 +101,19 @@ function requestArbitrary(op: Operation, world: FuzzWorld): fc.Arbitrary<FuzzReq
   return actor.chain(({ user, authorization }) =>
     parts.get(user)!.map(({ method, path, query, extraQuery, headers, extraHeader: extra, body, framing }) => {
       let target = op.path;
-      path.forEach(([name, value]) => (target = target.replace(`{${name}}`, value)));
+      for (const [name, value] of path) target = target.replace(`{${name}}`, value);
       const queryParts = [...query.flat(), ...(extraQuery ? [extraQuery] : [])];
       if (queryParts.length) target += `?${queryParts.join('&')}`;
       const headerList: [string, string][] = [...headers.flat()];
       if (authorization !== undefined) headerList.push(['Authorization', headerBytes(authorization)]);
       if (extra) headerList.push(extra);
-      const request: FuzzRequest = { operation: `${op.method} ${op.path}`, variant: body?.variant ?? 'no-body', method, target, headers: headerList };
+      const request: FuzzRequest = {
+        operation: `${op.method} ${op.path}`,
+        variant: body?.variant ?? 'no-body',
+        method,
+        target,
+        headers: headerList,
+      };
       if (body) {
         if (body.contentType !== undefined) headerList.push(['Content-Type', body.contentType]);
         Object.assign(request, frame(body.bytes, framing, headerList));
@@ -127,18 +137,28 @@ function requestParts(op: Operation, world: FuzzWorld, user: FuzzUser) {
     ? fuzzBody(validValue(op.body, overrides), Object.keys(op.body.properties ?? {}), limit)
     : rarely(fuzzBody(fc.constant({}), [], limit), 10).map((b) => b ?? undefined);
   return fc.record({
-    method: fc.oneof({ weight: 30, arbitrary: fc.constant(op.method) }, fc.constantFrom('PUT', 'OPTIONS', 'TRACE', 'get', 'FOO', 'HEAD', 'PATCH')),
+    method: fc.oneof(
+      { weight: 30, arbitrary: fc.constant(op.method) },
+      fc.constantFrom('PUT', 'OPTIONS', 'TRACE', 'get', 'FOO', 'HEAD', 'PATCH'),
+    ),
     path: fc.tuple(...op.parameters.filter((p) => p.in === 'path').map((p) => pathValue(p, op, world, sessionIds))),
     query: fc.tuple(...op.parameters.filter((p) => p.in === 'query').map((p) => queryValue(p, overrides))),
     extraQuery: rarely(fc.constantFrom('x=1', 'limit=1&limit=2', 'a[]=1', '%ZZ=1', 'q', '&&', `k=${percentEncode('\u0000')}`), 8),
     headers: fc.tuple(...op.parameters.filter((p) => p.in === 'header').map((p) => headerValue(p))),
     extraHeader: rarely(extraHeader, 4),
     body,
-    framing: fc.oneof({ weight: 20, arbitrary: fc.constant('length' as const) }, fc.constantFrom('chunked' as const, 'short-length' as const, 'length-and-chunked' as const)),
+    framing: fc.oneof(
+      { weight: 20, arbitrary: fc.constant('length' as const) },
+      fc.constantFrom('chunked' as const, 'short-length' as const, 'length-and-chunked' as const),
+    ),
   });
 }
 
-function frame(bytes: Buffer, framing: 'length' | 'chunked' | 'short-length' | 'length-and-chunked', headers: [string, string][]): Partial<RawRequest> {
+function frame(
+  bytes: Buffer,
+  framing: 'length' | 'chunked' | 'short-length' | 'length-and-chunked',
+  headers: [string, string][],
+): Partial<RawRequest> {
   const chunked = Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n0\r\n\r\n')]);
   switch (framing) {
     case 'length':
@@ -166,7 +186,12 @@ function pathValue(p: Parameter, op: Operation, world: FuzzWorld, sessionIds: fc
   return fc
     .oneof(
       { weight: 6, arbitrary: valid.map(percentEncode) },
-      { weight: 2, arbitrary: fc.oneof(fuzzText, fc.constantFrom(...NASTY_STRINGS), fc.constantFrom('0', '-1', '1e3', '9999999999', '1.5')).map(percentEncode) },
+      {
+        weight: 2,
+        arbitrary: fc
+          .oneof(fuzzText, fc.constantFrom(...NASTY_STRINGS), fc.constantFrom('0', '-1', '1e3', '9999999999', '1.5'))
+          .map(percentEncode),
+      },
       { weight: 1, arbitrary: fc.constantFrom(...BROKEN_SEGMENTS) },
     )
     .map((value) => [p.name, value]);
@@ -194,23 +219,39 @@ const headerText = fc.oneof(
 function headerValue(p: Parameter): fc.Arbitrary<[string, string][]> {
   const valid = p.name === 'x-upstream-authorization' ? fc.constant('Bearer upstream-token') : validValue(p.schema).map(String);
   return fc
-    .option(fc.oneof({ weight: 3, arbitrary: valid }, { weight: 2, arbitrary: headerText }), { freq: p.name === 'x-upstream-authorization' ? 8 : 2 })
+    .option(fc.oneof({ weight: 3, arbitrary: valid }, { weight: 2, arbitrary: headerText }), {
+      freq: p.name === 'x-upstream-authorization' ? 8 : 2,
+    })
     .map((v) => (v === null ? [] : [[p.name, v]]));
 }
 
 const extraHeader: fc.Arbitrary<[string, string]> = fc.tuple(
-  fc.constantFrom('X-Request-Id', 'Accept', 'Origin', 'X-Forwarded-For', 'Cookie', 'Accept-Encoding', 'Expect', 'Content-Encoding', 'Idempotency-Key'),
+  fc.constantFrom(
+    'X-Request-Id',
+    'Accept',
+    'Origin',
+    'X-Forwarded-For',
+    'Cookie',
+    'Accept-Encoding',
+    'Expect',
+    'Content-Encoding',
+    'Idempotency-Key',
+  ),
   headerText,
 );
 
 /** A well-formed two-message chain carrying hostile text, so chain storage is fuzzed past validation. */
-const validChain = fc
-  .tuple(fuzzText, fuzzText, fc.boolean())
-  .map(([question, answer, openai]) =>
-    openai
-      ? [{ role: 'user', content: question }, { role: 'assistant', content: answer }]
-      : [{ role: 'user', content: [{ type: 'text', text: question }] }, { role: 'assistant', content: [{ type: 'text', text: answer }] }],
-  );
+const validChain = fc.tuple(fuzzText, fuzzText, fc.boolean()).map(([question, answer, openai]) =>
+  openai
+    ? [
+        { role: 'user', content: question },
+        { role: 'assistant', content: answer },
+      ]
+    : [
+        { role: 'user', content: [{ type: 'text', text: question }] },
+        { role: 'assistant', content: [{ type: 'text', text: answer }] },
+      ],
+);
 
 /** Keywords of the seeded questions ("Total sales by region for 2021"), so SQL recall finds turns. */
 const sqlKeywords = fc.constantFrom('sales', 'region 2021', 'total sales', 'android');
@@ -222,12 +263,14 @@ const denodoResult = fc
 
 /** Requests spread over every operation, public ones and unknown paths included. */
 export function fuzzRequests(operations: Operation[], world: FuzzWorld): fc.Arbitrary<FuzzRequest> {
-  const unknownPath = fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE'), fuzzText).map(([method, text]): FuzzRequest => ({
-    operation: 'unknown path',
-    variant: 'unknown-path',
-    method,
-    target: `/${percentEncode(text)}`,
-    headers: [['Authorization', world.users[0]!.authorization]],
-  }));
+  const unknownPath = fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE'), fuzzText).map(
+    ([method, text]): FuzzRequest => ({
+      operation: 'unknown path',
+      variant: 'unknown-path',
+      method,
+      target: `/${percentEncode(text)}`,
+      headers: [['Authorization', world.users[0]!.authorization]],
+    }),
+  );
   return fc.oneof(...operations.map((op) => requestArbitrary(op, world)), unknownPath);
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { PROMPT_INJECTION, SQL_INJECTION, UNICODE, plainText } from './fuzz-values.js';
+import { PROMPT_INJECTION, plainText, SQL_INJECTION, UNICODE } from './fuzz-values.js';
 
 /** The part of JSON Schema the service's OpenAPI document uses. */
 export interface JsonSchema {

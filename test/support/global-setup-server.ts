@@ -23,12 +23,11 @@ export default async function setup(project: TestProject) {
   const login = `mc_test_${randomBytes(4).toString('hex')}`;
   const template = `${login}_template`;
   const admin = new pg.Pool({ ...SERVER, user: SUPERUSER, database: 'postgres', max: 1 });
-  const { rows } = await admin
-    .query(`SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'`)
-    .catch((err: Error) => {
-      throw new Error(`the server tests need PostgreSQL at ${SERVER.host}:${SERVER.port} with trust auth (README): ${err.message}`);
-    });
-  if (rows[0].n === 0) throw new Error(`the PostgreSQL server at ${SERVER.host}:${SERVER.port} has no pgvector: run sudo scripts/install-pgvector.sh`);
+  const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'`).catch((err: Error) => {
+    throw new Error(`the server tests need PostgreSQL at ${SERVER.host}:${SERVER.port} with trust auth (README): ${err.message}`);
+  });
+  if (rows[0].n === 0)
+    throw new Error(`the PostgreSQL server at ${SERVER.host}:${SERVER.port} has no pgvector: run sudo scripts/install-pgvector.sh`);
 
   async function teardown() {
     // Every database of the login: the template and any a crashed test file left behind.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { PrincipalModel } from './isolation-model.js';
 import { GHOST_SUBJECT } from './isolation-operations.js';
 import type { RunContext } from './isolation-run.js';
-import { randomTag, type Principal } from './isolation-world.js';
+import { type Principal, randomTag } from './isolation-world.js';
 
 const POLL_MS = 10;
 const JOB_DEADLINE_MS = 30_000;
@@ -28,7 +28,11 @@ export async function selfService(run: RunContext, caller: Principal, action: 'e
 export async function adminRequest(run: RunContext, caller: Principal, subject: number, action: 'export' | 'erase'): Promise<void> {
   const subjectPrincipal = adminSubject(run, caller, subject);
   const userId = subject === GHOST_SUBJECT ? randomTag('usr') : run.principals[subject]!.userId;
-  const reply = await run.client.send(caller, action === 'export' ? 'POST' : 'DELETE', `/admin/users/${userId}${action === 'export' ? '/export' : ''}`);
+  const reply = await run.client.send(
+    caller,
+    action === 'export' ? 'POST' : 'DELETE',
+    `/admin/users/${userId}${action === 'export' ? '/export' : ''}`,
+  );
   if (!caller.admin) return run.client.expectStatus(reply, 403, `P${caller.index} admin ${action} as a non-admin`, 'forbidden');
   await followRequest(run, caller, userId, subjectPrincipal, reply, action);
 }
@@ -46,10 +50,19 @@ async function followRequest(
   client.expectStatus(reply, 202, what);
   const id: string = reply.body.request_id;
   client.expect(
-    reply.body.subject_user_id === subjectUserId && reply.body.actor_user_id === caller.userId && reply.body.action === action && !run.registry.requests.has(id),
+    reply.body.subject_user_id === subjectUserId &&
+      reply.body.actor_user_id === caller.userId &&
+      reply.body.action === action &&
+      !run.registry.requests.has(id),
     () => `${what}: ${reply.text.slice(0, 300)}`,
   );
-  run.registry.requests.set(id, { tenantId: caller.tenantId, actorUserId: caller.userId, subjectUserId, subjectKey: `${caller.tenantId}/${subjectUserId}`, action });
+  run.registry.requests.set(id, {
+    tenantId: caller.tenantId,
+    actorUserId: caller.userId,
+    subjectUserId,
+    subjectKey: `${caller.tenantId}/${subjectUserId}`,
+    action,
+  });
   const done = await awaitRequest(run, caller, id);
   const subjectKey = `${caller.tenantId}/${subjectUserId}`;
   const model = subject ? run.models[subject.index] : undefined;
@@ -63,7 +76,8 @@ async function followRequest(
   const counts = Object.fromEntries(Object.keys(expected).map((k) => [k, done.counts[k]]));
   client.expect(
     done.status === 'completed' && JSON.stringify(counts) === JSON.stringify(expected),
-    () => `${what}: expected completed with ${JSON.stringify(expected)}, got ${done.status} ${JSON.stringify(done.counts)} (${done.error_code})`,
+    () =>
+      `${what}: expected completed with ${JSON.stringify(expected)}, got ${done.status} ${JSON.stringify(done.counts)} (${done.error_code})`,
   );
   if (action === 'erase') {
     exports.clear();
@@ -91,7 +105,13 @@ async function awaitRequest(run: RunContext, caller: Principal, id: string): Pro
 }
 
 /** A finished export holds exactly the subject's live sessions and turns. */
-async function download(run: RunContext, caller: Principal, id: string, subjectKey: string, model: PrincipalModel | undefined): Promise<void> {
+async function download(
+  run: RunContext,
+  caller: Principal,
+  id: string,
+  subjectKey: string,
+  model: PrincipalModel | undefined,
+): Promise<void> {
   const { client } = run;
   const reply = await client.send(caller, 'GET', `/gdpr/requests/${id}/download`, { alsoOwners: [subjectKey] });
   const what = `P${caller.index} download of export ${id} (${subjectKey})`;
@@ -123,7 +143,9 @@ export async function peekRequest(run: RunContext, caller: Principal, pick: numb
   }
   client.expectStatus(status, 200, what);
   client.expect(
-    status.body.subject_user_id === request.subjectUserId && status.body.actor_user_id === request.actorUserId && status.body.action === request.action,
+    status.body.subject_user_id === request.subjectUserId &&
+      status.body.actor_user_id === request.actorUserId &&
+      status.body.action === request.action,
     () => `${what}: ${status.text.slice(0, 300)}`,
   );
   if (request.action === 'erase') return client.expectStatus(download, 404, `${what} (download of an erase)`, 'gdpr-request-not-found');
@@ -133,7 +155,10 @@ export async function peekRequest(run: RunContext, caller: Principal, pick: numb
     return client.expectStatus(download, live ? 200 : 410, `${what} (own download)`);
   }
   // Another user's export seen by an admin: the subject may be erasing it right now.
-  client.expect([200, 409, 410].includes(download.status), () => `${what} (admin download): ${download.status} ${download.text.slice(0, 300)}`);
+  client.expect(
+    [200, 409, 410].includes(download.status),
+    () => `${what} (admin download): ${download.status} ${download.text.slice(0, 300)}`,
+  );
 }
 
 /** The job views are for admins; a failed job anywhere would itself be a finding. */

@@ -1,6 +1,6 @@
 import type { ModelSession, ModelTurn, SqlRef } from './isolation-model.js';
-import { WORDS, type Target } from './isolation-operations.js';
-import { resolveTarget, textOf, type ResolvedSession, type RunContext } from './isolation-run.js';
+import { type Target, WORDS } from './isolation-operations.js';
+import { type ResolvedSession, type RunContext, resolveTarget, textOf } from './isolation-run.js';
 import type { Principal } from './isolation-world.js';
 
 function optionalTarget(run: RunContext, caller: Principal, target: Target | null): ResolvedSession | undefined {
@@ -32,7 +32,10 @@ export async function search(run: RunContext, caller: Principal, target: Target 
   for (const hit of results) {
     const turn = findTurn(model.live(), hit.session_id, hit.turn_number);
     client.expect(
-      turn !== undefined && turn.question === hit.question && (!session || hit.session_id === session.id) && !seen.has(`${hit.session_id}/${hit.turn_number}`),
+      turn !== undefined &&
+        turn.question === hit.question &&
+        (!session || hit.session_id === session.id) &&
+        !seen.has(`${hit.session_id}/${hit.turn_number}`),
       () => `${what}: result ${hit.session_id}/${hit.turn_number} "${hit.question}" is not one of the caller's live turns (or repeats)`,
     );
     seen.add(`${hit.session_id}/${hit.turn_number}`);
@@ -68,15 +71,17 @@ export async function context(
     body.session_id === (own?.id ?? null) &&
       history.every((n, i) => numbers.has(n) && (i === 0 || n > history[i - 1]!)) &&
       (latest === undefined || history.at(-1) === latest),
-    () => `${what}: history ${JSON.stringify(history)} is not the session's own turns ${JSON.stringify([...numbers])} ending with the latest`,
+    () =>
+      `${what}: history ${JSON.stringify(history)} is not the session's own turns ${JSON.stringify([...numbers])} ending with the latest`,
   );
   client.expect(body.memories.length <= k, () => `${what}: ${body.memories.length} memories for k=${k}`);
   for (const memory of body.memories) {
     const turn = findTurn(model.live(), memory.session_id, memory.turn_number);
     const inHistory = memory.session_id === own?.id && history.includes(memory.turn_number);
     client.expect(
-      turn !== undefined && turn.ok && turn.question === memory.question && !inHistory,
-      () => `${what}: memory ${memory.session_id}/${memory.turn_number} "${memory.question}" is not one of the caller's answered live turns outside the history`,
+      turn?.ok === true && turn.question === memory.question && !inHistory,
+      () =>
+        `${what}: memory ${memory.session_id}/${memory.turn_number} "${memory.question}" is not one of the caller's answered live turns outside the history`,
     );
   }
 }

@@ -68,8 +68,14 @@ const adminCaller = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ADMIN_IN
 const c = <K extends string>(kind: K) => fc.constant(kind);
 
 export const operation: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 20, arbitrary: fc.record({ kind: c('newTurn'), who, word, sql: fc.boolean(), result: fc.boolean(), named: fc.boolean(), key }) },
-  { weight: 40, arbitrary: fc.record({ kind: c('addTurn'), who, target, word, sql: fc.boolean(), result: fc.boolean(), repeat: fc.boolean(), key }) },
+  {
+    weight: 20,
+    arbitrary: fc.record({ kind: c('newTurn'), who, word, sql: fc.boolean(), result: fc.boolean(), named: fc.boolean(), key }),
+  },
+  {
+    weight: 40,
+    arbitrary: fc.record({ kind: c('addTurn'), who, target, word, sql: fc.boolean(), result: fc.boolean(), repeat: fc.boolean(), key }),
+  },
   { weight: 24, arbitrary: fc.record({ kind: c('chat'), who, target: optionalTarget, word, clarify: fc.boolean(), key }) },
   { weight: 8, arbitrary: fc.record({ kind: c('retryKeyed'), who }) },
   { weight: 10, arbitrary: fc.record({ kind: c('listSessions'), who, limit: fc.constantFrom(3 as const, 10 as const, 100 as const) }) },
@@ -80,7 +86,13 @@ export const operation: fc.Arbitrary<Op> = fc.oneof(
   { weight: 18, arbitrary: fc.record({ kind: c('search'), who, target: optionalTarget, k: fc.integer({ min: 1, max: 50 }) }) },
   {
     weight: 18,
-    arbitrary: fc.record({ kind: c('context'), who, target: optionalTarget, k: fc.integer({ min: 0, max: 20 }), format: fc.constantFrom('text' as const, 'openai' as const, 'anthropic' as const) }),
+    arbitrary: fc.record({
+      kind: c('context'),
+      who,
+      target: optionalTarget,
+      k: fc.integer({ min: 0, max: 20 }),
+      format: fc.constantFrom('text' as const, 'openai' as const, 'anthropic' as const),
+    }),
   },
   { weight: 10, arbitrary: fc.record({ kind: c('sqlRef'), who, target, ref }) },
   { weight: 8, arbitrary: fc.record({ kind: c('sqlKeyword'), who, target, word }) },

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { IsolationClient } from './isolation-client.js';
 import type { ModelSession, PrincipalModel } from './isolation-model.js';
-import { WORDS, type Target } from './isolation-operations.js';
+import { type Target, WORDS } from './isolation-operations.js';
 import { PRINCIPALS_PER_RUN, type Principal, type Registry } from './isolation-world.js';
 
 /** One run of the property: its principals, their models, and the shared client and registry. */
@@ -41,7 +41,11 @@ export function resolveTarget(run: RunContext, caller: Principal, target: Target
   const victim = victimOf(run, caller, target);
   const candidates = victim
     ? run.models[victim.index]!.sessions
-    : target.whose === 'live' ? model.live() : target.whose === 'any' ? model.sessions : [];
+    : target.whose === 'live'
+      ? model.live()
+      : target.whose === 'any'
+        ? model.sessions
+        : [];
   // The low part of `pick` chose the victim; the rest chooses among their sessions.
   const index = victim ? Math.floor(target.pick / PRINCIPALS_PER_RUN) : target.pick;
   // Nothing to aim at: a session id nobody has, which must answer like any other foreign one.

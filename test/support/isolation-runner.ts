@@ -2,7 +2,7 @@ import { IsolationViolation } from './isolation-client.js';
 import { adminJobs, adminRequest, adminSubject, peekRequest, selfService } from './isolation-gdpr-ops.js';
 import { context, search, sqlByKeyword, sqlByRef } from './isolation-memory-ops.js';
 import type { Op } from './isolation-operations.js';
-import { victimOf, type RunContext } from './isolation-run.js';
+import { type RunContext, victimOf } from './isolation-run.js';
 import { checkSession, clearSession, deleteSession, getSession, listAllSessions, renameSession } from './isolation-session-ops.js';
 import { buildTurnWrite, retryLastKeyed, sendTurnWrite } from './isolation-turn-writes.js';
 import type { Principal } from './isolation-world.js';

@@ -1,6 +1,6 @@
 import type { ModelSession } from './isolation-model.js';
 import type { Target } from './isolation-operations.js';
-import { resolveTarget, textOf, type RunContext } from './isolation-run.js';
+import { type RunContext, resolveTarget, textOf } from './isolation-run.js';
 import type { Principal } from './isolation-world.js';
 
 /** Every page of `GET /sessions`: exactly the caller's live sessions, each with its own turn count. */
@@ -15,9 +15,15 @@ export async function listAllSessions(run: RunContext, caller: Principal, limit:
     client.expect(reply.body.sessions.length <= limit, () => `P${caller.index} GET /sessions: a page longer than limit ${limit}`);
     listed.push(...reply.body.sessions);
     cursor = reply.body.next_cursor;
-    client.expect(listed.length <= model.live().length, () => `P${caller.index} GET /sessions lists more than the caller's ${model.live().length} live sessions`);
+    client.expect(
+      listed.length <= model.live().length,
+      () => `P${caller.index} GET /sessions lists more than the caller's ${model.live().length} live sessions`,
+    );
   } while (cursor);
-  const expected = model.live().map((s) => `${s.id} ${s.name} ${s.turns.length}`).sort();
+  const expected = model
+    .live()
+    .map((s) => `${s.id} ${s.name} ${s.turns.length}`)
+    .sort();
   const actual = listed.map((s) => `${s.session_id} ${s.session_name} ${s.message_count}`).sort();
   client.expect(
     JSON.stringify(actual) === JSON.stringify(expected),
@@ -41,9 +47,12 @@ export async function checkSession(run: RunContext, caller: Principal, id: strin
   const expected = own.turns.map((t) => [t.number, t.question, t.duplicateOf]);
   const actual = body.turns.map((t: any) => [t.turn_number, t.question, t.duplicate_of]);
   client.expect(
-    body.session_id === id && body.session_name === own.name && body.message_count === own.turns.length &&
+    body.session_id === id &&
+      body.session_name === own.name &&
+      body.message_count === own.turns.length &&
       JSON.stringify(actual) === JSON.stringify(expected),
-    () => `${what}: expected "${own.name}" with turns ${JSON.stringify(expected)}, got "${body.session_name}" (${body.message_count}) with ${JSON.stringify(actual)}`,
+    () =>
+      `${what}: expected "${own.name}" with turns ${JSON.stringify(expected)}, got "${body.session_name}" (${body.message_count}) with ${JSON.stringify(actual)}`,
   );
 }
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { ModelSession, PrincipalModel } from './isolation-model.js';
 import { KEY_POOL, type TurnWriteOp } from './isolation-operations.js';
-import { resolveTarget, resultRows, textOf, type RunContext } from './isolation-run.js';
+import { type RunContext, resolveTarget, resultRows, textOf } from './isolation-run.js';
 import type { Principal } from './isolation-world.js';
 
 /** A request that stores a turn, kept whole so a keyed one can be sent again exactly. */
@@ -34,7 +34,18 @@ export function buildTurnWrite(run: RunContext, caller: Principal, op: TurnWrite
   if (op.kind === 'chat') {
     const question = textOf(caller, op.word, op.clarify ? 'clarify' : 'chat');
     const body = { question, ...(target ? { session_id: target.id } : {}) };
-    return { route: 'chat', path: '/memoryChat', sessionId: target?.id, body, key, question, sessionName: question, hasSql: !op.clarify, hasResult: !op.clarify, ok: !op.clarify };
+    return {
+      route: 'chat',
+      path: '/memoryChat',
+      sessionId: target?.id,
+      body,
+      key,
+      question,
+      sessionName: question,
+      hasSql: !op.clarify,
+      hasResult: !op.clarify,
+      ok: !op.clarify,
+    };
   }
   const repeated = op.kind === 'addTurn' && op.repeat ? target?.own?.turns.at(-1)?.question : undefined;
   const question = repeated ?? textOf(caller, op.word, 'turn');
@@ -47,7 +58,18 @@ export function buildTurnWrite(run: RunContext, caller: Principal, op: TurnWrite
     ...(named ? { session_name: named } : {}),
   };
   const path = target ? `/sessions/${target.id}/turns` : '/sessions/turns';
-  return { route: op.kind, path, sessionId: target?.id, body, key, question, sessionName: named ?? question, hasSql: op.sql, hasResult: op.result, ok: op.sql };
+  return {
+    route: op.kind,
+    path,
+    sessionId: target?.id,
+    body,
+    key,
+    question,
+    sessionName: named ?? question,
+    hasSql: op.sql,
+    hasResult: op.result,
+    ok: op.sql,
+  };
 }
 
 /**
@@ -60,12 +82,16 @@ export async function sendTurnWrite(run: RunContext, caller: Principal, write: T
   const { client } = run;
   const model = run.models[caller.index]!;
   if (write.key) lastKeyed.set(model, write);
-  const reply = await client.send(caller, 'POST', write.path, { body: write.body, headers: write.key ? { 'idempotency-key': write.key } : undefined });
+  const reply = await client.send(caller, 'POST', write.path, {
+    body: write.body,
+    headers: write.key ? { 'idempotency-key': write.key } : undefined,
+  });
   const what = `P${caller.index} ${write.route} ${write.path}`;
   const fingerprint = `${write.path} ${JSON.stringify(write.body)}`;
   const known = write.key ? model.keys.get(write.key) : undefined;
   if (known) {
-    if (known.fingerprint !== fingerprint) return client.expectStatus(reply, 422, `${what} with a key used for another request`, 'idempotency-key-reused');
+    if (known.fingerprint !== fingerprint)
+      return client.expectStatus(reply, 422, `${what} with a key used for another request`, 'idempotency-key-reused');
     client.expect(
       reply.status === known.status && reply.headers.get('idempotent-replayed') === 'true' && isDeepStrictEqual(reply.body, known.body),
       () => `${what}: expected the replay of ${JSON.stringify(known.body).slice(0, 300)}, got ${reply.status} ${reply.text.slice(0, 300)}`,
@@ -89,7 +115,13 @@ export async function sendTurnWrite(run: RunContext, caller: Principal, write: T
   const priorTurns = session.turns.length;
   const similarBound = Math.min(3, model.searchable().filter((t) => t.ok).length);
   const duplicateOf = write.route === 'addTurn' ? model.expectedDuplicateOf(session, write.question, run.dedupWindow) : null;
-  const turn = model.addTurn(session, { question: write.question, hasSql: write.hasSql, hasResult: write.hasResult, ok: write.ok, duplicateOf });
+  const turn = model.addTurn(session, {
+    question: write.question,
+    hasSql: write.hasSql,
+    hasResult: write.hasResult,
+    ok: write.ok,
+    duplicateOf,
+  });
   if (duplicateOf !== null) client.count('near-duplicate stored');
   client.expect(
     id === session.id && view.message_count === session.turns.length && view.session_name === session.name,
@@ -98,9 +130,9 @@ export async function sendTurnWrite(run: RunContext, caller: Principal, write: T
   if (write.route === 'chat') {
     const used = body.memory_context_used;
     client.expect(
-      body.answer === echoAnswer(write.question) && used.history_messages_count <= priorTurns &&
-        used.similar_queries_count <= similarBound,
-      () => `${what}: answer or memory counts beyond the caller's own turns (${priorTurns} in the session): ${JSON.stringify({ answer: body.answer, used })}`,
+      body.answer === echoAnswer(write.question) && used.history_messages_count <= priorTurns && used.similar_queries_count <= similarBound,
+      () =>
+        `${what}: answer or memory counts beyond the caller's own turns (${priorTurns} in the session): ${JSON.stringify({ answer: body.answer, used })}`,
     );
   } else {
     client.expect(

@@ -1,4 +1,4 @@
-import { sendJson, startFakeHttpServer, type FakeHttpServer } from './fake-http-server.js';
+import { type FakeHttpServer, sendJson, startFakeHttpServer } from './fake-http-server.js';
 import { resultRows } from './isolation-run.js';
 import { echoAnswer } from './isolation-turn-writes.js';
 import type { Registry } from './isolation-world.js';

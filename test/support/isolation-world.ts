@@ -68,7 +68,7 @@ export class Registry {
   createPrincipals(sign: (sub: string, claims: Record<string, unknown>) => string): Principal[] {
     const tenants = [randomTag('tnt'), randomTag('tnt')];
     const shared = randomTag('usr');
-    tenants.forEach((t) => this.tenants.add(t));
+    for (const t of tenants) this.tenants.add(t);
     return LAYOUT.map((spec, index) => {
       const tenantId = spec.tenant === 'default' ? 'default' : tenants[spec.tenant]!;
       const userId = spec.shared ? shared : randomTag('usr');
@@ -77,7 +77,15 @@ export class Registry {
         ...(spec.tenant === 'default' ? {} : { tenant: tenantId }),
         ...(spec.admin ? { roles: ['memory-admin'] } : {}),
       };
-      const principal = { index, key: `${tenantId}/${userId}`, tenantId, userId, admin: spec.admin, marker: randomTag('mk'), token: sign(userId, claims) };
+      const principal = {
+        index,
+        key: `${tenantId}/${userId}`,
+        tenantId,
+        userId,
+        admin: spec.admin,
+        marker: randomTag('mk'),
+        token: sign(userId, claims),
+      };
       this.markers.set(principal.marker, principal);
       return principal;
     });

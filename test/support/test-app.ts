@@ -1,8 +1,8 @@
 import { createSigner } from 'fast-jwt';
 import type pg from 'pg';
-import { openDatabase, type Database } from '../../db/pool.js';
-import { buildApp, type App, type AppDeps } from '../../services/api/app.js';
-import { loadConfig, type Config } from '../../services/config/config.js';
+import { type Database, openDatabase } from '../../db/pool.js';
+import { type App, type AppDeps, buildApp } from '../../services/api/app.js';
+import { type Config, loadConfig } from '../../services/config/config.js';
 import { createProviders } from '../../services/providers/index.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from './test-database.js';
 
@@ -24,7 +24,11 @@ export interface TestApp {
   clock: TestClock;
   token(sub: string, claims?: Record<string, unknown>): string;
   /** fetch against the running server, JSON in and out. */
-  request(method: string, url: string, options?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{
+  request(
+    method: string,
+    url: string,
+    options?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{
     status: number;
     headers: Headers;
     body: any;

@@ -43,9 +43,7 @@ export async function freshTestDatabase(): Promise<TestDatabase> {
   }
   const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
   const database = `${server.login}_${randomBytes(4).toString('hex')}`;
-  await asSuperuser('postgres', (admin) =>
-    admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`),
-  );
+  await asSuperuser('postgres', (admin) => admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`));
   return {
     env: {
       DATA_DIR: dataDir,

@@ -1,11 +1,11 @@
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../db/pool.js';
-import { loadConfig, type Config } from '../../services/config/config.js';
-import { createEmbedder } from '../../services/providers/embeddings/index.js';
-import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
+import { type Database, openDatabase } from '../../db/pool.js';
+import { type Config, loadConfig } from '../../services/config/config.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
 import { BullJobQueue, CLEANUP_SCHEDULER_ID } from '../../services/infra/queue/bull-queue.js';
+import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
+import { createEmbedder } from '../../services/providers/embeddings/index.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
 import { seedSession } from '../support/seed-memory.js';
 import { TEST_JWT_SECRET } from '../support/test-app.js';
@@ -138,7 +138,8 @@ describe('retention cleanup job', () => {
     const inProcess = new InProcessQueue({
       config: { ...config, REDIS_URL: undefined, cleanupIntervalMs: 200 },
       log: silentLog,
-      processors: (q) => createProcessors({ config, db: database.scoped, embedder: createEmbedder(config), clock: () => new Date(), queue: q }),
+      processors: (q) =>
+        createProcessors({ config, db: database.scoped, embedder: createEmbedder(config), clock: () => new Date(), queue: q }),
     });
     try {
       await inProcess.start();

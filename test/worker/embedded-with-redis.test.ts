@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { createSigner } from 'fast-jwt';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,10 @@ import { freshDataDir } from '../support/test-database.js';
 
 const SECRET = 'embedded-redis-secret-of-at-least-32-chars';
 
-function spawnEntry(script: string, env: Record<string, string>): { child: ChildProcess; output: () => { stdout: string; stderr: string } } {
+function spawnEntry(
+  script: string,
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     env: { PATH: process.env.PATH, JWT_SECRET: SECRET, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -41,11 +44,15 @@ describe('the service on the embedded database with REDIS_URL', () => {
     const env = { DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix };
     const api = spawnEntry('services/api/server.ts', { ...env, PORT: '0' });
     children.push(api.child);
-    const url = await waitFor(async () => {
-      const { stdout } = api.output();
-      if (api.child.exitCode !== null) throw new Error(`the API exited: ${stdout}${api.output().stderr}`);
-      return stdout.includes('memorychat ready') && /Server listening at (http:\/\/[^"\s]+)/.exec(stdout)?.[1];
-    }, 60_000, 'the API to start');
+    const url = await waitFor(
+      async () => {
+        const { stdout } = api.output();
+        if (api.child.exitCode !== null) throw new Error(`the API exited: ${stdout}${api.output().stderr}`);
+        return stdout.includes('memorychat ready') && /Server listening at (http:\/\/[^"\s]+)/.exec(stdout)?.[1];
+      },
+      60_000,
+      'the API to start',
+    );
     expect(api.output().stdout).toContain('this process runs the jobs of its BullMQ queue');
 
     const token = createSigner({ key: SECRET, expiresIn: 600_000 })({ sub: 'redis-exporter' });
@@ -60,10 +67,14 @@ describe('the service on the embedded database with REDIS_URL', () => {
     expect((await call('POST', '/sessions/turns', { question: 'Sales by region?', answer: 'EMEA 3M' })).status).toBe(201);
     const accepted = await call('GET', '/me/export');
     expect(accepted.status).toBe(202);
-    const done = await waitFor(async () => {
-      const res = await call('GET', `/gdpr/requests/${accepted.body.request_id}`);
-      return res.body?.status === 'completed' && res.body;
-    }, 30_000, 'the export');
+    const done = await waitFor(
+      async () => {
+        const res = await call('GET', `/gdpr/requests/${accepted.body.request_id}`);
+        return res.body?.status === 'completed' && res.body;
+      },
+      30_000,
+      'the export',
+    );
     expect(done.counts).toMatchObject({ sessions: 1, turns: 1 });
     // The job went through Redis: BullMQ's keys for it are under the prefix.
     expect((await keysUnder(redis, prefix)).some((k) => k.includes(accepted.body.request_id))).toBe(true);
@@ -76,6 +87,8 @@ describe('the service on the embedded database with REDIS_URL', () => {
     expect(stdout).toBe('');
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^memorychat worker: the embedded database in .+ is in use by process \d+, which runs its own jobs; .*set DATABASE_URL/);
+    expect(lines[0]).toMatch(
+      /^memorychat worker: the embedded database in .+ is in use by process \d+, which runs its own jobs; .*set DATABASE_URL/,
+    );
   }, 120_000);
 });

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retrieveMemory } from '../../db/repositories/memory-store.js';
-import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/jobs/re-embedding.js';
-import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';
-import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
+import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/jobs/re-embedding.js';
+import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
+import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';
 import { waitFor } from '../support/redis.js';
 import { seedSession } from '../support/seed-memory.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -27,8 +27,15 @@ describe('re-embedding job', () => {
 
   it('when the active model differs from what turns carry, then a job re-embeds them all in batches, and search sees only the active model meanwhile', async () => {
     const embedder = createLocalEmbedder('local-hash-v2', 256);
-    const sessionId = await seedSession(t.admin, { userId: 'reader', turns: 100, expiresAt: new Date(Date.now() + HOUR), model: 'local-hash-v1@384' });
-    await t.admin.query(`UPDATE turns SET embedding = NULL, embedding_model = NULL WHERE session_id = $1 AND turn_number <= 5`, [sessionId]);
+    const sessionId = await seedSession(t.admin, {
+      userId: 'reader',
+      turns: 100,
+      expiresAt: new Date(Date.now() + HOUR),
+      model: 'local-hash-v1@384',
+    });
+    await t.admin.query(`UPDATE turns SET embedding = NULL, embedding_model = NULL WHERE session_id = $1 AND turn_number <= 5`, [
+      sessionId,
+    ]);
     expect(await models()).toEqual({ 'local-hash-v1@384': 95, none: 5 });
 
     // Before re-embedding, a search with the new model finds nothing: models never mix.

@@ -1,10 +1,10 @@
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../services/config/config.js';
+import { type Config, loadConfig } from '../../services/config/config.js';
 import { summarizationSettingsFrom, summarizeSession } from '../../services/core/jobs/summarization.js';
 import { countTokens } from '../../services/core/text.js';
-import { createAnthropicChat } from '../../services/providers/llm/anthropic-chat.js';
 import { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
+import { createAnthropicChat } from '../../services/providers/llm/anthropic-chat.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../support/fake-llm.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
@@ -26,7 +26,11 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    llm = await startFakeOpenAI(() => (failing ? { status: 500, body: { error: { message: 'overloaded', type: 'server_error' } } } : `SUMMARY-${++summaries}: sales by region, years 2020-2024`));
+    llm = await startFakeOpenAI(() =>
+      failing
+        ? { status: 500, body: { error: { message: 'overloaded', type: 'server_error' } } }
+        : `SUMMARY-${++summaries}: sales by region, years 2020-2024`,
+    );
     t = await startTestApp({
       ANSWER_URL: upstream.answerUrl,
       REDIS_URL: TEST_REDIS_URL,
@@ -52,7 +56,10 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
   });
 
   async function ask(question: string, sessionId?: string, user = 'analyst') {
-    const res = await t.request('POST', '/memoryChat', { token: t.token(user), body: { question, ...(sessionId ? { session_id: sessionId } : {}) } });
+    const res = await t.request('POST', '/memoryChat', {
+      token: t.token(user),
+      body: { question, ...(sessionId ? { session_id: sessionId } : {}) },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
   }
@@ -100,10 +107,14 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
       const id = first.conversation_metadata.conversation_id;
       for (const year of [2021, 2022, 2023]) await ask(`What about ${year}?`, id, 'unlucky');
       const admin = t.token('ops', { roles: ['memory-admin'] });
-      const failed = await waitFor(async () => {
-        const res = await t.request('GET', '/admin/jobs/failed', { token: admin });
-        return res.body.jobs.find((j: any) => j.kind === 'summarize' && j.data.sessionId === id);
-      }, 30_000, 'failed summarization');
+      const failed = await waitFor(
+        async () => {
+          const res = await t.request('GET', '/admin/jobs/failed', { token: admin });
+          return res.body.jobs.find((j: any) => j.kind === 'summarize' && j.data.sessionId === id);
+        },
+        30_000,
+        'failed summarization',
+      );
       expect(failed).toMatchObject({ attempts_made: 2, data: { tenantId: 'default', userId: 'unlucky', sessionId: id } });
       expect(failed.failed_reason).toMatch(/500|overloaded/);
       // Two job attempts, each with the SDK's own single retry.
@@ -112,7 +123,11 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
       expect(jobs.body.mode).toBe('bullmq');
       expect(jobs.body.counts.failed).toBeGreaterThanOrEqual(1);
       expect((await summaryOf(id)).summary_through_turn).toBeNull();
-      expect((await t.request('GET', '/admin/jobs/failed', { token: t.token('ops', { roles: ['memory-admin'], tenant: 'elsewhere' }) })).body.jobs.some((j: any) => j.data.sessionId === id)).toBe(false);
+      expect(
+        (
+          await t.request('GET', '/admin/jobs/failed', { token: t.token('ops', { roles: ['memory-admin'], tenant: 'elsewhere' }) })
+        ).body.jobs.some((j: any) => j.data.sessionId === id),
+      ).toBe(false);
     } finally {
       failing = false;
     }
@@ -146,8 +161,7 @@ describe('summarizeSession (core)', () => {
     await anthropic?.close();
   });
 
-  const settings = (env: Record<string, string>) =>
-    summarizationSettingsFrom(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...env }));
+  const settings = (env: Record<string, string>) => summarizationSettingsFrom(loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...env }));
 
   it('when many turns wait, then they are folded in chunks through the Anthropic SDK and no call exceeds its token budget', async () => {
     const sessionId = await seedSession(t.admin, { userId: 'chunky', turns: 120, expiresAt: new Date(Date.now() + HOUR) });

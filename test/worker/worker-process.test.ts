@@ -18,7 +18,14 @@ describe('the worker process (`npm run worker`)', () => {
   it('when started, then it serves probes and job metrics, and SIGTERM closes it cleanly', async () => {
     testDatabase = await freshTestDatabase();
     const child = spawn(process.execPath, ['dist/services/worker/worker.js'], {
-      env: { PATH: process.env.PATH, ...testDatabase.env, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, WORKER_PORT: '0', JWT_SECRET: 'x'.repeat(32) },
+      env: {
+        PATH: process.env.PATH,
+        ...testDatabase.env,
+        REDIS_URL: TEST_REDIS_URL,
+        QUEUE_PREFIX: prefix,
+        WORKER_PORT: '0',
+        JWT_SECRET: 'x'.repeat(32),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -3,9 +3,9 @@ import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config/config.js';
+import { storableTextProblem } from '../../core/storable-text.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import { storableTextProblem } from '../../core/storable-text.js';
 import { createJwksKeys } from '../jwks-keys.js';
 
 declare module 'fastify' {
@@ -111,7 +111,10 @@ function identityFrom(claims: Record<string, unknown>, config: Config): Identity
   const user = claims[config.JWT_USER_CLAIM];
   const userId = typeof user === 'number' && Number.isSafeInteger(user) ? String(user) : user;
   if (!isNonBlankString(userId)) {
-    throw new AppError('unauthorized', `the token's "${config.JWT_USER_CLAIM}" claim must name the user as a non-blank string or an integer`);
+    throw new AppError(
+      'unauthorized',
+      `the token's "${config.JWT_USER_CLAIM}" claim must name the user as a non-blank string or an integer`,
+    );
   }
   const tenant = claims[config.JWT_TENANT_CLAIM];
   if (tenant !== undefined && !isNonBlankString(tenant)) {
@@ -137,9 +140,19 @@ function isNonBlankString(value: unknown): value is string {
 /** The databases a token allows bound what memory may use, so a claim that cannot be read bounds nothing: refused. */
 function databasesFrom(value: unknown, claim: string): string[] | undefined {
   if (value === undefined) return undefined;
-  const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(',').map((v) => v.trim()).filter(Boolean) : undefined;
-  if (!list || !list.every(isNonBlankString)) {
-    throw new AppError('unauthorized', `the token's "${claim}" claim must list databases as strings (an array, or one comma-separated string)`);
+  const list = Array.isArray(value)
+    ? value
+    : typeof value === 'string'
+      ? value
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean)
+      : undefined;
+  if (!list?.every(isNonBlankString)) {
+    throw new AppError(
+      'unauthorized',
+      `the token's "${claim}" claim must list databases as strings (an array, or one comma-separated string)`,
+    );
   }
   return list;
 }
@@ -147,7 +160,11 @@ function databasesFrom(value: unknown, claim: string): string[] | undefined {
 /** Roles only widen access, so entries that are not strings are ignored rather than refused. */
 function stringList(value: unknown, separator: string): string[] | undefined {
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
-  if (typeof value === 'string') return value.split(separator).map((v) => v.trim()).filter(Boolean);
+  if (typeof value === 'string')
+    return value
+      .split(separator)
+      .map((v) => v.trim())
+      .filter(Boolean);
   return undefined;
 }
 

@@ -24,7 +24,10 @@ const EXPOSED_HEADERS = [
  */
 export default fp(
   async function cors(app: FastifyInstance, { config }: { config: Config }) {
-    const origins = (config.CORS_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+    const origins = (config.CORS_ORIGINS ?? '')
+      .split(',')
+      .map((o) => o.trim())
+      .filter(Boolean);
     if (origins.length === 0) return;
     await app.register(fastifyCors, {
       origin: origins.includes('*') ? '*' : origins,

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
+  type IdempotencyClaim,
+  type IdempotencyDeps,
   IdempotencyInProgressError,
   requestFingerprint,
   runIdempotently,
-  type IdempotencyClaim,
-  type IdempotencyDeps,
 } from '../../core/idempotency/idempotency.js';
 
 declare module 'fastify' {

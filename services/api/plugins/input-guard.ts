@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, type FieldError } from '../../model/errors.js';
 import { storableTextProblem } from '../../core/storable-text.js';
+import { AppError, type FieldError } from '../../model/errors.js';
 import { jsonShapeProblem } from '../json-shape.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import client from 'prom-client';
 import type pg from 'pg';
+import client from 'prom-client';
 import type { Metrics } from '../../core/metrics.js';
 
 declare module 'fastify' {
@@ -30,10 +30,7 @@ export default fp(
       // The route pattern, never the raw URL, keeps label cardinality bounded.
       const route = request.routeOptions.url ?? 'unmatched';
       if (route === '/metrics') return;
-      metrics.httpDuration.observe(
-        { method: request.method, route, status_code: String(reply.statusCode) },
-        reply.elapsedTime / 1000,
-      );
+      metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
     });
 
     app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {

@@ -22,7 +22,13 @@ export default fp(
     // Node answers an Expect other than 100-continue itself, with a bare 417, unless someone listens.
     app.server.on('checkExpectation', (_request, response) => {
       const body = JSON.stringify(problemDocument(new AppError('expectation-failed', 'only "Expect: 100-continue" is supported')));
-      response.writeHead(417, { 'content-type': 'application/problem+json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+      response
+        .writeHead(417, {
+          'content-type': 'application/problem+json; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          connection: 'close',
+        })
+        .end(body);
     });
     app.setNotFoundHandler((request, reply) =>
       sendProblem(reply, new AppError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`), request.url),

@@ -1,6 +1,6 @@
+import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Worker } from 'bullmq';
 import type { JobQueue } from '../../core/jobs/job-queue.js';
 import { startBullWorker } from '../../infra/queue/bull-worker.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
@@ -31,8 +31,7 @@ export default fp(
   async function queuePlugin(app: FastifyInstance, options: QueuePluginOptions) {
     const { config } = app;
     const queue =
-      options.queue ??
-      createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors });
+      options.queue ?? createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors });
     let worker: Worker | undefined;
     if (options.consume && queue.mode === 'bullmq' && config.REDIS_URL) {
       const redisUrl = config.REDIS_URL;

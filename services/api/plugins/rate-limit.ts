@@ -4,8 +4,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import type { Config } from '../../config/config.js';
-import { AppError } from '../../model/errors.js';
 import { redisOptions } from '../../infra/redis-connection.js';
+import { AppError } from '../../model/errors.js';
 import { problemResponses } from '../schemas/problem.js';
 import { isPublicRoute } from './auth.js';
 

@@ -1,5 +1,5 @@
-import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
 
 const Health = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Record(Type.String(), Type.String())) });
 const CHECK_TIMEOUT_MS = 2000;
@@ -45,10 +45,7 @@ export default healthRoutes;
 async function probe(check: () => Promise<unknown>): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS))),
-    ]);
+    await Promise.race([check(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS)))]);
     return 'ok';
   } catch {
     return 'unavailable';

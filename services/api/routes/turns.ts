@@ -37,7 +37,8 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       return app.withIdempotency(request, reply, 201, (claim) =>
-        turns.record(request.identity, { sessionId: request.params.id }, request.body, claim));
+        turns.record(request.identity, { sessionId: request.params.id }, request.body, claim),
+      );
     },
   );
 };

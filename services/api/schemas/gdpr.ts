@@ -3,22 +3,20 @@ import Type from 'typebox';
 export const GdprRequestParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
 export const AdminUserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 256 }) });
 
-export const GdprRequestStatus = Type.Object(
-  {
-    request_id: Type.String({ format: 'uuid' }),
-    action: Type.Union([Type.Literal('export'), Type.Literal('erase')]),
-    status: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')]),
-    subject_user_id: Type.String(),
-    actor_user_id: Type.String(),
-    requested_at: Type.String({ format: 'date-time' }),
-    started_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    counts: Type.Record(Type.String(), Type.Integer(), { description: 'Rows exported or erased per kind; never content' }),
-    error_code: Type.Union([Type.String(), Type.Null()]),
-    status_url: Type.String(),
-    download_url: Type.Optional(Type.String({ description: 'Present once an export has finished' })),
-  },
-);
+export const GdprRequestStatus = Type.Object({
+  request_id: Type.String({ format: 'uuid' }),
+  action: Type.Union([Type.Literal('export'), Type.Literal('erase')]),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('completed'), Type.Literal('failed')]),
+  subject_user_id: Type.String(),
+  actor_user_id: Type.String(),
+  requested_at: Type.String({ format: 'date-time' }),
+  started_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  counts: Type.Record(Type.String(), Type.Integer(), { description: 'Rows exported or erased per kind; never content' }),
+  error_code: Type.Union([Type.String(), Type.Null()]),
+  status_url: Type.String(),
+  download_url: Type.Optional(Type.String({ description: 'Present once an export has finished' })),
+});
 
 export const GdprExportDocument = Type.Object(
   {

@@ -7,12 +7,20 @@ const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
 export function memoryChatBody(maxQuestionChars: number) {
   return Type.Object(
     {
-      question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S', description: 'The user\'s question, as asked' }),
+      question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S', description: "The user's question, as asked" }),
       session_id: Type.Optional(Type.String({ format: 'uuid', description: 'Resume this conversation' })),
-      session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Name for a new conversation (default: the first question)' })),
-      use_memory: Type.Optional(Type.Boolean({ default: true, description: 'Use conversation memory for this question (the turn is stored either way)' })),
-      max_history_messages: Type.Optional(Type.Integer({ minimum: 0, maximum: 50, description: 'Recent turns to include (default MEMORY_MAX_HISTORY_MESSAGES)' })),
-      semantic_search_k: Type.Optional(Type.Integer({ minimum: 0, maximum: 20, description: 'Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K)' })),
+      session_name: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 200, description: 'Name for a new conversation (default: the first question)' }),
+      ),
+      use_memory: Type.Optional(
+        Type.Boolean({ default: true, description: 'Use conversation memory for this question (the turn is stored either way)' }),
+      ),
+      max_history_messages: Type.Optional(
+        Type.Integer({ minimum: 0, maximum: 50, description: 'Recent turns to include (default MEMORY_MAX_HISTORY_MESSAGES)' }),
+      ),
+      semantic_search_k: Type.Optional(
+        Type.Integer({ minimum: 0, maximum: 20, description: 'Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K)' }),
+      ),
       vdp_database_names: Type.Optional(StringOrList),
       vdp_tag_names: Type.Optional(StringOrList),
       use_views: Type.Optional(Type.String()),

@@ -8,7 +8,9 @@ export function memoryContextBody(maxQuestionChars: number) {
     question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S' }),
     session_id: Type.Optional(Type.String({ format: 'uuid' })),
     format: Type.Union([Type.Literal('text'), Type.Literal('openai'), Type.Literal('anthropic')], { default: 'text' }),
-    max_tokens: Type.Optional(Type.Integer({ minimum: 0, maximum: 200_000, description: 'Bound on the context (default MEMORY_MAX_CONTEXT_TOKENS)' })),
+    max_tokens: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 200_000, description: 'Bound on the context (default MEMORY_MAX_CONTEXT_TOKENS)' }),
+    ),
     k: Type.Optional(Type.Integer({ minimum: 0, maximum: 20, description: 'Related memories (default MEMORY_SEMANTIC_SEARCH_K)' })),
     vdp_database_names: Type.Optional(StringOrList),
   });

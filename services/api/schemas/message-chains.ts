@@ -10,7 +10,12 @@ const AnthropicBlock = Type.Union([
   Text,
   Type.Object({ type: Type.Literal('image'), source: Source }),
   Type.Object({ type: Type.Literal('document'), source: Source }),
-  Type.Object({ type: Type.Literal('tool_use'), id: Type.String({ minLength: 1 }), name: Type.String({ minLength: 1 }), input: Type.Object({}) }),
+  Type.Object({
+    type: Type.Literal('tool_use'),
+    id: Type.String({ minLength: 1 }),
+    name: Type.String({ minLength: 1 }),
+    input: Type.Object({}),
+  }),
   Type.Object({
     type: Type.Literal('tool_result'),
     tool_use_id: Type.String({ minLength: 1 }),
@@ -65,7 +70,7 @@ export const MessageChain = Type.Array(Type.Union([AnthropicMessage, OpenAiMessa
   minItems: 1,
   maxItems: 500,
   description:
-    'The turn\'s whole chain: user → assistant (tool_use / tool_calls) → tool results → … → final answer, in ' +
+    "The turn's whole chain: user → assistant (tool_use / tool_calls) → tool results → … → final answer, in " +
     'Anthropic Messages or OpenAI Chat Completions form. Base64 images, audio and files are replaced by text ' +
     'placeholders such as "[image: photo]" before storage.',
 });

@@ -24,7 +24,7 @@ const DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request',
   401: 'Missing or invalid token',
   403: 'Not allowed for this token',
-  404: 'Not found (or not the caller\'s)',
+  404: "Not found (or not the caller's)",
   409: 'Conflict: not ready yet, or the same request is still being processed',
   413: 'Body too large',
   415: 'Unsupported content type',

@@ -45,7 +45,9 @@ export const StoredTurnView = Type.Object({
   messages: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
   context: Type.Union([JsonObject(), Type.Null()]),
   metadata: JsonObject(),
-  duplicate_of: Type.Union([Type.Integer(), Type.Null()], { description: 'The earlier turn of this session whose question this one nearly repeats' }),
+  duplicate_of: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'The earlier turn of this session whose question this one nearly repeats',
+  }),
   in_context_window: Type.Boolean({ description: 'False once MEMORY_MAX_TURNS_PER_SESSION or the summary pushed it out of the context' }),
 });
 

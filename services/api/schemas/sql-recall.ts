@@ -14,7 +14,10 @@ export const SqlSearchQuery = Type.Object({
 });
 
 export const ResultCsvQuery = Type.Object({
-  fresh: Type.Boolean({ default: false, description: 'Re-run the stored SQL on ANSWER_EXECUTE_URL instead of exporting the stored result' }),
+  fresh: Type.Boolean({
+    default: false,
+    description: 'Re-run the stored SQL on ANSWER_EXECUTE_URL instead of exporting the stored result',
+  }),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'Row limit for a fresh run' })),
 });
 

@@ -1,7 +1,14 @@
+import {
+  deleteUserExports,
+  deleteUserSessions,
+  deleteUserTurns,
+  findAuditRow,
+  markAuditFinished,
+  markAuditRunning,
+} from '../../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../../db/repositories/idempotency.js';
-import { deleteUserExports, deleteUserSessions, deleteUserTurns, findAuditRow, markAuditFinished, markAuditRunning } from '../../../db/repositories/gdpr.js';
-import type { GdprJobDeps } from './export.js';
 import { PermanentJobError } from '../jobs/job-queue.js';
+import type { GdprJobDeps } from './export.js';
 
 export interface EraseCounts {
   turns: number;
@@ -25,7 +32,7 @@ export async function runGdprErase(
   // The job knows its request, not yet its subject: the audit row is read and kept across users.
   const jobBookkeeping = deps.db.asMaintenance();
   const audit = await findAuditRow(jobBookkeeping, job.tenantId, job.requestId);
-  if (!audit || audit.action !== 'erase') throw new PermanentJobError(`no erase request ${job.requestId}`);
+  if (audit?.action !== 'erase') throw new PermanentJobError(`no erase request ${job.requestId}`);
   await markAuditRunning(jobBookkeeping, job.tenantId, job.requestId, deps.clock());
 
   const userId = audit.subject_user_id;

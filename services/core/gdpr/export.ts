@@ -1,6 +1,13 @@
-import { findAuditRow, insertExport, listSessionsForExport, listTurnsForExport, markAuditFinished, markAuditRunning } from '../../../db/repositories/gdpr.js';
+import {
+  findAuditRow,
+  insertExport,
+  listSessionsForExport,
+  listTurnsForExport,
+  markAuditFinished,
+  markAuditRunning,
+} from '../../../db/repositories/gdpr.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
-import { PermanentJobError, type JobLogger } from '../jobs/job-queue.js';
+import { type JobLogger, PermanentJobError } from '../jobs/job-queue.js';
 
 export interface GdprJobDeps {
   db: ScopedDatabase;
@@ -22,7 +29,7 @@ export async function runGdprExport(
   // The job knows its request, not yet its subject: the audit row is read and kept across users.
   const jobBookkeeping = deps.db.asMaintenance();
   const audit = await findAuditRow(jobBookkeeping, job.tenantId, job.requestId);
-  if (!audit || audit.action !== 'export') throw new PermanentJobError(`no export request ${job.requestId}`);
+  if (audit?.action !== 'export') throw new PermanentJobError(`no export request ${job.requestId}`);
   if (audit.status === 'completed') return { sessions: audit.counts.sessions ?? 0, turns: audit.counts.turns ?? 0 };
   const now = deps.clock();
   await markAuditRunning(jobBookkeeping, job.tenantId, job.requestId, now);

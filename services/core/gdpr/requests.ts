@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { findAuditRow, findExportPayload, insertAuditRow, markAuditFinished, type AuditRow, type GdprAction } from '../../../db/repositories/gdpr.js';
+import {
+  type AuditRow,
+  findAuditRow,
+  findExportPayload,
+  type GdprAction,
+  insertAuditRow,
+  markAuditFinished,
+} from '../../../db/repositories/gdpr.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
@@ -38,7 +45,11 @@ export async function requestGdpr(deps: GdprDeps, actor: Identity, subjectUserId
       { owner: { tenantId: row.tenant_id, userId: row.subject_user_id } },
     );
   } catch (err) {
-    await markAuditFinished(deps.db.asUser(actor), row.tenant_id, row.request_id, { status: 'failed', now: deps.clock(), errorCode: 'queue-unavailable' });
+    await markAuditFinished(deps.db.asUser(actor), row.tenant_id, row.request_id, {
+      status: 'failed',
+      now: deps.clock(),
+      errorCode: 'queue-unavailable',
+    });
     throw new AppError('queue-unavailable', 'the request could not be queued; please retry', { cause: err });
   }
   return row;
@@ -64,7 +75,13 @@ export async function downloadExport(deps: Pick<GdprDeps, 'db' | 'clock'>, calle
     throw new AppError('export-not-ready', `the export is ${row.status}; poll GET /gdpr/requests/${requestId}`);
   }
   // Allowed above; the export is the subject's row, read as the subject.
-  const payload = await findExportPayload(deps.db.asUser({ tenantId: row.tenant_id, userId: row.subject_user_id }), row.tenant_id, row.subject_user_id, row.request_id, deps.clock());
+  const payload = await findExportPayload(
+    deps.db.asUser({ tenantId: row.tenant_id, userId: row.subject_user_id }),
+    row.tenant_id,
+    row.subject_user_id,
+    row.request_id,
+    deps.clock(),
+  );
   if (payload === undefined) throw new AppError('export-expired', 'the export has expired or its data was erased; request a new one');
   return payload;
 }

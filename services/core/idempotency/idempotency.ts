@@ -4,9 +4,9 @@ import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   findIdempotencyKey,
+  type IdempotencyKeyRef,
   releaseIdempotencyKey,
   renewIdempotencyClaim,
-  type IdempotencyKeyRef,
 } from '../../../db/repositories/idempotency.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
@@ -164,9 +164,12 @@ export async function runIdempotently(
 /** Renews the claim every third of its lease until stopped; a renewal that fails is tried again at the next tick. */
 function renewWhileRunning(deps: IdempotencyDeps, claim: IdempotencyClaim): () => void {
   const timer = setInterval(() => {
-    renewIdempotencyClaim(deps.db.asUser(claim.ref), { ...claim.ref, claimId: claim.claimId, now: deps.clock(), leaseMs: deps.settings.leaseMs }).catch(
-      (err: unknown) => deps.log.warn({ err }, 'renewing the idempotency claim failed; trying again'),
-    );
+    renewIdempotencyClaim(deps.db.asUser(claim.ref), {
+      ...claim.ref,
+      claimId: claim.claimId,
+      now: deps.clock(),
+      leaseMs: deps.settings.leaseMs,
+    }).catch((err: unknown) => deps.log.warn({ err }, 'renewing the idempotency claim failed; trying again'));
   }, deps.settings.leaseMs / 3);
   timer.unref();
   return () => clearInterval(timer);
@@ -196,8 +199,7 @@ async function claimOrRead(
     if (row.fingerprint !== req.fingerprint) {
       throw new AppError(
         'idempotency-key-reused',
-        `Idempotency-Key "${req.key}" was already used for a different request` +
-          (row.route === req.route ? '' : ` (${row.route})`),
+        `Idempotency-Key "${req.key}" was already used for a different request${row.route === req.route ? '' : ` (${row.route})`}`,
       );
     }
     if (row.status === 'completed') {

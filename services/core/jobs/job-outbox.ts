@@ -1,11 +1,11 @@
 import {
+  type ClaimedJob,
   claimHeldJobs,
   deleteHeldJob,
   deleteUserHeldJobs,
+  type HeldJob,
   insertHeldJob,
   releaseHeldJobs,
-  type ClaimedJob,
-  type HeldJob,
 } from '../../../db/repositories/job-outbox.js';
 import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { JobLogger } from './job-queue.js';

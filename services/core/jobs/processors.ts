@@ -1,15 +1,15 @@
 import { markAuditFinished } from '../../../db/repositories/gdpr.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Config } from '../../config/config.js';
+import type { Embedder } from '../../providers/embeddings/embedder.js';
+import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { runGdprErase } from '../gdpr/erase.js';
 import { runGdprExport } from '../gdpr/export.js';
-import { PermanentJobError, type JobContext, type JobQueue, type Processors } from './job-queue.js';
+import { instrumentProcessors, type Metrics } from '../metrics.js';
+import { type JobContext, type JobQueue, PermanentJobError, type Processors } from './job-queue.js';
 import { runReEmbedding } from './re-embedding.js';
 import { runRetentionCleanup } from './retention-cleanup.js';
 import { summarizationSettingsFrom, summarizeSession } from './summarization.js';
-import type { Embedder } from '../../providers/embeddings/embedder.js';
-import type { ChatLlm } from '../../providers/llm/chat-llm.js';
-import { instrumentProcessors, type Metrics } from '../metrics.js';
 
 export interface ProcessorDeps {
   config: Config;
@@ -89,10 +89,13 @@ async function failingAuditOnLastAttempt<T>(
     return await run();
   } catch (err) {
     if ((ctx.finalAttempt || err instanceof PermanentJobError) && data?.tenantId && data?.requestId) {
-      const errorCode = err instanceof PermanentJobError ? 'bad-request' : ((err as { code?: string }).code ?? (err as Error).name ?? 'error');
-      await markAuditFinished(deps.db.asMaintenance(), data.tenantId, data.requestId, { status: 'failed', now: deps.clock(), errorCode: String(errorCode) }).catch(
-        (auditErr) => ctx.log.error({ err: auditErr }, 'marking the GDPR request failed did not work'),
-      );
+      const errorCode =
+        err instanceof PermanentJobError ? 'bad-request' : ((err as { code?: string }).code ?? (err as Error).name ?? 'error');
+      await markAuditFinished(deps.db.asMaintenance(), data.tenantId, data.requestId, {
+        status: 'failed',
+        now: deps.clock(),
+        errorCode: String(errorCode),
+      }).catch((auditErr) => ctx.log.error({ err: auditErr }, 'marking the GDPR request failed did not work'));
     }
     throw err;
   }

@@ -1,8 +1,8 @@
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../../db/repositories/reembedding.js';
+import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
-import type { JobLogger, JobQueue } from './job-queue.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
+import type { JobLogger, JobQueue } from './job-queue.js';
 
 export interface ReEmbedDeps {
   db: ScopedDatabase;
@@ -15,7 +15,12 @@ export interface ReEmbedDeps {
 }
 
 /** At start: queue a re-embedding when stored turns carry another model than the active one. */
-export async function enqueueReEmbeddingIfNeeded(db: ScopedDatabase, queue: JobQueue, embedder: Embedder, log: JobLogger): Promise<boolean> {
+export async function enqueueReEmbeddingIfNeeded(
+  db: ScopedDatabase,
+  queue: JobQueue,
+  embedder: Embedder,
+  log: JobLogger,
+): Promise<boolean> {
   if (!(await hasTurnsOfOtherModels(db.asMaintenance(), embedder.modelId))) return false;
   log.info({ model: embedder.modelId }, 'turns carry another embedding model: queueing re-embedding');
   await queue.enqueue('re-embed', { modelId: embedder.modelId });

@@ -1,11 +1,11 @@
+import { loadSummaryState, loadTurnsToSummarize, type SessionKey, saveSummary } from '../../../db/repositories/summaries.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
-import { loadSummaryState, loadTurnsToSummarize, saveSummary, type SessionKey } from '../../../db/repositories/summaries.js';
-import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import type { Config } from '../../config/config.js';
 import type { Identity } from '../../model/identity.js';
+import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import { countTokens } from '../text.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 import { chunkTurns, foldExtractively, foldWithLlm, llmUserPrompt, SUMMARY_SYSTEM_PROMPT } from './summary-fold.js';
-import { countTokens } from '../text.js';
 
 export interface SummarizationSettings {
   /** MEMORY_SUMMARIZATION_THRESHOLD; 0 turns summarization off. */
@@ -37,10 +37,7 @@ export function summarizationDue(
   settings: SummarizationSettings,
 ): boolean {
   if (settings.threshold <= 0) return false;
-  return (
-    session.turnCount >= settings.threshold &&
-    session.lastTurnNumber - (session.summaryThroughTurn ?? 0) >= settings.threshold
-  );
+  return session.turnCount >= settings.threshold && session.lastTurnNumber - (session.summaryThroughTurn ?? 0) >= settings.threshold;
 }
 
 /** The hook /memoryChat (and the turns API) call after storing a turn. Never throws: a missed summary is retried on the next turn. */
@@ -102,7 +99,11 @@ export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Pr
           next = foldExtractively(summary, chunk, deps.settings.maxOutputTokens);
         }
       }
-      const saved = await saveSummary(deps.db.asUser(key), key, { text: next, throughTurn: chunk.throughTurn, expectedThroughTurn: through });
+      const saved = await saveSummary(deps.db.asUser(key), key, {
+        text: next,
+        throughTurn: chunk.throughTurn,
+        expectedThroughTurn: through,
+      });
       if (!saved) return { outcome: 'superseded', throughTurn: through, llmCalls };
       deps.log.info({ throughTurn: chunk.throughTurn, turns: chunk.rendered.length }, 'summary advanced');
       summary = next;

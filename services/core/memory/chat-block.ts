@@ -1,7 +1,7 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 import { countTokens, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
-import { historyOf, memoryItems, packMemory, similarOf, type MemoryItem } from './pack.js';
+import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
 
 /** Answers are context, not content: a long answer is cut to this many characters. */
 export const ANSWER_CHARS_IN_CONTEXT = 500;
@@ -69,9 +69,7 @@ function renderBlock(items: MemoryItem[]): string {
     parts.push(`Earlier in this conversation (oldest first):\n${history.map(renderTurn).join('\n\n')}`);
   }
   if (similar.length) {
-    parts.push(
-      `Related questions this user asked before, with the SQL that answered them:\n${similar.map(renderTurn).join('\n\n')}`,
-    );
+    parts.push(`Related questions this user asked before, with the SQL that answered them:\n${similar.map(renderTurn).join('\n\n')}`);
   }
   return memoryBlock(parts);
 }

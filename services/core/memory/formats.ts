@@ -1,10 +1,10 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 import { chainAsAnthropic, chainAsOpenAi } from '../sessions/chain-conversion.js';
-import { normaliseAnthropic, type AnthropicMessage, type OpenAiMessage, type StoredChain } from '../sessions/chains.js';
+import { type AnthropicMessage, normaliseAnthropic, type OpenAiMessage, type StoredChain } from '../sessions/chains.js';
 import { countTokens, cutText } from '../text.js';
 import { ANSWER_CHARS_IN_CONTEXT } from './chat-block.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
-import { historyOf, memoryItems, packMemory, similarOf, type MemoryItem } from './pack.js';
+import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
 import { relativeTime } from './relative-time.js';
 
 export type ContextFormat = 'text' | 'openai' | 'anthropic';
@@ -63,9 +63,10 @@ function assemble(p: ContextParts, kept: MemoryItem[], tokensOf: Map<MemoryItem,
   const slotsKept = kept.some((i) => i.kind === 'slots');
   const inBlock = p.format === 'text' ? kept : kept.filter((i) => i.kind !== 'history');
   const contextText = inBlock.length ? renderBlock(p, inBlock) : '';
-  const messages = p.format === 'anthropic'
-    ? normaliseAnthropic(history.flatMap((turn) => messagesOf.get(turn) as AnthropicMessage[]))
-    : history.flatMap((turn) => messagesOf.get(turn) ?? []);
+  const messages =
+    p.format === 'anthropic'
+      ? normaliseAnthropic(history.flatMap((turn) => messagesOf.get(turn) as AnthropicMessage[]))
+      : history.flatMap((turn) => messagesOf.get(turn) ?? []);
   const messageTokens = messages.length ? countTokens(JSON.stringify(messages)) : 0;
   const partTokens = (kind: MemoryItem['kind']) => kept.reduce((sum, i) => sum + (i.kind === kind ? tokensOf.get(i)! : 0), 0);
   return {

@@ -1,24 +1,24 @@
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { GdprAction } from '../../../db/repositories/gdpr.js';
+import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Config } from '../../config/config.js';
 import type { Identity } from '../../model/identity.js';
 import type { Answerer } from '../../providers/answerers/answerer.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { downloadExport, findVisibleRequest, requestGdpr } from '../gdpr/requests.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import type { JobLogger, JobQueue } from '../jobs/job-queue.js';
 import { createProcessors } from '../jobs/processors.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../jobs/summarization.js';
-import { instrumentAnswerer, instrumentEmbedder, recordMemoryUse, type Metrics } from '../metrics.js';
+import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse } from '../metrics.js';
 import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../recall/sql-recall.js';
 import { createVqlExecutor } from '../recall/vql-execution.js';
 import { clearUserSession, deleteUserSession, getUserSession, listUserSessions, renameUserSession } from '../sessions/sessions.js';
-import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import { recordTurn, type TurnInput } from '../sessions/turns.js';
-import { runMemoryChat, type MemoryChatRequest } from './chat.js';
-import { resolveMemoryContext, type ContextRequest } from './context.js';
-import { memorySettingsFrom, type MemoryDeps } from './deps.js';
-import { searchMemory, type SearchRequest } from './search.js';
+import { type MemoryChatRequest, runMemoryChat } from './chat.js';
+import { type ContextRequest, resolveMemoryContext } from './context.js';
+import { type MemoryDeps, memorySettingsFrom } from './deps.js';
+import { type SearchRequest, searchMemory } from './search.js';
 
 /** What the memory is made of: the configuration, the database, the providers and the job queue. */
 export interface MemoryParts {
@@ -90,20 +90,20 @@ export function createMemory(parts: MemoryParts) {
     },
 
     turns: {
-      record: (identity: Identity, target: { sessionId: string } | { newSessionName?: string }, input: TurnInput, claim?: IdempotencyClaim) =>
-        recordTurn(deps, identity, target, input, claim),
+      record: (
+        identity: Identity,
+        target: { sessionId: string } | { newSessionName?: string },
+        input: TurnInput,
+        claim?: IdempotencyClaim,
+      ) => recordTurn(deps, identity, target, input, claim),
     },
 
     sql: {
       byRef: (identity: Identity, sessionId: string, ref: string) => recallSqlByRef(deps, identity, sessionId, ref),
       byKeywords: (identity: Identity, sessionId: string, q: string) => recallSqlByKeywords(deps, identity, sessionId, q),
       /** The stored result as CSV, or with `fresh` the stored SQL re-run upstream (ANSWER_EXECUTE_URL). */
-      resultCsv: (
-        identity: Identity,
-        sessionId: string,
-        ref: string,
-        fresh?: { limit?: number; upstreamAuthorization?: string },
-      ) => recallResultCsv(deps, identity, sessionId, ref, fresh ? (sql) => execute(sql, fresh) : undefined),
+      resultCsv: (identity: Identity, sessionId: string, ref: string, fresh?: { limit?: number; upstreamAuthorization?: string }) =>
+        recallResultCsv(deps, identity, sessionId, ref, fresh ? (sql) => execute(sql, fresh) : undefined),
     },
 
     gdpr: {

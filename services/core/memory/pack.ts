@@ -47,7 +47,11 @@ export interface Packing<R> {
  * the budget is rendered again, with the last kept item dropped. Items are dropped whole, so no tool
  * chain is ever cut in half; `truncated` says something did not fit.
  */
-export function packMemory<R>(items: MemoryItem[], budget: number, packing: Packing<R>): { kept: MemoryItem[]; rendered: R; truncated: boolean } {
+export function packMemory<R>(
+  items: MemoryItem[],
+  budget: number,
+  packing: Packing<R>,
+): { kept: MemoryItem[]; rendered: R; truncated: boolean } {
   const kept: MemoryItem[] = [];
   let used = packing.frameTokens;
   let truncated = false;

@@ -1,4 +1,4 @@
-import { retrieveMemory, type Retrieved } from '../../../db/repositories/memory-store.js';
+import { type Retrieved, retrieveMemory } from '../../../db/repositories/memory-store.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from './deps.js';
 

@@ -2,9 +2,9 @@ import { findLiveSession } from '../../../db/repositories/memory-store.js';
 import { searchTurns } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import { notFound } from '../sessions/sessions.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
-import { notFound } from '../sessions/sessions.js';
 
 export interface SearchRequest {
   query: string;

@@ -7,7 +7,8 @@ import { stringify } from 'csv-stringify/sync';
  */
 export function executionResultToCsv(result: unknown): string | undefined {
   const table = tableOf(result);
-  if (table) return stringify(table.rows, { header: true, columns: table.columns, cast: { boolean: String, object: (v) => JSON.stringify(v) } });
+  if (table)
+    return stringify(table.rows, { header: true, columns: table.columns, cast: { boolean: String, object: (v) => JSON.stringify(v) } });
   if (isObject(result)) {
     for (const key of ['full_csv', 'llm_csv']) {
       const csv = result[key];

@@ -1,9 +1,9 @@
 import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
-import { executionResultToCsv } from './result-csv.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../memory/deps.js';
 import { notFound } from '../sessions/sessions.js';
+import { executionResultToCsv } from './result-csv.js';
 import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js';
 
 /**
@@ -16,8 +16,17 @@ export async function recallSqlByRef(deps: MemoryDeps, identity: Identity, sessi
 
 export async function recallSqlByKeywords(deps: MemoryDeps, identity: Identity, sessionId: string, q: string) {
   const keywords = questionKeywords(q);
-  if (!keywords.length) throw new AppError('validation-failed', 'q has no keywords to look for', { errors: [{ field: 'querystring.q', message: 'has no words' }] });
-  const turn = await findTurn(deps, identity, sessionId, { keywords: keywords.map(containsPattern) }, `a turn with SQL whose question mentions ${keywords.join(', ')}`);
+  if (!keywords.length)
+    throw new AppError('validation-failed', 'q has no keywords to look for', {
+      errors: [{ field: 'querystring.q', message: 'has no words' }],
+    });
+  const turn = await findTurn(
+    deps,
+    identity,
+    sessionId,
+    { keywords: keywords.map(containsPattern) },
+    `a turn with SQL whose question mentions ${keywords.join(', ')}`,
+  );
   return { ...sqlView(sessionId, turn), keywords };
 }
 
@@ -33,7 +42,10 @@ export async function recallResultCsv(
   const result = execute ? await execute(turn.sql_query) : turn.execution_result;
   const csv = executionResultToCsv(result);
   if (csv === undefined) {
-    throw new AppError('result-not-stored', `turn ${turn.turn_number} has no stored result rows to export${execute ? '' : '; try ?fresh=true'}`);
+    throw new AppError(
+      'result-not-stored',
+      `turn ${turn.turn_number} has no stored result rows to export${execute ? '' : '; try ?fresh=true'}`,
+    );
   }
   return { turnNumber: turn.turn_number, csv };
 }

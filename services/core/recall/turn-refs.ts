@@ -16,7 +16,11 @@ const STOPWORDS = new Set(
  * of two or more characters that are not request filler. Every keyword must occur in the question.
  */
 export function questionKeywords(q: string): string[] {
-  const words = q.normalize('NFKC').toLowerCase().match(/[\p{L}\p{M}\p{N}_]+/gu) ?? [];
+  const words =
+    q
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{M}\p{N}_]+/gu) ?? [];
   const kept = words.filter((w) => w.length >= 2 && !STOPWORDS.has(w));
   return [...new Set(kept.length ? kept : words)];
 }

@@ -7,7 +7,10 @@ import { AppError } from '../../model/errors.js';
  * `result.csv?fresh=true`, so an export shows today's data rather than the answer-time snapshot.
  */
 export function createVqlExecutor(
-  config: Pick<Config, 'ANSWER_EXECUTE_URL' | 'ANSWER_AUTH' | 'ANSWER_BASIC_USER' | 'ANSWER_BASIC_PASSWORD' | 'ANSWER_BEARER_TOKEN' | 'ANSWER_TIMEOUT_MS'>,
+  config: Pick<
+    Config,
+    'ANSWER_EXECUTE_URL' | 'ANSWER_AUTH' | 'ANSWER_BASIC_USER' | 'ANSWER_BASIC_PASSWORD' | 'ANSWER_BEARER_TOKEN' | 'ANSWER_TIMEOUT_MS'
+  >,
 ) {
   return async (sql: string, options: { limit?: number; upstreamAuthorization?: string }): Promise<unknown> => {
     if (!config.ANSWER_EXECUTE_URL) {
@@ -23,13 +26,16 @@ export function createVqlExecutor(
         signal: AbortSignal.timeout(config.ANSWER_TIMEOUT_MS),
       });
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw new AppError('upstream-timeout', 'the SQL execution endpoint did not answer in time');
+      if ((err as Error).name === 'TimeoutError')
+        throw new AppError('upstream-timeout', 'the SQL execution endpoint did not answer in time');
       throw new AppError('upstream-failed', 'the SQL execution endpoint could not be reached', { cause: err });
     }
     if (response.status >= 500) throw new AppError('upstream-failed', `the SQL execution endpoint failed with HTTP ${response.status}`);
-    if (response.status >= 400) throw new AppError('upstream-rejected', `the SQL execution endpoint refused the request (HTTP ${response.status})`);
+    if (response.status >= 400)
+      throw new AppError('upstream-rejected', `the SQL execution endpoint refused the request (HTTP ${response.status})`);
     const body = (await response.json().catch(() => undefined)) as { execution_result?: unknown } | undefined;
-    if (!body || typeof body !== 'object') throw new AppError('upstream-bad-response', 'the SQL execution endpoint did not reply with JSON');
+    if (!body || typeof body !== 'object')
+      throw new AppError('upstream-bad-response', 'the SQL execution endpoint did not reply with JSON');
     return body.execution_result;
   };
 }

@@ -1,11 +1,4 @@
-import {
-  blocksOf,
-  normaliseAnthropic,
-  type AnthropicMessage,
-  type Block,
-  type OpenAiMessage,
-  type StoredChain,
-} from './chains.js';
+import { type AnthropicMessage, type Block, blocksOf, normaliseAnthropic, type OpenAiMessage, type StoredChain } from './chains.js';
 
 /**
  * Replays stored chains in the format a caller asks for: a recipe bot storing Anthropic chains may
@@ -42,16 +35,31 @@ export function chainAsOpenAi(chain: StoredChain): OpenAiMessage[] {
   for (const m of chain.messages as AnthropicMessage[]) {
     const blocks = blocksOf(m.content);
     if (m.role === 'assistant') {
-      const text = blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
+      const text = blocks
+        .filter((b) => b.type === 'text')
+        .map((b) => String(b.text))
+        .join('\n');
       const calls = blocks
         .filter((b) => b.type === 'tool_use')
-        .map((b) => ({ id: String(b.id), type: 'function' as const, function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } }));
-      out.push({ role: 'assistant', content: text || (calls.length ? null : '(no content)'), ...(calls.length ? { tool_calls: calls } : {}) });
+        .map((b) => ({
+          id: String(b.id),
+          type: 'function' as const,
+          function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) },
+        }));
+      out.push({
+        role: 'assistant',
+        content: text || (calls.length ? null : '(no content)'),
+        ...(calls.length ? { tool_calls: calls } : {}),
+      });
       continue;
     }
     // Tool results answer the calls first, as the Chat Completions API requires; any other content follows.
     for (const b of blocks.filter((b) => b.type === 'tool_result')) {
-      out.push({ role: 'tool', tool_call_id: String(b.tool_use_id), content: textOfParts(b.content as string | Block[] | undefined) || '(empty result)' });
+      out.push({
+        role: 'tool',
+        tool_call_id: String(b.tool_use_id),
+        content: textOfParts(b.content as string | Block[] | undefined) || '(empty result)',
+      });
     }
     const rest = blocks.filter((b) => b.type !== 'tool_result').map(blockAsOpenAiPart);
     if (rest.length) {

@@ -73,7 +73,9 @@ export function detectFormat(messages: unknown[]): ChainFormat {
     }
   }
   if (openai && anthropic) {
-    failOn([{ field: 'body.messages', message: 'mixes Anthropic content blocks with OpenAI roles or parts; send one format (messages_format)' }]);
+    failOn([
+      { field: 'body.messages', message: 'mixes Anthropic content blocks with OpenAI roles or parts; send one format (messages_format)' },
+    ]);
   }
   return openai ? 'openai' : 'anthropic';
 }
@@ -93,7 +95,9 @@ function sanitiseAnthropicBlock(block: Block): Block {
 }
 
 function sanitiseAnthropicMessage(m: AnthropicMessage): AnthropicMessage {
-  return typeof m.content === 'string' ? { role: m.role, content: m.content } : { role: m.role, content: m.content.map(sanitiseAnthropicBlock) };
+  return typeof m.content === 'string'
+    ? { role: m.role, content: m.content }
+    : { role: m.role, content: m.content.map(sanitiseAnthropicBlock) };
 }
 
 function sanitiseOpenAiPart(part: Block): Block {
@@ -158,14 +162,26 @@ export function anthropicChainErrors(messages: AnthropicMessage[]): FieldError[]
     }
     if (m.role === 'assistant' && toolUses.length) {
       const next = messages[i + 1];
-      const answered = new Set(next ? blocksOf(next.content).filter((b) => b.type === 'tool_result').map((b) => String(b.tool_use_id)) : []);
+      const answered = new Set(
+        next
+          ? blocksOf(next.content)
+              .filter((b) => b.type === 'tool_result')
+              .map((b) => String(b.tool_use_id))
+          : [],
+      );
       for (const id of toolUses) {
         if (!answered.has(id)) errors.push({ field: at(i), message: `tool_use "${id}" has no tool_result in the next message` });
       }
     }
     if (m.role === 'user' && results.length) {
       const prev = messages[i - 1];
-      const asked = new Set(prev ? blocksOf(prev.content).filter((b) => b.type === 'tool_use').map((b) => String(b.id)) : []);
+      const asked = new Set(
+        prev
+          ? blocksOf(prev.content)
+              .filter((b) => b.type === 'tool_use')
+              .map((b) => String(b.id))
+          : [],
+      );
       for (const id of results) {
         if (!asked.has(id)) errors.push({ field: at(i), message: `tool_result for "${id}" has no tool_use in the previous message` });
       }
@@ -174,7 +190,7 @@ export function anthropicChainErrors(messages: AnthropicMessage[]): FieldError[]
   });
   const last = messages.at(-1);
   if (last && last.role !== 'assistant') {
-    errors.push({ field: at(messages.length - 1), message: 'a turn ends with the assistant\'s final answer' });
+    errors.push({ field: at(messages.length - 1), message: "a turn ends with the assistant's final answer" });
   }
   return errors;
 }
@@ -192,7 +208,10 @@ export function openAiChainErrors(messages: OpenAiMessage[]): FieldError[] {
   for (const { m, i } of conversation) {
     if (m.role === 'tool') {
       if (!m.tool_call_id || !pending.delete(m.tool_call_id)) {
-        errors.push({ field: at(i), message: `tool message for "${m.tool_call_id ?? ''}" answers no tool_call of the preceding assistant message` });
+        errors.push({
+          field: at(i),
+          message: `tool message for "${m.tool_call_id ?? ''}" answers no tool_call of the preceding assistant message`,
+        });
       }
       continue;
     }
@@ -210,7 +229,7 @@ export function openAiChainErrors(messages: OpenAiMessage[]): FieldError[] {
   for (const id of pending) errors.push({ field: at(pendingAt), message: `tool_call "${id}" has no tool message after it` });
   const last = conversation.at(-1)?.m;
   if (last && (last.role !== 'assistant' || last.tool_calls?.length)) {
-    errors.push({ field: at(messages.length - 1), message: 'a turn ends with the assistant\'s final answer' });
+    errors.push({ field: at(messages.length - 1), message: "a turn ends with the assistant's final answer" });
   }
   return errors;
 }

@@ -3,8 +3,8 @@ import {
   deleteSession,
   getSessionWithTurns,
   listSessions,
-  renameSession,
   type Retention,
+  renameSession,
   type SessionPageCursor,
 } from '../../../db/repositories/sessions.js';
 import { AppError } from '../../model/errors.js';

@@ -1,5 +1,5 @@
 import { ClaimTakenOverError } from '../../../db/repositories/idempotency.js';
-import { appendTurn, appendTurnCompletingKey, type AppendTurnRequest, type StoredTurn } from '../../../db/repositories/memory-store.js';
+import { type AppendTurnRequest, appendTurn, appendTurnCompletingKey, type StoredTurn } from '../../../db/repositories/memory-store.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import { storeTurn } from './store-turn.js';
 import { recentQuestions } from '../../../db/repositories/turns.js';
-import type { TurnStatus } from '../../model/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import type { TurnStatus } from '../../model/turns.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import { databaseNames } from '../memory/database-names.js';
 import type { MemoryDeps } from '../memory/deps.js';
-import { sessionView } from './session-view.js';
-import { prepareMessageChain, type ChainFormat } from './chains.js';
-import { notFound } from './sessions.js';
 import { cutText } from '../text.js';
+import { type ChainFormat, prepareMessageChain } from './chains.js';
+import { sessionView } from './session-view.js';
+import { notFound } from './sessions.js';
+import { storeTurn } from './store-turn.js';
 import { embeddedTurnText } from './turn-text.js';
 
 export interface TurnInput {
@@ -49,11 +49,14 @@ export async function recordTurn(
   const sqlQuery = input.sql_query?.trim() || null;
   const tablesUsed = databaseNames(input.tables_used) ?? [];
 
-  const recent = 'sessionId' in target
-    ? await recentQuestions(deps.db.asUser(identity), identity, sessionId, now, deps.settings.maxTurnsPerSession).catch((err: unknown) => {
-        throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
-      })
-    : [];
+  const recent =
+    'sessionId' in target
+      ? await recentQuestions(deps.db.asUser(identity), identity, sessionId, now, deps.settings.maxTurnsPerSession).catch(
+          (err: unknown) => {
+            throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
+          },
+        )
+      : [];
   // One embedding call: the turn's text for search, then the question and recent questions for dedup.
   let vectors: (number[] | null)[] = [];
   try {

@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Queue, type Job, type JobsOptions } from 'bullmq';
+import { type Job, type JobsOptions, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { Config } from '../../config/config.js';
-import { AppError } from '../../model/errors.js';
-import { JobOutbox, type ClaimedJob } from '../../core/jobs/job-outbox.js';
+import { type ClaimedJob, JobOutbox } from '../../core/jobs/job-outbox.js';
 import {
-  QUEUE_NAME,
   type EnqueueOptions,
   type FailedJobView,
   type JobKind,
@@ -14,9 +12,11 @@ import {
   type JobPayloads,
   type JobQueue,
   type JobState,
+  QUEUE_NAME,
 } from '../../core/jobs/job-queue.js';
-import { jobPolicy } from './job-policy.js';
+import { AppError } from '../../model/errors.js';
 import { redisOptions } from '../redis-connection.js';
+import { jobPolicy } from './job-policy.js';
 
 const STATES: JobState[] = ['waiting', 'active', 'delayed', 'completed', 'failed', 'paused', 'prioritized'];
 /** States whose jobs can be removed; an active job is locked by its worker. */
@@ -32,7 +32,10 @@ export function bullJobOptions<K extends JobKind>(kind: K, data: JobPayloads[K],
   return {
     attempts: policy.attempts,
     backoff: { type: 'exponential', delay: policy.backoffMs },
-    removeOnComplete: { count: policy.keepCompleted.count, ...(policy.keepCompleted.ageSeconds ? { age: policy.keepCompleted.ageSeconds } : {}) },
+    removeOnComplete: {
+      count: policy.keepCompleted.count,
+      ...(policy.keepCompleted.ageSeconds ? { age: policy.keepCompleted.ageSeconds } : {}),
+    },
     removeOnFail: { count: policy.keepFailed },
     ...(policy.jobId ? { jobId: policy.jobId } : {}),
     ...(policy.dedupKey ? { deduplication: { id: policy.dedupKey } } : {}),
@@ -145,7 +148,13 @@ export class BullJobQueue implements JobQueue {
    */
   async start(): Promise<void> {
     this.schedulesCleanup = true;
-    if (await this.redisUp().then(() => true, () => false)) await this.registerCleanup();
+    if (
+      await this.redisUp().then(
+        () => true,
+        () => false,
+      )
+    )
+      await this.registerCleanup();
   }
 
   async close(): Promise<void> {

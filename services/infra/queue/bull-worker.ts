@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Config } from '../../config/config.js';
-import { PermanentJobError, QUEUE_NAME, type JobKind, type Processors } from '../../core/jobs/job-queue.js';
-import type { ParentLogger } from './in-process-queue.js';
+import { type JobKind, PermanentJobError, type Processors, QUEUE_NAME } from '../../core/jobs/job-queue.js';
 import { redisOptions } from '../redis-connection.js';
+import type { ParentLogger } from './in-process-queue.js';
 
 const LOCK_DURATION_MS = 15_000;
 const STALLED_CHECK_INTERVAL_MS = 5_000;
@@ -13,11 +13,7 @@ const STALLED_CHECK_INTERVAL_MS = 5_000;
  * UnrecoverableError (no retry for bad input), WORKER_CONCURRENCY jobs at a time.
  * `worker.close()` waits for running jobs to finish: that is the graceful shutdown.
  */
-export function startBullWorker(options: {
-  config: Config & { REDIS_URL: string };
-  processors: Processors;
-  log: ParentLogger;
-}): Worker {
+export function startBullWorker(options: { config: Config & { REDIS_URL: string }; processors: Processors; log: ParentLogger }): Worker {
   const { config, processors, log } = options;
   const worker = new Worker(
     QUEUE_NAME,
@@ -27,7 +23,12 @@ export function startBullWorker(options: {
       const attempt = job.attemptsMade + 1;
       const jobLog = log.child({ job_id: job.id, job: job.name, attempt });
       try {
-        return await processor(job.data, { jobId: String(job.id), attempt, finalAttempt: attempt >= (job.opts.attempts ?? 1), log: jobLog });
+        return await processor(job.data, {
+          jobId: String(job.id),
+          attempt,
+          finalAttempt: attempt >= (job.opts.attempts ?? 1),
+          log: jobLog,
+        });
       } catch (err) {
         jobLog.warn({ err }, 'job failed');
         if (err instanceof PermanentJobError) throw new UnrecoverableError(err.message);

@@ -1,5 +1,5 @@
-import type { Config } from '../../config/config.js';
 import type { Queryable } from '../../../db/repositories/queryable.js';
+import type { Config } from '../../config/config.js';
 import type { JobQueue, Processors } from '../../core/jobs/job-queue.js';
 import { BullJobQueue } from './bull-queue.js';
 import { InProcessQueue, type ParentLogger } from './in-process-queue.js';
@@ -17,6 +17,7 @@ export function createJobQueue(
     processors: (queue: JobQueue) => Processors;
   },
 ): JobQueue {
-  if (config.REDIS_URL) return new BullJobQueue({ ...config, REDIS_URL: config.REDIS_URL }, { outboxDb: options.outboxDb, log: options.log });
+  if (config.REDIS_URL)
+    return new BullJobQueue({ ...config, REDIS_URL: config.REDIS_URL }, { outboxDb: options.outboxDb, log: options.log });
   return new InProcessQueue({ config, log: options.log, processors: options.processors });
 }

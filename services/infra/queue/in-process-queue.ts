@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config/config.js';
 import {
-  PermanentJobError,
   type FailedJobView,
   type JobKind,
   type JobLogger,
   type JobPayloads,
   type JobQueue,
   type JobState,
+  PermanentJobError,
   type Processors,
 } from '../../core/jobs/job-queue.js';
-import { jobPolicy, type JobPolicy } from './job-policy.js';
+import { type JobPolicy, jobPolicy } from './job-policy.js';
 
 export type ParentLogger = JobLogger & { child(bindings: Record<string, unknown>): JobLogger };
 
@@ -77,7 +77,10 @@ export class InProcessQueue implements JobQueue {
   }
 
   async failed(limit: number): Promise<FailedJobView[]> {
-    return this.failedJobs.slice(-limit).reverse().map(({ entry: _entry, ...view }) => view);
+    return this.failedJobs
+      .slice(-limit)
+      .reverse()
+      .map(({ entry: _entry, ...view }) => view);
   }
 
   async removeUserJobs(tenantId: string, userId: string): Promise<number> {

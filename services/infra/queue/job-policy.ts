@@ -20,11 +20,21 @@ export function jobPolicy<K extends JobKind>(kind: K, data: JobPayloads[K], conf
   switch (kind) {
     case 'cleanup':
       // It runs again at the next interval anyway: a few quick retries are enough.
-      return { attempts: Math.min(3, config.JOB_ATTEMPTS), backoffMs: config.JOB_BACKOFF_MS, keepCompleted: { count: 50 }, keepFailed: 200 };
+      return {
+        attempts: Math.min(3, config.JOB_ATTEMPTS),
+        backoffMs: config.JOB_BACKOFF_MS,
+        keepCompleted: { count: 50 },
+        keepFailed: 200,
+      };
     case 'summarize': {
       const { tenantId, userId, sessionId } = data as JobPayloads['summarize'];
       // Payloads name a user: keep completed ones briefly; the key is hashed so no user id is in a key name.
-      return { ...retry, keepCompleted: { count: 1000, ageSeconds: 3600 }, keepFailed: 1000, dedupKey: `summarize-${digest(tenantId, userId, sessionId)}` };
+      return {
+        ...retry,
+        keepCompleted: { count: 1000, ageSeconds: 3600 },
+        keepFailed: 1000,
+        dedupKey: `summarize-${digest(tenantId, userId, sessionId)}`,
+      };
     }
     case 'gdpr-export':
     case 'gdpr-erase': {
@@ -32,7 +42,12 @@ export function jobPolicy<K extends JobKind>(kind: K, data: JobPayloads[K], conf
       return { ...retry, keepCompleted: { count: 1000 }, keepFailed: 1000, jobId: `${kind}-${requestId}` };
     }
     case 're-embed':
-      return { ...retry, keepCompleted: { count: 20 }, keepFailed: 100, dedupKey: `re-embed-${digest((data as JobPayloads['re-embed']).modelId)}` };
+      return {
+        ...retry,
+        keepCompleted: { count: 20 },
+        keepFailed: 100,
+        dedupKey: `re-embed-${digest((data as JobPayloads['re-embed']).modelId)}`,
+      };
     default:
       throw new Error(`unknown job kind ${String(kind)}`);
   }

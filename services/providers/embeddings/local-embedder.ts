@@ -1,4 +1,4 @@
-import { l2Normalise, type Embedder } from './embedder.js';
+import { type Embedder, l2Normalise } from './embedder.js';
 
 const WORD_WEIGHT = 1;
 const WORD_PAIR_WEIGHT = 0.5;
@@ -37,7 +37,11 @@ export function embedText(text: string, dimensions: number): number[] | null {
     const h = hash >>> 0;
     vector[(h >>> 1) % dimensions]! += h & 1 ? -weight : weight;
   };
-  const words = text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{M}\p{N}_]+/gu) ?? [];
+  const words =
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{M}\p{N}_]+/gu) ?? [];
   for (let i = 0; i < words.length; i++) {
     const word = words[i]!;
     add(fnv(WORD_PREFIX, word), WORD_WEIGHT);

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { l2Normalise, type Embedder } from './embedder.js';
+import { type Embedder, l2Normalise } from './embedder.js';
 
 export interface OpenAIEmbedderOptions {
   apiKey: string;
