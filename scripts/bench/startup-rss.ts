@@ -14,7 +14,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +21,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { percentile, runLoad } from './load.js';
 import { childrenOf, memoryOf } from './rss.js';
-import { JWT_SECRET, serviceTurns } from './service.js';
+import { freePort, JWT_SECRET, serviceTurns } from './service.js';
 import { conversationClient, startInstantAnswerer } from './workload.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -50,14 +49,6 @@ interface Started {
   startMs: number;
   baseUrl: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 async function start(variant: Variant, env: Record<string, string>): Promise<Started> {

@@ -6,12 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Job, Queue } from 'bullmq';
-import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { migrate } from '../../db/migrate.js';
 import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
-import { rng as seededRandom } from '../bench/data.js';
 import { auditJobs, awaitJobs, type JobAudit } from './fleet-jobs.js';
 import { createFailoverClient, createHttpClient, type HttpClient } from './http-client.js';
 import { type StopMode, startPostgresInstance } from './postgres-instance.js';
@@ -19,8 +17,8 @@ import { readStoredTurns, reconcile } from './reconcile.js';
 import { type ProcessExit, type ServiceProcess, startServiceProcess } from './service-process.js';
 import { startSlowAnswerer } from './slow-answerer.js';
 import { startSlowLlm } from './slow-llm.js';
-import { formatFigures, newTally, type SoakFigures, soakFigures } from './soak.js';
-import { type ExportRequest, type LogicalRequest, runSoakClient } from './soak-client.js';
+import { formatFigures, JWT_SECRET, newTally, type SoakFigures, soakFigures, startSoakClients, TENANT } from './soak.js';
+import type { ExportRequest, LogicalRequest } from './soak-client.js';
 
 export interface FleetOptions {
   clients: number;
@@ -88,8 +86,6 @@ export interface FleetReport extends SoakFigures {
 /** Issue 10's bound: no key is refused with 409 for longer than this after the process holding it died. */
 export const MAX_409_AFTER_KILL_MS = 30_000;
 
-const TENANT = 'soak';
-const JWT_SECRET = 'soak-secret-that-is-at-least-32-characters-long';
 /** Low, so that sessions get summarized several times in a run (MEMORY_MAX_HISTORY_MESSAGES below it: a job folds 4 turns). */
 const SUMMARIZATION_THRESHOLD = 6;
 const KEPT_VERBATIM = 2;
@@ -170,25 +166,8 @@ export async function runFleetSoak(o: FleetOptions): Promise<FleetReport> {
         `${o.clients} clients for ${o.durationMs / 1000} s`,
     );
 
-    const sign = createSigner({ key: JWT_SECRET, algorithm: 'HS256', expiresIn: 24 * 3_600_000 });
     const tally = newTally();
-    const started = Date.now();
-    const deadline = started + o.durationMs;
-    const clients = Array.from({ length: o.clients }, (_, i) =>
-      runSoakClient({
-        http: createFailoverClient(http, i % http.length),
-        token: sign({ sub: `soak-user-${i}`, tenant: TENANT }),
-        client: i,
-        runId,
-        random: seededRandom(o.seed * 1000 + i),
-        deadline,
-        giveUpAt: deadline + o.drainMs,
-        attemptTimeoutMs: o.attemptTimeoutMs,
-        resendRate: o.resendRate,
-        exportRate: o.exportRate,
-        tally,
-      }),
-    );
+    const { started, clients } = startSoakClients(o, runId, (i) => createFailoverClient(http, i % http.length), tally);
 
     const events: FleetEvent[] = [];
     let apiKill: { at: number; origin: string } | undefined;

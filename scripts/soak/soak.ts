@@ -8,7 +8,7 @@ import { createHttpClient, type HttpClient } from './http-client.js';
 import { type Reconciliation, readStoredTurns, reconcile } from './reconcile.js';
 import { type ProcessExit, type ServiceProcess, startServiceProcess } from './service-process.js';
 import { startSlowAnswerer } from './slow-answerer.js';
-import { type AttemptTally, type LogicalRequest, runSoakClient } from './soak-client.js';
+import { type AttemptTally, type LogicalRequest, runSoakClient, type SoakClientResult } from './soak-client.js';
 
 export type RestartKind = 'db' | 'service' | 'both' | 'none';
 
@@ -69,8 +69,39 @@ export interface SoakReport extends SoakFigures {
   finalExit: ProcessExit;
 }
 
-const TENANT = 'soak';
-const JWT_SECRET = 'soak-secret-that-is-at-least-32-characters-long';
+export const TENANT = 'soak';
+export const JWT_SECRET = 'soak-secret-that-is-at-least-32-characters-long';
+
+/**
+ * Starts the soak's clients, each its own user of TENANT sending until the deadline, through the HTTP
+ * client `httpFor` gives it (the single service's soak and the fleet's).
+ */
+export function startSoakClients(
+  o: Pick<SoakOptions, 'clients' | 'seed' | 'durationMs' | 'drainMs' | 'attemptTimeoutMs' | 'resendRate'> & { exportRate?: number },
+  runId: string,
+  httpFor: (client: number) => HttpClient,
+  tally: AttemptTally,
+): { started: number; clients: Promise<SoakClientResult>[] } {
+  const sign = createSigner({ key: JWT_SECRET, algorithm: 'HS256', expiresIn: 24 * 3_600_000 });
+  const started = Date.now();
+  const deadline = started + o.durationMs;
+  const clients = Array.from({ length: o.clients }, (_, i) =>
+    runSoakClient({
+      http: httpFor(i),
+      token: sign({ sub: `soak-user-${i}`, tenant: TENANT }),
+      client: i,
+      runId,
+      random: seededRandom(o.seed * 1000 + i),
+      deadline,
+      giveUpAt: deadline + o.drainMs,
+      attemptTimeoutMs: o.attemptTimeoutMs,
+      resendRate: o.resendRate,
+      exportRate: o.exportRate,
+      tally,
+    }),
+  );
+  return { started, clients };
+}
 
 export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const runId = o.seed.toString(36);
@@ -97,24 +128,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     http = createHttpClient(first.baseUrl, o.clients);
     o.log(`service on ${first.baseUrl}, database ${db.url}; ${o.clients} clients for ${o.durationMs / 1000} s, restart: ${o.restart}`);
 
-    const sign = createSigner({ key: JWT_SECRET, algorithm: 'HS256', expiresIn: 24 * 3_600_000 });
     const tally = newTally();
-    const started = Date.now();
-    const deadline = started + o.durationMs;
-    const clients = Array.from({ length: o.clients }, (_, i) =>
-      runSoakClient({
-        http: http!,
-        token: sign({ sub: `soak-user-${i}`, tenant: TENANT }),
-        client: i,
-        runId,
-        random: seededRandom(o.seed * 1000 + i),
-        deadline,
-        giveUpAt: deadline + o.drainMs,
-        attemptTimeoutMs: o.attemptTimeoutMs,
-        resendRate: o.resendRate,
-        tally,
-      }),
-    );
+    const { started, clients } = startSoakClients(o, runId, () => http!, tally);
 
     const restarts: Restart[] = [];
     for (const { kind, at } of restartPlan(o.restart, o.durationMs)) {
