@@ -35,6 +35,9 @@ try {
   process.exit(1);
 }
 
+// Jobs run in this process without Redis (in-process queue), and on the embedded database: only the
+// process that opened it can reach it, so no separate worker can run its jobs.
+const runsOwnJobs = !config.REDIS_URL || !config.DATABASE_URL;
 const providers = createProviders(config);
 const app = await buildApp({
   config,
@@ -42,17 +45,14 @@ const app = await buildApp({
   ...providers,
   localSecret,
   logger: loggerOptions(config),
-  // Only the process that opened the embedded database can reach it, so no separate worker can run
-  // its jobs: this process consumes the queue it fills.
-  consumeOwnQueue: Boolean(config.REDIS_URL) && !config.DATABASE_URL,
+  consumeOwnQueue: runsOwnJobs,
 });
 database.pool.on('error', (err) => app.log.warn({ err }, 'an idle database connection failed; the next query reconnects'));
 // In-process mode runs the repeatable cleanup on a timer here; with REDIS_URL this registers the
 // BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
 await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));
-// Re-embedding is started where jobs run: here when no worker can reach the database (no Redis, or
-// the embedded database, whose jobs this process runs itself).
-if (app.queue.mode === 'in-process' || !config.DATABASE_URL) {
+// Re-embedding is started where jobs run.
+if (runsOwnJobs) {
   await enqueueReEmbeddingIfNeeded(app.db, app.queue, providers.embedder, app.log).catch((err) =>
     app.log.error({ err }, 'checking for turns to re-embed failed'),
   );

@@ -140,14 +140,7 @@ function isNonBlankString(value: unknown): value is string {
 /** The databases a token allows bound what memory may use, so a claim that cannot be read bounds nothing: refused. */
 function databasesFrom(value: unknown, claim: string): string[] | undefined {
   if (value === undefined) return undefined;
-  const list = Array.isArray(value)
-    ? value
-    : typeof value === 'string'
-      ? value
-          .split(',')
-          .map((v) => v.trim())
-          .filter(Boolean)
-      : undefined;
+  const list = Array.isArray(value) ? value : typeof value === 'string' ? splitClaim(value, ',') : undefined;
   if (!list?.every(isNonBlankString)) {
     throw new AppError(
       'unauthorized',
@@ -160,12 +153,16 @@ function databasesFrom(value: unknown, claim: string): string[] | undefined {
 /** Roles only widen access, so entries that are not strings are ignored rather than refused. */
 function stringList(value: unknown, separator: string): string[] | undefined {
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
-  if (typeof value === 'string')
-    return value
-      .split(separator)
-      .map((v) => v.trim())
-      .filter(Boolean);
+  if (typeof value === 'string') return splitClaim(value, separator);
   return undefined;
+}
+
+/** A claim that lists its entries in one string: `"sales, hr"`, `"admin reader"`. */
+function splitClaim(value: string, separator: string): string[] {
+  return value
+    .split(separator)
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 function describeJwtError(err: unknown): string {

@@ -2,7 +2,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import {
   ClaimTakenOverError,
   claimIdempotencyKey,
-  completeIdempotencyKey,
   findIdempotencyKey,
   type IdempotencyKeyRef,
   releaseIdempotencyKey,
@@ -119,8 +118,8 @@ export interface IdempotencyClaim {
 /**
  * Runs `run` at most once per (tenant, user, key) within the TTL and returns its response, or the
  * stored response of the earlier run. Only 2xx responses are stored; when `run` throws or answers
- * otherwise, the claim is released so that the client may retry with the same key. A run that
- * stores a turn completes the claim with it; any other run's 2xx response is stored afterwards.
+ * otherwise, the claim is released so that the client may retry with the same key. The run completes
+ * the claim itself, with the turn it stores (storeTurn), so the two commit together.
  */
 export async function runIdempotently(
   deps: IdempotencyDeps,
@@ -148,15 +147,10 @@ export async function runIdempotently(
   } finally {
     stopRenewing();
   }
-  if (claim.completed) return { status, body, replayed: false };
-  const complete = () =>
-    completeIdempotencyKey(deps.db.asUser(ref), { ...ref, claimId: claim.claimId, responseStatus: status, responseBody: body });
-  try {
-    if (!(await complete())) deps.log.warn({ route: req.route }, 'idempotency claim was taken over before the response was stored');
-  } catch (err) {
-    // The work is done: the client gets its response. Until the key is completed a retry answers 409.
-    deps.log.error({ err, route: req.route }, 'storing the idempotent response failed; retrying it in the background');
-    retryInBackground(deps, 'storing the idempotent response', complete);
+  // Every idempotent route stores a turn, and storeTurn completes the claim in the turn's transaction.
+  if (!claim.completed) {
+    await release(deps, ref, claim.claimId);
+    throw new Error(`${req.route}: an idempotent run returned without completing its claim`);
   }
   return { status, body, replayed: false };
 }
@@ -230,11 +224,10 @@ const FIRST_BOOKKEEPING_RETRY_MS = 250;
 const MAX_BOOKKEEPING_RETRY_MS = 5000;
 
 /**
- * A key's bookkeeping that failed because the database was away (a restart, a failover) is retried
- * until it succeeds or the claim's lease ends. Left undone, every retry of the request would answer
- * 409 until the lease ends, and a run that succeeded would then run again and store its turn twice
- * (the soak found both: docs/soak.md). The claim id fences each attempt: it never touches a claim
- * that was taken over meanwhile.
+ * Releasing a claim that failed because the database was away (a restart, a failover) is retried
+ * until it succeeds or the claim's lease ends: retries of the request answer 409 until then, for the
+ * database's downtime rather than the whole lease. The claim id fences each attempt: it never touches
+ * a claim that was taken over meanwhile.
  */
 function retryInBackground(deps: IdempotencyDeps, what: string, write: () => Promise<unknown>): void {
   const giveUpAt = Date.now() + deps.settings.leaseMs;
