@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { appendTurn, type Retrieved, type StoredTurn } from '../../../db/repositories/memory-store.js';
+import { type AppendTurnRequest, appendTurn, type Retrieved, type StoredTurn } from '../../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { SessionRow } from '../../model/sessions.js';
@@ -188,8 +188,8 @@ interface TurnTarget {
   now: Date;
 }
 
-function append(deps: MemoryDeps, target: TurnTarget, turn: NewTurn) {
-  return appendTurn(deps.db.asUser(target.identity), { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn });
+function appendRequest(deps: MemoryDeps, target: TurnTarget, turn: NewTurn): AppendTurnRequest {
+  return { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
 }
 
 async function store<R>(
@@ -199,8 +199,7 @@ async function store<R>(
   claim: IdempotencyClaim | undefined,
   respond: (session: SessionRow) => R,
 ): Promise<{ stored: StoredTurn; response: R }> {
-  const request = { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
-  const result = await storeTurn(deps.db, request, claim, (stored) => respond(stored.session));
+  const result = await storeTurn(deps.db, appendRequest(deps, target, turn), claim, (stored) => respond(stored.session));
   if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
   return result;
 }
@@ -213,18 +212,21 @@ async function storeFailedTurn(
   error: AppError,
 ) {
   try {
-    await append(deps, target, {
-      ...turnBase,
-      status: 'upstream_error',
-      answer: '',
-      sqlQuery: null,
-      queryExplanation: null,
-      tablesUsed: [],
-      executionResult: null,
-      metadata: { error_code: error.code, error_detail: error.message },
-      embedding: null,
-      embeddingModel: deps.embedder.modelId,
-    });
+    await appendTurn(
+      deps.db.asUser(target.identity),
+      appendRequest(deps, target, {
+        ...turnBase,
+        status: 'upstream_error',
+        answer: '',
+        sqlQuery: null,
+        queryExplanation: null,
+        tablesUsed: [],
+        executionResult: null,
+        metadata: { error_code: error.code, error_detail: error.message },
+        embedding: null,
+        embeddingModel: deps.embedder.modelId,
+      }),
+    );
   } catch (err) {
     deps.log.warn({ err }, 'recording the failed turn failed');
   }
