@@ -10,14 +10,18 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The lock file names the client package's workspace; npm ci needs its manifest (the service does not use it).
+COPY packages/memorychat-client/package.json ./packages/memorychat-client/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # The compiler needs the development dependencies; only its output leaves this stage.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/memorychat-client/package.json ./packages/memorychat-client/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY packages/memorychat-client ./packages/memorychat-client
 COPY scripts/build ./scripts/build
 COPY db ./db
 COPY services ./services

@@ -21,9 +21,15 @@ export default defineConfig({
             ...UNIT,
             // About a server login that is no superuser; the embedded database's login is one.
             'test/api/row-level-security-server.test.ts',
+            'test/browser/**',
           ],
           globalSetup: ['test/support/global-setup.ts', 'test/support/build-setup.ts'],
         },
+      },
+      {
+        // The playground in Debian's chromium (playwright-core), on the embedded database.
+        extends: true,
+        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] },
       },
       {
         // The same service tests on the PostgreSQL server at 127.0.0.1:5432 (test/support/test-database.ts).

@@ -43,8 +43,13 @@ export async function openDatabase(
 /**
  * An idle connection that breaks (a database restart, a network fault) is dropped by the pool and
  * the next query reconnects; without an 'error' listener the pool's event would crash the process.
+ * pg-pool hangs the whole client on the error (`err.client`): a logged error would carry every
+ * prepared statement's text and the connection's settings, so it is taken off first.
  */
 function survivingIdleErrors(pool: pg.Pool, onError: (err: Error) => void = () => {}): pg.Pool {
-  pool.on('error', onError);
+  pool.on('error', (err) => {
+    delete (err as Error & { client?: unknown }).client;
+    onError(err);
+  });
   return pool;
 }

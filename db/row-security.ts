@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
+import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
 export interface RowOwner {
@@ -40,9 +41,9 @@ export interface ScopedDatabaseOptions {
 const ERASED_TABLES = 'turns, sessions, gdpr_exports, idempotency_keys, job_outbox';
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
-  const maintenance = inTransactionScoped(pool, "BEGIN; SELECT set_config('role', 'memorychat_maintenance', true)");
+  const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off']);
   return {
-    asUser: (owner) => inTransactionScoped(pool, userScopeStatement(owner)),
+    asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off']),
     asMaintenance: () => maintenance,
     // As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM
     // cannot run in one); it reads and writes no row, so no scope is taken.
@@ -62,51 +63,55 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
 }
 
 /**
- * One round trip opens the transaction and sets its scope (simple protocol: several statements, so the
- * identity goes in as escaped literals; auth refuses ids with NUL, which no literal can carry).
- * SET LOCAL semantics: the scope ends with the transaction, so a pooled connection never carries one
- * user's identity into the next statement.
+ * A single statement runs with its scope in one round trip (db/scoped-statement.ts); a transaction
+ * opens with `BEGIN` and the scope in one. Either way the settings are `SET LOCAL`: the scope ends
+ * with the transaction, so a pooled connection never carries one user's identity into the next
+ * statement. Auth refuses ids with NUL, which no Postgres text value can carry.
  */
-function userScopeStatement(owner: RowOwner): string {
-  return (
-    "BEGIN; SELECT set_config('role', 'memorychat_app', true), " +
-    `set_config('memorychat.tenant_id', ${pg.escapeLiteral(owner.tenantId)}, true), ` +
-    `set_config('memorychat.user_id', ${pg.escapeLiteral(owner.userId)}, true), ` +
-    `set_config('memorychat.tenant_admin', '${owner.tenantAdmin ? 'on' : 'off'}', true)`
-  );
-}
-
-function inTransactionScoped(pool: pg.Pool, scopeStatement: string): TransactionalQueryable {
+function scopedRunner(pool: pg.Pool, scope: ScopeValues): TransactionalQueryable {
   return {
     query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
-      inScopedTransaction(pool, scopeStatement, (client) => client.query<R>(statement, values)),
+      withClient(pool, async (client, markBroken) => {
+        try {
+          return await queryScoped<R>(client, scope, statement, values);
+        } catch (err) {
+          // The database refused the statement and rolled it back; any other failure (a dropped
+          // connection, a read timeout) leaves the connection in an unknown state.
+          if (!(err instanceof pg.DatabaseError)) markBroken(err as Error);
+          throw err;
+        }
+      }),
     transaction: <T>(work: (tx: Queryable) => Promise<T>) =>
-      inScopedTransaction(pool, scopeStatement, (client) => work({ query: (statement, values) => client.query(statement, values) })),
+      withClient(pool, async (client, markBroken) => {
+        await client.query(scopeLiterals(scope));
+        try {
+          const result = await work({ query: (statement, values) => client.query(statement, values) });
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(markBroken);
+          throw err;
+        }
+      }),
   };
 }
 
-async function inScopedTransaction<T>(pool: pg.Pool, scopeStatement: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * A checked-out client for `work`. One whose connection drops (a database restart) emits 'error';
+ * unheard, that event would crash the process (pool.query() listens the same way; the pending query
+ * rejects anyway). A connection marked broken is dropped from the pool rather than reused.
+ */
+async function withClient<T>(pool: pg.Pool, work: (client: pg.PoolClient, markBroken: (err: Error) => void) => Promise<T>): Promise<T> {
   const client = await connect(pool);
   let broken: Error | undefined;
-  // A checked-out client whose connection drops (a database restart) emits 'error'; unheard, that
-  // event would crash the process. pool.query() listens the same way; the pending query rejects anyway.
-  const onConnectionError = (err: Error) => {
-    broken = err;
+  const markBroken = (err: Error) => {
+    broken ??= err;
   };
-  client.on('error', onConnectionError);
+  client.on('error', markBroken);
   try {
-    await client.query(scopeStatement);
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    // A connection that cannot even roll back is dropped from the pool rather than reused mid-transaction.
-    await client.query('ROLLBACK').catch((rollbackErr: Error) => {
-      broken = rollbackErr;
-    });
-    throw err;
+    return await work(client, markBroken);
   } finally {
-    client.removeListener('error', onConnectionError);
+    client.removeListener('error', markBroken);
     client.release(broken);
   }
 }

@@ -79,7 +79,7 @@ export async function listTurnsForExport(
   limit: number,
 ) {
   const { rows } = await db.query<{ turn_number: number; turn: Record<string, unknown> }>(
-    `SELECT t.turn_number, to_jsonb(t) - 'tenant_id' - 'user_id' - 'session_id' - 'embedding' AS turn
+    `SELECT t.turn_number, to_jsonb(t) - 'tenant_id' - 'user_id' - 'session_id' - 'embedding' - 'search_terms' AS turn
      FROM turns t WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND t.turn_number > $4
      ORDER BY t.turn_number LIMIT $5`,
     [tenantId, userId, sessionId, afterTurn, limit],

@@ -1,8 +1,8 @@
-import pgvector from 'pgvector';
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
+import { vectorParam } from '../vector-param.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -15,9 +15,12 @@ export interface RetrievalRequest {
   now: Date;
   windowSize: number;
   k: number;
+  /** A turn found by the vector alone must be at least this similar; a lexical match needs no floor. */
   minSimilarity: number;
   embedding: number[] | null;
   embeddingModel: string;
+  /** The question's lexical terms, and as a tsquery literal (services/core/memory/lexical-terms.ts); none: vector only. */
+  search?: { query: string; terms: string[] } | null;
   scope: DatabaseScope;
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
@@ -39,22 +42,35 @@ export interface Retrieved {
   similar: SimilarTurn[];
 }
 
-export const SESSION_COLUMNS = sql`session_id, session_name, created_at, updated_at, expires_at, turn_count,
+/**
+ * Similar turns are ranked twice, by cosine distance and by lexical match, and the two rankings fused
+ * by reciprocal rank (each list's top FUSED_LIST_DEPTH; score = sum of 1 / (60 + rank)), as hybrid
+ * search does (Cormack et al. 2009; Zep, Elasticsearch): ranks, unlike scores, compare across signals
+ * and languages, where one absolute cosine floor does not.
+ */
+const FUSED_LIST_DEPTH = 20;
+const RRF_RANK_CONSTANT = 60;
+
+export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
   summary_text, summary_through_turn, slots`;
 
 /**
  * Everything a new question needs from memory, in one round trip: the session (when resuming),
- * its recent turns not yet folded into its summary (upstream failures are never history), and the
- * user's most similar other turns of the active embedding model (answered turns only).
+ * its recent turns not yet folded into its summary (upstream failures, memory commands and incomplete
+ * streams are never history; a down-rated turn shows without its SQL), and the user's most similar
+ * other turns of the active embedding model (answered turns only, never down-rated ones).
  */
 export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
   const tenant = param(req.identity.tenantId);
   const user = param(req.identity.userId);
   const session = param(req.sessionId ?? null);
   const now = param(req.now);
-  const vector = param(req.embedding ? pgvector.toSql(req.embedding) : null);
+  const vector = param(req.embedding ? vectorParam(req.embedding) : null);
   const scope = databaseScopeSql(req.scope);
   const bounded = isBounded(req.scope);
+  const query = param(req.search?.query ?? null);
+  const queryTerms = param(req.search?.terms ?? null);
+  const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   // The caller's expired sessions (not yet removed by retention cleanup), whose turns memory must not use.
   // Written as `NOT IN` so Postgres checks each turn against one hash of these ids: a join to `sessions`
   // let the planner probe the user's sessions once per turn (turns x sessions rows, 230 ms for a user with
@@ -71,26 +87,47 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        FROM sessions
        WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}
      ), win AS (
-       SELECT t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
+       SELECT t.turn_number, t.status, t.question, t.answer,
+              CASE WHEN t.feedback_rating = 'down' THEN NULL ELSE t.sql_query END AS sql_query, t.tables_used, t.created_at,
               ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
        FROM turns t, sess
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
          AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
-         AND t.status <> 'upstream_error' AND ${scope}
+         AND t.status NOT IN ('upstream_error', 'memory_command', 'incomplete') AND ${scope}
        ORDER BY t.turn_number DESC LIMIT ${req.windowSize}
+     ), scored AS (
+       SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
+              t.search_terms, 1 + (t.embedding <#> ${vector}::vector) AS distance,
+              COALESCE(ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${tablesNamed(queryTerms)}) / 2, 0) AS lexical
+       FROM turns t
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.embedding_model = ${req.embeddingModel}
+         AND ${vector}::vector IS NOT NULL AND t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
+         AND t.session_id NOT IN (${expiredSessions})
+         AND ${VISIBLE_IN_SEARCH}
+         AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
+     ), ranked AS (
+       SELECT *, row_number() OVER (ORDER BY distance) AS r, 1 - distance >= ${req.minSimilarity} OR lexical > 0 AS eligible
+       FROM (SELECT * FROM scored ORDER BY distance LIMIT ${depth}) nearest
+       UNION ALL
+       SELECT *, row_number() OVER (ORDER BY lexical DESC, distance) AS r, true AS eligible
+       FROM (SELECT * FROM scored WHERE lexical > 0 ORDER BY lexical DESC, distance LIMIT ${depth}) matching
+     ), fused AS (
+       -- Carried through rather than joined back to turns: without statistics the planner would not
+       -- use the primary key for that join.
+       SELECT DISTINCT ON (session_id, turn_number) *,
+              sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn AS score, bool_or(eligible) OVER turn AS usable
+       FROM ranked
+       WINDOW turn AS (PARTITION BY session_id, turn_number)
+       ORDER BY session_id, turn_number
      ), sim AS (
-       SELECT * FROM (
-         SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used,
-                t.created_at, 1 - (t.embedding <=> ${vector}::vector) AS similarity
-         FROM turns t
-         WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.embedding_model = ${req.embeddingModel}
-           AND ${vector}::vector IS NOT NULL AND t.status = 'ok' AND ${scope}
-           AND t.session_id NOT IN (${expiredSessions})
-           AND ${VISIBLE_IN_SEARCH}
-           AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
-         ORDER BY t.embedding <=> ${vector}::vector
-         LIMIT ${req.k}
-       ) nearest WHERE similarity >= ${req.minSimilarity}
+       -- The best turn of each set of tables first: three turns over one table tell the answerer less
+       -- than the best turns over three.
+       SELECT session_id, turn_number, status, question, answer, sql_query, tables_used, created_at,
+              1 - distance AS similarity, score
+       FROM (SELECT *, row_number() OVER (PARTITION BY strip(ts_filter(search_terms, '{a}')) ORDER BY score DESC) AS nth
+             FROM fused WHERE usable) grouped
+       ORDER BY nth, score DESC, session_id, turn_number
+       LIMIT ${req.k}
      )
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
@@ -99,17 +136,32 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   );
 
   const out: Retrieved = { window: [], similar: [], summary: null, slots: {} };
+  const similar: { turn: SimilarTurn; score: number }[] = [];
   for (const { source, row } of rows) {
     if (source === 'session') {
       out.session = sessionFromJson(row);
       out.summary = (row.usable_summary as string | null) ?? null;
       out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
     } else if (source === 'window') out.window.push(turnFromJson(row));
-    else out.similar.push({ ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) });
+    else {
+      similar.push({
+        turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },
+        score: Number(row.score),
+      });
+    }
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
-  out.similar.sort((a, b) => b.similarity - a.similarity);
+  out.similar = similar.sort((a, b) => b.score - a.score).map((s) => s.turn);
   return out;
+}
+
+/**
+ * The share of a turn's table terms (weight A) that the question names, 0 when it has none: a turn
+ * over exactly the tables a question names beats one that also read others.
+ */
+function tablesNamed(queryTerms: Param): SqlFragment {
+  const tables = sql`ts_filter(t.search_terms, '{a}')`;
+  return sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
 }
 
 /**
@@ -192,14 +244,18 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
        INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
                           augmented_question, answer, sql_query, query_explanation, tables_used,
                           vdp_database_names, execution_result, metadata, embedding, embedding_model,
-                          messages, context, duplicate_of)
+                          messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
+                          vdp_tag_names)
        SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
               ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
               ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
-              ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? pgvector.toSql(t.embedding) : null}::vector,
+              ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
               ${t.embedding ? t.embeddingModel : null},
               ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
-              ${slots}::jsonb, ${t.duplicateOf ?? null}::integer
+              ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
+              ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
+              ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
+              ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[]
        FROM s
        RETURNING turn_number
      )
@@ -238,6 +294,7 @@ export async function appendTurnCompletingKey<B>(
 export function sessionFromJson(row: Record<string, unknown>): SessionRow {
   return {
     session_id: String(row.session_id),
+    session_key: (row.session_key as string | null) ?? null,
     session_name: String(row.session_name),
     created_at: new Date(row.created_at as string),
     updated_at: new Date(row.updated_at as string),

@@ -9,29 +9,30 @@ export interface TurnKey {
 }
 
 export interface TurnToEmbed extends TurnKey {
+  embedding_model: string | null;
   question: string;
   sql_query: string | null;
   tables_used: string[];
   answer: string;
 }
 
-/** Whether any turn carries another model's embedding, or none (a failed embed). */
+/** Whether any turn carries another model's embedding, or none (a failed embed), or no lexical terms yet. */
 export async function hasTurnsOfOtherModels(db: Queryable, modelId: string): Promise<boolean> {
   const { rows } = await db.query<{ found: boolean }>(
-    'SELECT EXISTS (SELECT 1 FROM turns WHERE embedding_model IS DISTINCT FROM $1) AS found',
+    'SELECT EXISTS (SELECT 1 FROM turns WHERE embedding_model IS DISTINCT FROM $1 OR search_terms IS NULL) AS found',
     [modelId],
   );
   return rows[0]!.found;
 }
 
 /**
- * The next turns (in primary-key order after `after`) not embedded with `modelId`. A cross-user
+ * The next turns (in primary-key order after `after`) not embedded with `modelId` or without lexical terms. A cross-user
  * maintenance read, keyed by the full primary key so that writes stay per (tenant, user).
  */
 export async function nextTurnsToEmbed(db: Queryable, modelId: string, after: TurnKey | null, limit: number): Promise<TurnToEmbed[]> {
   const { rows } = await db.query<TurnToEmbed>(
-    `SELECT tenant_id, user_id, session_id, turn_number, question, sql_query, tables_used, answer FROM turns
-     WHERE embedding_model IS DISTINCT FROM $1
+    `SELECT tenant_id, user_id, session_id, turn_number, embedding_model, question, sql_query, tables_used, answer FROM turns
+     WHERE (embedding_model IS DISTINCT FROM $1 OR search_terms IS NULL)
        AND ($2::text IS NULL OR (tenant_id, user_id, session_id, turn_number) > ($2, $3, $4::uuid, $5::integer))
      ORDER BY tenant_id, user_id, session_id, turn_number
      LIMIT $6`,
@@ -40,13 +41,22 @@ export async function nextTurnsToEmbed(db: Queryable, modelId: string, after: Tu
   return rows;
 }
 
-/** Writes one batch of new vectors in one statement; turns whose text embeds to nothing are skipped. */
-export async function saveEmbeddings(db: Queryable, modelId: string, batch: { key: TurnKey; embedding: number[] }[]): Promise<number> {
+/**
+ * Writes one batch of lexical terms and new vectors in one statement; a turn without a new vector
+ * (already of the model, or its text embeds to nothing) keeps the one it has.
+ */
+export async function saveEmbeddings(
+  db: Queryable,
+  modelId: string,
+  batch: { key: TurnKey; embedding: number[] | null; searchTerms: string }[],
+): Promise<number> {
   if (!batch.length) return 0;
   const { rowCount } = await db.query(
-    `UPDATE turns t SET embedding = u.embedding::vector, embedding_model = $1
-     FROM unnest($2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
-       AS u(tenant_id, user_id, session_id, turn_number, embedding)
+    `UPDATE turns t SET embedding = COALESCE(u.embedding::vector, t.embedding),
+       embedding_model = CASE WHEN u.embedding IS NULL THEN t.embedding_model ELSE $1 END,
+       search_terms = u.search_terms::tsvector
+     FROM unnest($2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[], $7::text[])
+       AS u(tenant_id, user_id, session_id, turn_number, embedding, search_terms)
      WHERE t.tenant_id = u.tenant_id AND t.user_id = u.user_id AND t.session_id = u.session_id
        AND t.turn_number = u.turn_number`,
     [
@@ -55,7 +65,8 @@ export async function saveEmbeddings(db: Queryable, modelId: string, batch: { ke
       batch.map((b) => b.key.user_id),
       batch.map((b) => b.key.session_id),
       batch.map((b) => b.key.turn_number),
-      batch.map((b) => pgvector.toSql(b.embedding)),
+      batch.map((b) => (b.embedding ? pgvector.toSql(b.embedding) : null)),
+      batch.map((b) => b.searchTerms),
     ],
   );
   return rowCount ?? 0;

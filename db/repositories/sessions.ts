@@ -17,7 +17,7 @@ export interface Retention {
 }
 
 /** The `expires_at` a write sets: extended in sliding mode, fixed at creation in absolute mode. */
-function expiresAfterWrite(retention: Retention, now: ReturnType<typeof param>): SqlFragment {
+export function expiresAfterWrite(retention: Retention, now: ReturnType<typeof param>): SqlFragment {
   const ttlFromNow = sql`${now}::timestamptz + ${retention.ttlMs}::float8 * interval '1 millisecond'`;
   // LEAST keeps an absolute expiry (and types the TTL parameter, which Postgres requires).
   return retention.ttlMode === 'sliding' ? ttlFromNow : sql`LEAST(expires_at, ${ttlFromNow})`;
@@ -36,11 +36,13 @@ export async function listSessions(
   now: Date,
   limit: number,
   cursor?: SessionPageCursor,
+  key?: string,
 ): Promise<{ sessions: SessionRow[]; next?: SessionPageCursor }> {
   const { rows } = await db.query<Record<string, unknown> & { updated_at_text: string }>(
     toQuery(sql`SELECT ${SESSION_COLUMNS}, updated_at::text AS updated_at_text FROM sessions
      WHERE tenant_id = ${identity.tenantId} AND user_id = ${identity.userId} AND expires_at > ${now}
        AND ${cursor ? sql`(updated_at, session_id) < (${cursor.updatedAt}::timestamptz, ${cursor.sessionId}::uuid)` : sql`TRUE`}
+       AND ${key === undefined ? sql`TRUE` : sql`session_key = ${key}`}
      ORDER BY updated_at DESC, session_id DESC
      LIMIT ${limit + 1}`),
   );
@@ -67,7 +69,20 @@ export interface StoredTurn {
   context: Record<string, unknown> | null;
   metadata: Record<string, unknown>;
   duplicate_of: number | null;
+  vdp_tag_names: string[];
+  feedback_rating: 'up' | 'down' | null;
+  feedback_comment: string | null;
+  feedback_at: string | null;
+  tokens: unknown;
+  memory_retrieval_ms: number | null;
+  answerer_ms: number | null;
+  total_ms: number | null;
 }
+
+/** What a stored turn is shown with (GET /sessions/{id}, turn corrections): every column but the vector. */
+export const STORED_TURN_COLUMNS = sql`turn_number, created_at, status, question, answer, sql_query, query_explanation, tables_used,
+  vdp_database_names, execution_result, messages, context, metadata, duplicate_of, vdp_tag_names,
+  feedback_rating, feedback_comment, feedback_at, tokens, memory_retrieval_ms, answerer_ms, total_ms`;
 
 /** The live session and all its stored turns, oldest first, in one round trip. */
 export async function getSessionWithTurns(
@@ -86,17 +101,17 @@ export async function getSessionWithTurns(
      )
      SELECT to_jsonb(s) AS session,
        (SELECT COALESCE(jsonb_agg(to_jsonb(x) ORDER BY x.turn_number), '[]'::jsonb) FROM (
-          SELECT turn_number, created_at, status, question, answer, sql_query, query_explanation, tables_used,
-                 vdp_database_names, execution_result, messages, context, metadata, duplicate_of
+          SELECT ${STORED_TURN_COLUMNS}
           FROM turns WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session}) x) AS turns
      FROM s`),
   );
   const row = rows[0];
   if (!row) return undefined;
-  return {
-    session: sessionFromJson(row.session),
-    turns: row.turns.map((t) => ({ ...(t as unknown as StoredTurn), created_at: new Date(t.created_at as string) })),
-  };
+  return { session: sessionFromJson(row.session), turns: row.turns.map(storedTurnFromJson) };
+}
+
+export function storedTurnFromJson(t: Record<string, unknown>): StoredTurn {
+  return { ...(t as unknown as StoredTurn), created_at: new Date(t.created_at as string) };
 }
 
 export async function renameSession(

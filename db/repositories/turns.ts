@@ -1,12 +1,16 @@
-import pgvector from 'pgvector';
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
+import { vectorParam } from '../vector-param.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
-/** The latest turns of a live session, newest first: what a new question is checked against for dedup. */
+/**
+ * The latest turns of a live session that can be an original, newest first: what a new question is
+ * checked against for dedup. Failed calls, memory commands and incomplete streams are not: a question
+ * asked again after one of them must stay visible in search and as a similar turn.
+ */
 export async function recentQuestions(
   db: Queryable,
   identity: Identity,
@@ -19,6 +23,7 @@ export async function recentQuestions(
      FROM turns t
      JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
      WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND s.expires_at > $4
+       AND t.status NOT IN ('upstream_error', 'memory_command', 'incomplete')
      ORDER BY t.turn_number DESC LIMIT $5`,
     [identity.tenantId, identity.userId, sessionId, now, limit],
   );
@@ -35,6 +40,8 @@ export interface SqlTurn {
   tables_used: string[];
   vdp_database_names: string[];
   execution_result: unknown;
+  /** Set when rows were cut before storage (MEMORY_STORE_RESULT_ROWS / _BYTES). */
+  result_truncated: { rows_stored: number; rows_total: number | null } | null;
 }
 
 export type SqlTurnLookup = TurnRef | { keywords: string[] };
@@ -58,7 +65,8 @@ export async function findSqlTurn(
     toQuery(sql`SELECT to_jsonb(x) AS turn FROM sessions s
      LEFT JOIN LATERAL (
        SELECT t.turn_number, t.created_at, t.status, t.question, t.sql_query, t.query_explanation, t.tables_used,
-              t.vdp_database_names, t.execution_result, t.sql_query IS NOT NULL AS has_sql
+              t.vdp_database_names, t.execution_result, t.metadata -> 'result_truncated' AS result_truncated,
+              t.sql_query IS NOT NULL AS has_sql
        FROM turns t
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session} AND ${condition}
        ${order} LIMIT 1
@@ -109,30 +117,34 @@ export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
   session_id: string;
   session_name: string;
   vdp_database_names: string[];
+  feedback_rating: 'up' | 'down' | null;
   similarity: number;
 }
 
 /**
  * The caller's turns nearest to a query (docs/design.md §9: exact per-user search), within the database
- * scope, in live sessions only, with one turn of each near-duplicate pair.
+ * scope, in live sessions only, with one turn of each near-duplicate pair. Memory commands and
+ * incomplete streams are not answers to search for (re-embedding may give them a vector).
  */
 export async function searchTurns(db: Queryable, req: SearchRequest): Promise<SearchHit[]> {
   const tenant = param(req.identity.tenantId);
   const user = param(req.identity.userId);
-  const vector = param(pgvector.toSql(req.embedding));
+  const vector = param(vectorParam(req.embedding));
   const session = param(req.sessionId ?? null);
   const { rows } = await db.query<SearchHit>(
     toQuery(sql`SELECT * FROM (
        SELECT t.session_id::text AS session_id, s.session_name, t.turn_number, t.created_at, t.status, t.question,
-              t.answer, t.sql_query, t.tables_used, t.vdp_database_names,
-              1 - (t.embedding <=> ${vector}::vector) AS similarity
+              t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating,
+              -(t.embedding <#> ${vector}::vector) AS similarity
        FROM turns t
        JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user}
          AND t.embedding_model = ${req.embeddingModel} AND s.expires_at > ${req.now}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
-       ORDER BY t.embedding <=> ${vector}::vector
+         AND t.status NOT IN ('memory_command', 'incomplete')
+       -- Inner product: cosine similarity for the unit vectors every embedder stores (docs/design.md, Search).
+       ORDER BY t.embedding <#> ${vector}::vector
        LIMIT ${req.k}
      ) nearest WHERE similarity >= ${req.minSimilarity}
      ORDER BY similarity DESC`),

@@ -54,6 +54,7 @@ try {
     db: database.scoped,
     clock: () => new Date(),
     batchSize,
+    accessAuditRetentionMs: 400 * 86_400_000,
     log: { info: (_o, msg) => void logs.push(msg), warn: () => {}, error: () => {} },
   });
   const left = await db.query<{ turns: number }>('SELECT count(*)::int AS turns FROM turns');

@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { appendTurn, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
+import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL, vectorText } from './seed.js';
@@ -52,6 +53,7 @@ export function floorTurns(dbFor: (owner: { tenantId: string; userId: string }) 
       minSimilarity: SETTINGS.minSimilarity,
       embedding,
       embeddingModel: EMBEDDING_MODEL,
+      search: questionSearch(t.question),
       scope: { requested: [t.database] },
     });
     if (t.sessionId && !retrieved.session) throw new Error('session not found');
@@ -77,6 +79,7 @@ export function floorTurns(dbFor: (owner: { tenantId: string; userId: string }) 
         metadata: {},
         embedding: embedText(turnEmbeddingText(t.question, a), DIMENSIONS),
         embeddingModel: EMBEDDING_MODEL,
+        searchTerms: turnSearchTerms({ question: t.question, sqlQuery: a.sql_query, tablesUsed: a.tables_used }),
       },
     });
     if (!stored) throw new Error('turn not stored');

@@ -1,85 +1,178 @@
-// `npm run bench:heavy-user`: /memoryChat for a user with a long history against a user with one turn,
-// side by side in one run (docs/performance.md, "A user's own history"). The heavy user holds
-// HEAVY_TURNS turns in HEAVY_SESSIONS live sessions (and some expired ones, which memory skips); both
-// users ask a question and three follow-ups in a new session, alternating, through the real service
-// on the embedded database. Options (env): BENCH_HEAVY_TURNS (2000), BENCH_HEAVY_SESSIONS (400),
-// BENCH_HEAVY_ROUNDS (60: conversations per user).
-
+// `npm run bench:heavy-user [-- --server]`: memory for users with a long history (docs/performance.md,
+// "A user's own history"). For each size (turns in live sessions, plus a tenth as many expired
+// sessions, which memory skips), on the embedded database or with --server on the PostgreSQL server:
+//   - the retrieval statement alone (session + window + top-3 search, under the user's scope) for the
+//     heavy user: p50/p95 over --search-calls calls, and the rows its plan examines per stored turn;
+//   - /memoryChat through the real compiled service for the heavy user against a user with one turn,
+//     a question and three follow-ups in a new session each, alternating, side by side.
+// Options: --sizes 2000x400,5000x1000 (turns x sessions), --rounds 40 (conversations per user),
+// --search-calls 300, --server.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type pg from 'pg';
 import pgvector from 'pgvector';
+import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
+import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { TENANT, userId } from './data.js';
 import { openBenchDatabase } from './database.js';
+import { percentile } from './load.js';
+import { explainRetrieval } from './retrieval-plan.js';
+import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { startInstantAnswerer } from './workload.js';
 
-const HEAVY_TURNS = Number(process.env.BENCH_HEAVY_TURNS ?? 2000);
-const HEAVY_SESSIONS = Number(process.env.BENCH_HEAVY_SESSIONS ?? 400);
-const ROUNDS = Number(process.env.BENCH_HEAVY_ROUNDS ?? 60);
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '2000x400,5000x1000' },
+    rounds: { type: 'string', default: '40' },
+    'search-calls': { type: 'string', default: '300' },
+    server: { type: 'boolean', default: false },
+  },
+});
 const HEAVY = 1;
 const LIGHT = 2;
 const MODEL = 'local-hash-v1@384';
+const QUESTIONS = ['How many singers are there in region 3?', 'What about region 4?', 'And only those over 30?', 'Sorted by name?'];
 
-const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-'));
-const db = await openBenchDatabase(dir, true);
-const perSession = Math.ceil(HEAVY_TURNS / HEAVY_SESSIONS);
-const seed = async (user: number, sessions: number, turns: number, expiresIn: string) => {
+async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: number, expiresIn: string): Promise<string[]> {
+  const ids: string[] = [];
   for (let s = 0; s < sessions; s++) {
     const sessionId = randomUUID();
-    await db.pool.query(
+    ids.push(sessionId);
+    await pool.query(
       `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
        VALUES ($1, $2, $3, 'history', now(), now(), now() + $4::interval, $5, $5)`,
       [TENANT, userId(user), sessionId, expiresIn, turns],
     );
-    await db.pool.query(
+    const numbers = Array.from({ length: turns }, (_, i) => i + 1);
+    const questions = numbers.map((n) => `How many singers in region ${(s * 7 + n) % 50}?`);
+    const sqls = numbers.map((n) => `SELECT count(*) FROM singer WHERE region = ${n}`);
+    await pool.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
-                          tables_used, vdp_database_names, embedding, embedding_model)
-       SELECT $1, $2, $3, n, now(), 'ok', 'How many singers in region ' || ($4::int * 7 + n) % 50 || '?', 'Some',
-              'SELECT count(*) FROM singer WHERE region = ' || n, ARRAY['singer'], ARRAY['db1'], $5::vector, $6
-       FROM generate_series(1, $7::int) n`,
-      [TENANT, userId(user), sessionId, s, pgvector.toSql(embedText(`singers in region ${s % 50}`, 384)!), MODEL, turns],
+                          tables_used, vdp_database_names, embedding, embedding_model, search_terms)
+       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.sql, ARRAY['singer'], ARRAY['db1'], $4::vector, $5, r.terms::tsvector
+       FROM unnest($6::int[], $7::text[], $8::text[], $9::text[]) AS r(n, q, sql, terms)`,
+      [
+        TENANT,
+        userId(user),
+        sessionId,
+        pgvector.toSql(embedText(`singers in region ${s % 50}`, 384)!),
+        MODEL,
+        numbers,
+        questions,
+        sqls,
+        numbers.map((_, i) => turnSearchTerms({ question: questions[i]!, sqlQuery: sqls[i]!, tablesUsed: ['singer'] })),
+      ],
     );
   }
-};
-await seed(HEAVY, HEAVY_SESSIONS, perSession, '7 days');
-await seed(HEAVY, Math.ceil(HEAVY_SESSIONS / 10), perSession, '-1 hour');
-await seed(LIGHT, 1, 1, '7 days');
-await db.close();
-
-const answerer = await startInstantAnswerer();
-// Both users ask back to back; the per-user rate limit is not what is measured.
-const service = await startService(dir, answerer.url, { RATE_LIMIT_PER_MINUTE: '0' });
-const client = serviceTurns(service.baseUrl, 1);
-const latencies: Record<number, number[]> = { [HEAVY]: [], [LIGHT]: [] };
-const questions = ['How many singers are there in region 3?', 'What about region 4?', 'And only those over 30?', 'Sorted by name?'];
-try {
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const user of round % 2 ? [HEAVY, LIGHT] : [LIGHT, HEAVY]) {
-      let sessionId: string | undefined;
-      for (const question of questions) {
-        const started = performance.now();
-        sessionId = await client.turn({ user, database: 'db1', question, sql: 'SELECT count(*) FROM singer', sessionId });
-        // The first rounds warm both users' statements and caches.
-        if (round >= 5) latencies[user]!.push(performance.now() - started);
-      }
-    }
-  }
-} finally {
-  await client.close();
-  await service.stop();
-  answerer.server.close();
-  await rm(dir, { recursive: true, force: true });
+  return ids;
 }
 
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))]!;
-const heavy = latencies[HEAVY]!;
-const light = latencies[LIGHT]!;
+async function measureSize(turns: number, sessions: number) {
+  const name = `mc_bench_heavy_${turns}x${sessions}`;
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-'));
+  if (args.server) await recreateDatabase(name);
+  const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
+  const perSession = Math.ceil(turns / sessions);
+  const heavySessions = await seedUser(db.pool, HEAVY, sessions, perSession, '7 days');
+  await seedUser(db.pool, HEAVY, Math.ceil(sessions / 10), perSession, '-1 hour');
+  await seedUser(db.pool, LIGHT, 1, 1, '7 days');
+  if (args.server) await db.pool.query('ANALYZE sessions; ANALYZE turns');
+
+  // The statement alone, as the service runs it (scoped), for a new question and for a follow-up.
+  const identity = { tenantId: TENANT, userId: userId(HEAVY), roles: [] };
+  const request = (i: number): RetrievalRequest => ({
+    identity,
+    sessionId: i % 2 ? heavySessions[i % heavySessions.length] : undefined,
+    now: new Date(),
+    windowSize: 10,
+    k: 3,
+    minSimilarity: 0.25,
+    embedding: embedText(`How many singers are there in region ${i % 60}?`, 384),
+    embeddingModel: MODEL,
+    search: questionSearch(`How many singers are there in region ${i % 60}?`),
+    scope: { requested: ['db1'] },
+  });
+  const scoped = db.scoped.asUser(identity);
+  for (let i = 0; i < 30; i++) await retrieveMemory(scoped, request(i));
+  const searchMs: number[] = [];
+  for (let i = 0; i < Number(args['search-calls']); i++) {
+    const started = performance.now();
+    await retrieveMemory(scoped, request(i));
+    searchMs.push(performance.now() - started);
+  }
+  const { examined: rows } = await explainRetrieval(db.pool, { ...request(0), minSimilarity: 0 });
+  await db.close();
+
+  const answerer = await startInstantAnswerer();
+  // Both users ask back to back; the per-user rate limit is not what is measured.
+  const service = await startService(dataDir, answerer.url, {
+    RATE_LIMIT_PER_MINUTE: '0',
+    ...(args.server ? { DATABASE_URL: databaseUrl(name) } : {}),
+  });
+  const client = serviceTurns(service.baseUrl, 1);
+  const latencies: Record<number, number[]> = { [HEAVY]: [], [LIGHT]: [] };
+  try {
+    for (let round = 0; round < Number(args.rounds); round++) {
+      for (const user of round % 2 ? [HEAVY, LIGHT] : [LIGHT, HEAVY]) {
+        let sessionId: string | undefined;
+        for (const question of QUESTIONS) {
+          const started = performance.now();
+          sessionId = await client.turn({ user, database: 'db1', question, sql: 'SELECT count(*) FROM singer', sessionId });
+          // The first rounds warm both users' statements and caches.
+          if (round >= 5) latencies[user]!.push(performance.now() - started);
+        }
+      }
+    }
+  } finally {
+    await client.close();
+    await service.stop();
+    answerer.server.close();
+    await rm(dataDir, { recursive: true, force: true });
+    if (args.server) await dropDatabase(name);
+  }
+  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+  const heavy = sorted(latencies[HEAVY]!);
+  const light = sorted(latencies[LIGHT]!);
+  const search = sorted(searchMs);
+  return {
+    turns,
+    sessions,
+    searchP50: percentile(search, 50),
+    searchP95: percentile(search, 95),
+    rowsPerTurn: rows / (perSession * (sessions + Math.ceil(sessions / 10))),
+    heavyP50: percentile(heavy, 50),
+    heavyP95: percentile(heavy, 95),
+    lightP50: percentile(light, 50),
+    lightP95: percentile(light, 95),
+    measured: heavy.length,
+  };
+}
+
+const results = [];
+for (const size of args.sizes!.split(',')) {
+  const [turns, sessions] = size.split('x').map(Number) as [number, number];
+  console.error(`[heavy-user] ${turns} turns in ${sessions} sessions, ${args.server ? 'server' : 'embedded'} database`);
+  results.push(await measureSize(turns, sessions));
+}
+const f = (n: number, d = 1) => n.toFixed(d);
 console.log(
-  `heavy user: ${HEAVY_TURNS} turns in ${HEAVY_SESSIONS} live sessions (+${Math.ceil(HEAVY_SESSIONS / 10)} expired); light user: 1 turn`,
+  `database: ${args.server ? 'PostgreSQL server' : 'embedded PGlite'}; light user: 1 turn; expired sessions: a tenth more, skipped by memory`,
 );
-console.log(`heavy p50=${quantile(heavy, 0.5).toFixed(1)} ms p95=${quantile(heavy, 0.95).toFixed(1)} ms (n=${heavy.length})`);
-console.log(`light p50=${quantile(light, 0.5).toFixed(1)} ms p95=${quantile(light, 0.95).toFixed(1)} ms (n=${light.length})`);
-console.log(`heavy / light p50: ${(quantile(heavy, 0.5) / quantile(light, 0.5)).toFixed(2)}x (target <= 1.5x)`);
+console.log('');
+console.log(
+  '| heavy user | search p50 ms | search p95 ms | rows examined per stored turn | /memoryChat heavy p50 / p95 ms | light p50 / p95 ms | heavy ÷ light p50 |',
+);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const r of results) {
+  console.log(
+    `| ${r.turns} turns in ${r.sessions} sessions | ${f(r.searchP50, 2)} | ${f(r.searchP95, 2)} | ${f(r.rowsPerTurn, 2)} | ` +
+      `${f(r.heavyP50)} / ${f(r.heavyP95)} | ${f(r.lightP50)} / ${f(r.lightP95)} | ${f(r.heavyP50 / r.lightP50, 2)} |`,
+  );
+}
+console.log('');
+console.log('targets: search p95 <= 10 ms at 5,000 turns in 1,000 sessions; heavy ÷ light p50 <= 1.5 at 2,000 turns in 400 sessions');

@@ -9,9 +9,13 @@
 //   --scale              also build and measure 1M stored turns (bench:scale)
 //   --fresh              reseed instead of reusing the cached seeded directories
 //   --json FILE          also write every number as JSON
+//   --server             the databases on a PostgreSQL server with pgvector (BENCH_DATABASE_URL, default
+//                        postgres://postgres@127.0.0.1:5432/postgres) with a pool of 10, each system on
+//                        its own database of the same data; seeded stages are kept as databases
+//                        mc_bench_v1_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
 // Seeded directories are cached under $BENCH_CACHE (default: <tmpdir>/memorychat-bench) and copied
 // for each phase, so every phase starts from the same state and the cache stays pristine.
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +31,15 @@ import { combine, type LoadResult, runLoad } from './load.js';
 import { childrenOf, commandLineIncludes, cpuMsOf, type Memory, memoryOf, RssSampler } from './rss.js';
 import { measureSearch, type SearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
+import {
+  databaseExists,
+  databaseUrl,
+  dropDatabase,
+  openServerDatabase,
+  recreateDatabase,
+  serverCpuMs,
+  serverVersion,
+} from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { conversationClient, startInstantAnswerer, type TurnFn } from './workload.js';
 
@@ -41,8 +54,12 @@ const { values: args } = parseArgs({
     fresh: { type: 'boolean', default: false },
     json: { type: 'string' },
     'skip-langchain': { type: 'boolean', default: false },
+    server: { type: 'boolean', default: false },
   },
 });
+const SERVER = args.server!;
+/** The server's pools: the service's default DATABASE_POOL_MAX. */
+const SERVER_POOL = 10;
 const USERS = Number(args.users);
 const TPU = Number(args['turns-per-user']);
 const SECONDS = Number(args.seconds);
@@ -67,46 +84,96 @@ interface Manifest {
   seedMs: number;
 }
 
-async function stageDir(i: number): Promise<{ dir: string; manifest: Manifest }> {
+/** A seeded stage: a data directory (embedded) or a database (--server). */
+interface Stage {
+  ref: string;
+  manifest: Manifest;
+}
+
+const seeded = new Map<number, Promise<Stage>>();
+
+/** Each stage once per run, even with --fresh (a later stage builds on the earlier one). */
+function seededStage(i: number): Promise<Stage> {
+  if (!seeded.has(i)) seeded.set(i, seedStage(i));
+  return seeded.get(i)!;
+}
+
+async function seedStage(i: number): Promise<Stage> {
   const stage = stages[i]!;
-  const dir = path.join(CACHE, `v1-${stage.users}x${TPU}`);
-  const manifestFile = path.join(dir, 'bench-manifest.json');
+  // v2: seeded turns carry lexical terms (migration 008); a v1 copy would search without them.
+  const ref = SERVER ? `mc_bench_v2_${stage.users}x${TPU}` : path.join(CACHE, `v2-${stage.users}x${TPU}`);
   if (!args.fresh) {
-    try {
-      return { dir, manifest: JSON.parse(await readFile(manifestFile, 'utf8')) as Manifest };
-    } catch {
-      // not seeded yet
-    }
+    const manifest = await readManifest(ref);
+    if (manifest) return { ref, manifest };
   }
-  const previous = i > 0 ? await stageDir(i - 1) : undefined;
-  await rm(dir, { recursive: true, force: true });
-  if (previous) await copyDataDir(previous.dir, dir);
-  await rm(manifestFile, { force: true });
-  const db = await openBenchDatabase(dir, true);
+  const previous = i > 0 ? await seededStage(i - 1) : undefined;
+  if (SERVER) {
+    await recreateDatabase(ref, previous?.ref);
+  } else {
+    await rm(ref, { recursive: true, force: true });
+    if (previous) await copyDataDir(previous.ref, ref);
+    await rm(path.join(ref, 'bench-manifest.json'), { force: true });
+  }
+  const db = SERVER ? await openServerDatabase(ref, 1, !previous) : await openBenchDatabase(ref, true);
   const started = performance.now();
   if (!previous) {
     await createLangchainTables(db.pool);
     log(`embedding and storing ${await ensureTemplates(db.pool)} distinct turn texts`);
   }
   const from = previous?.manifest.users ?? 0;
-  log(`seeding users ${from}..${stage.users} x ${TPU} turns into ${dir}`);
+  log(`seeding users ${from}..${stage.users} x ${TPU} turns into ${ref}`);
   const r = await seed(db.pool, { fromUser: from, toUser: stage.users, turnsPerUser: TPU, withLangchain: stage.langchain, log });
-  await db.close();
   const manifest: Manifest = {
     users: stage.users,
     turnsPerUser: TPU,
     turns: (previous?.manifest.turns ?? 0) + r.turns,
     seedMs: (previous?.manifest.seedMs ?? 0) + (performance.now() - started),
   };
+  if (SERVER) {
+    await db.pool.query('DROP TABLE IF EXISTS bench_manifest');
+    await db.pool.query('CREATE TABLE bench_manifest AS SELECT $1::jsonb AS manifest', [JSON.stringify(manifest)]);
+  }
+  await db.close();
+  if (!SERVER) await writeFile(path.join(ref, 'bench-manifest.json'), JSON.stringify(manifest));
   log(`seeded ${r.turns} turns in ${(r.ms / 1000).toFixed(1)} s (${Math.round(r.turns / (r.ms / 1000))} turns/s)`);
-  await writeFile(manifestFile, JSON.stringify(manifest));
-  return { dir, manifest };
+  return { ref, manifest };
+}
+
+async function readManifest(ref: string): Promise<Manifest | undefined> {
+  if (!SERVER) {
+    try {
+      return JSON.parse(await readFile(path.join(ref, 'bench-manifest.json'), 'utf8')) as Manifest;
+    } catch {
+      return undefined;
+    }
+  }
+  if (!(await databaseExists(ref))) return undefined;
+  const db = await openServerDatabase(ref, 1);
+  try {
+    return (await db.pool.query<{ manifest: Manifest }>('SELECT manifest FROM bench_manifest')).rows[0]?.manifest;
+  } catch {
+    return undefined;
+  } finally {
+    await db.close();
+  }
+}
+
+/** A system's own copy of the main stage: a directory under WORK, or a database cloned from the stage's. */
+async function copyFor(stage: Stage, system: string): Promise<string> {
+  if (SERVER) {
+    const name = `mc_bench_work_${system}`;
+    await recreateDatabase(name, stage.ref);
+    return name;
+  }
+  const dir = path.join(WORK, system);
+  await copyDataDir(stage.ref, dir);
+  return dir;
 }
 
 interface System {
   name: string;
-  /** Processes whose CPU time is charged to this system's turns: [app process, database process]. */
-  pids: [number, number];
+  /** CPU time (ms) used so far by what this system's turns are charged to: [app process, database]. */
+  cpu: [() => number, () => number];
   turnFor(clients: number): { turn: TurnFn; close?: () => Promise<void> };
 }
 
@@ -135,9 +202,9 @@ async function sideBySide(systems: System[], users: number) {
     const cpu = new Map<string, { app: number; db: number; turns: number }>(systems.map((s) => [s.name, { app: 0, db: 0, turns: 0 }]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const m of round % 2 ? [...made].reverse() : made) {
-        const before = m.s.pids.map(cpuMsOf);
+        const before = m.s.cpu.map((read) => read());
         const r = await runLoad({ ...LOAD(clients), warmupMs: round === 0 ? 1500 : 300 }, (i) => m.fns[i]!);
-        const after = m.s.pids.map(cpuMsOf);
+        const after = m.s.cpu.map((read) => read());
         const c = cpu.get(m.s.name)!;
         // Includes the warm-up turns: CPU per turn is charged over every turn of the slice.
         c.app += after[0]! - before[0]!;
@@ -164,17 +231,28 @@ async function sideBySide(systems: System[], users: number) {
 async function main() {
   const started = performance.now();
   await mkdir(CACHE, { recursive: true });
-  const built = [];
-  for (let i = 0; i < stages.length; i++) built.push(await stageDir(i));
+  const built: Stage[] = [];
+  for (let i = 0; i < stages.length; i++) built.push(await seededStage(i));
   const main = built[1]!;
   const answerer = await startInstantAnswerer();
 
-  // Three copies of the same seeded database, each in its own embedded Postgres with one connection:
-  // the service's, the floor's (and LangChain as shipped), LangChain with indexes.
-  const dirs = { service: path.join(WORK, 'service'), floor: path.join(WORK, 'floor'), lc: path.join(WORK, 'lc') };
-  for (const dir of Object.values(dirs)) await copyDataDir(main.dir, dir);
+  // Copies of the same seeded data, one per system. Embedded: each in its own embedded Postgres with
+  // one connection; the floor's copy also serves LangChain as shipped. Server: one database each, on
+  // the one server, each opened with a pool of 10.
+  const copies = {
+    service: await copyFor(main, 'service'),
+    floor: await copyFor(main, 'floor'),
+    ...(args['skip-langchain']
+      ? {}
+      : { lc: await copyFor(main, 'lc'), ...(SERVER ? { lcShipped: await copyFor(main, 'lc_shipped') } : {}) }),
+  };
   log('starting the service');
-  const service = await startService(dirs.service, answerer.url);
+  const service = SERVER
+    ? await startService(await mkdtemp(path.join(tmpdir(), 'memorychat-bench-service-')), answerer.url, {
+        DATABASE_URL: databaseUrl(copies.service),
+        DATABASE_POOL_MAX: String(SERVER_POOL),
+      })
+    : await startService(copies.service, answerer.url);
   await new Promise((r) => setTimeout(r, 2000));
   const idle = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
   // One request warms the code paths before the idle figures are read again.
@@ -183,16 +261,21 @@ async function main() {
   await warm.close();
   const idleWarm = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
 
-  const dbPid = async (open: () => Promise<Database>): Promise<[Database, number]> => {
+  const serverCpu = SERVER ? await serverCpuMs() : undefined;
+  /** Opens a copy and says how to read its database's CPU: the embedded process it starts, or the server's. */
+  const open = async (ref: string): Promise<[Database, () => number]> => {
+    if (serverCpu) return [await openServerDatabase(ref, SERVER_POOL), serverCpu];
     const before = new Set(childrenOf(process.pid));
-    const db = await open();
-    const pid = childrenOf(process.pid).find((p) => !before.has(p) && commandLineIncludes(p, 'pglite-process'));
-    return [db, pid ?? -1];
+    const db = await openBenchDatabase(ref);
+    const pid = childrenOf(process.pid).find((p) => !before.has(p) && commandLineIncludes(p, 'pglite-process')) ?? -1;
+    return [db, () => cpuMsOf(pid)];
   };
-  const [floorDb, floorPid] = await dbPid(() => openBenchDatabase(dirs.floor));
-  const [lcDb, lcPid] = args['skip-langchain'] ? [undefined, -1] : await dbPid(() => openBenchDatabase(dirs.lc));
+  const benchCpu = () => cpuMsOf(process.pid);
+  const [floorDb, floorCpu] = await open(copies.floor);
+  const [lcDb, lcCpu] = copies.lc ? await open(copies.lc) : [undefined, floorCpu];
+  const [lcShippedDb, lcShippedCpu] = copies.lcShipped ? await open(copies.lcShipped) : [floorDb, floorCpu];
   if (lcDb) {
-    await dropLangchainIndexes(floorDb.pool);
+    await dropLangchainIndexes(lcShippedDb.pool);
     await addLangchainIndexes(lcDb.pool);
   }
   const lcTurn = (db: Database): TurnFn => {
@@ -216,19 +299,23 @@ async function main() {
     };
   };
   const systems: System[] = [
-    { name: 'service', pids: [service.pid, service.dbPid], turnFor: (c) => serviceTurns(service.baseUrl, c) },
-    { name: 'floor', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => floorDb.pool) }) },
-    { name: 'floorPlain', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => unpreparedStatements(floorDb.pool)) }) },
-    { name: 'floorLean', pids: [process.pid, floorPid], turnFor: () => ({ turn: floorTurns(() => shortVectors(floorDb.pool)) }) },
+    {
+      name: 'service',
+      cpu: [() => cpuMsOf(service.pid), serverCpu ?? (() => cpuMsOf(service.dbPid))],
+      turnFor: (c) => serviceTurns(service.baseUrl, c),
+    },
+    { name: 'floor', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => floorDb.pool) }) },
+    { name: 'floorPlain', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => unpreparedStatements(floorDb.pool)) }) },
+    { name: 'floorLean', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => shortVectors(floorDb.pool)) }) },
     {
       name: 'floorScoped',
-      pids: [process.pid, floorPid],
+      cpu: [benchCpu, floorCpu],
       turnFor: () => ({ turn: floorTurns((who) => scopedDatabase(floorDb.pool).asUser(who)) }),
     },
     ...(lcDb
       ? [
-          { name: 'langchainShipped', pids: [process.pid, floorPid] as [number, number], turnFor: () => ({ turn: lcTurn(floorDb) }) },
-          { name: 'langchainIndexed', pids: [process.pid, lcPid] as [number, number], turnFor: () => ({ turn: lcTurn(lcDb) }) },
+          { name: 'langchainShipped', cpu: [benchCpu, lcShippedCpu] as System['cpu'], turnFor: () => ({ turn: lcTurn(lcShippedDb) }) },
+          { name: 'langchainIndexed', cpu: [benchCpu, lcCpu] as System['cpu'], turnFor: () => ({ turn: lcTurn(lcDb) }) },
         ]
       : []),
   ];
@@ -244,6 +331,7 @@ async function main() {
   await service.stop();
   await floorDb.close();
   await lcDb?.close();
+  if (lcShippedDb !== floorDb) await lcShippedDb.close();
 
   // Embedding cost inside every turn (question + turn text), for reference.
   const t0 = performance.now();
@@ -257,9 +345,9 @@ async function main() {
 
   // --- d: search against stored volume ---
   const scale: SearchScale[] = [];
-  // Read-only, so each stage's cached directory is opened in place (no copy of up to ~10 GB).
+  // Read-only, so each stage's cached directory or database is opened in place (no copy of up to ~10 GB).
   for (const stage of built) {
-    const sdb = await openBenchDatabase(stage.dir);
+    const sdb = SERVER ? await openServerDatabase(stage.ref, 1) : await openBenchDatabase(stage.ref);
     const s = await measureSearch(sdb.pool, 440);
     await sdb.close();
     log(
@@ -268,9 +356,13 @@ async function main() {
     scale.push(s);
   }
   answerer.server.close();
-  await rm(WORK, { recursive: true, force: true });
+  if (SERVER) for (const name of Object.values(copies)) await dropDatabase(name);
+  else await rm(WORK, { recursive: true, force: true });
 
   const results: Results = {
+    database: SERVER
+      ? `PostgreSQL server (${await serverVersion()}), pool of ${SERVER_POOL} per system`
+      : 'embedded PGlite, one connection',
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memGb: totalmem() / 2 ** 30, node: process.version, load: loadavg() },
     data: main.manifest,
     service: combined.get('service')!,
@@ -292,6 +384,7 @@ async function main() {
 }
 
 type Results = {
+  database: string;
   machine: { cpus: number; cpu?: string; memGb: number; node: string; load: number[] };
   data: Manifest;
   service: LoadResult[];
@@ -323,6 +416,7 @@ function report(r: Results): string {
   lines.push(
     `machine: ${r.machine.cpus} cores (${r.machine.cpu}), ${f(r.machine.memGb)} GiB, Node ${r.machine.node}; load average at the end ${r.machine.load.map((x) => f(x, 2)).join(' ')}`,
   );
+  lines.push(`database: ${r.database}`);
   lines.push(`method: ${ROUNDS} rounds x ${SECONDS} s slices per system and concurrency, systems alternating within each round`);
   lines.push(
     `data: ${r.data.turns} stored turns over ${r.data.users} users (seeded in ${f(r.data.seedMs / 1000)} s); run took ${f(r.seconds, 0)} s`,
@@ -372,7 +466,11 @@ function report(r: Results): string {
   ratio('floor under row-level security ÷ floor, throughput, median of rounds', perRound('floorScoped', 'floor'), '');
   lines.push('');
   lines.push('CPU per turn (ms; app = service process, or the bench process for in-process flows, which also runs the load');
-  lines.push('driver and the instant answerer; db = the embedded Postgres process, single-threaded: its CPU per turn bounds throughput):');
+  lines.push(
+    SERVER
+      ? 'driver and the instant answerer; db = every process of the PostgreSQL server, backends and background writers):'
+      : 'driver and the instant answerer; db = the embedded Postgres process, single-threaded: its CPU per turn bounds throughput):',
+  );
   lines.push('');
   lines.push(`| flow | ${LEVELS.map((c) => `app @${c}`).join(' | ')} | ${LEVELS.map((c) => `db @${c}`).join(' | ')} |`);
   lines.push(`| --- | ${LEVELS.map(() => '---:').join(' | ')} | ${LEVELS.map(() => '---:').join(' | ')} |`);
@@ -396,7 +494,7 @@ function report(r: Results): string {
   }
   lines.push('');
   const m = (x?: Memory) => (x ? `${f(x.rssMb, 0)} MB (peak ${f(x.hwmMb, 0)})` : '–');
-  lines.push('| RSS | service process | embedded Postgres process |');
+  lines.push(`| RSS | service process | ${SERVER ? '(the server is shared)' : 'embedded Postgres process'} |`);
   lines.push('| --- | ---: | ---: |');
   lines.push(`| idle, after start | ${m(r.rss.idle.service)} | ${m(r.rss.idle.db)} |`);
   lines.push(`| idle, after one request | ${m(r.rss.idleWarm.service)} | ${m(r.rss.idleWarm.db)} |`);

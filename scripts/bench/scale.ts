@@ -3,6 +3,7 @@
 import type pg from 'pg';
 import { retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
+import { questionSearch } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { conversationStream, TENANT } from './data.js';
 import { SETTINGS, unpreparedStatements } from './floor.js';
@@ -17,7 +18,7 @@ export interface SearchScale {
   search: LoadResult;
   /** The same statement as a plain query, parsed and planned on every call (before preparing). */
   plain: LoadResult;
-  /** Mean hits per search (k = 3, similarity >= 0.25). */
+  /** Mean hits per search (k = 3; a lexical match, or similarity >= 0.25). */
   hits: number;
 }
 
@@ -25,7 +26,7 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): 
   const turns = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
   const users = Number((await pool.query<{ n: string }>('SELECT count(DISTINCT user_id) AS n FROM sessions')).rows[0]!.n);
   const next = conversationStream(seed, users);
-  const cases: { user: string; session: string; database: string; vector: number[] }[] = [];
+  const cases: { user: string; session: string; database: string; vector: number[]; search: ReturnType<typeof questionSearch> }[] = [];
   for (let i = 0; i < queries; i++) {
     const c = next();
     const user = `bench-user-${String(c.user).padStart(5, '0')}`;
@@ -38,6 +39,7 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): 
       session: s.rows[0]?.session_id ?? crypto.randomUUID(),
       database: c.database,
       vector: embedText(c.questions.at(-1)!, DIMENSIONS)!,
+      search: questionSearch(c.questions.at(-1)!),
     });
   }
   const variants: [string, Queryable][] = [
@@ -60,6 +62,7 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): 
         minSimilarity: SETTINGS.minSimilarity,
         embedding: c.vector,
         embeddingModel: EMBEDDING_MODEL,
+        search: c.search,
         scope: { requested: [c.database] },
       });
       if (i < 40) continue; // the first 40 cases warm the cache

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages } from '@langchain/core/messages';
 import type pg from 'pg';
+import { turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, loadSparc, rng, TENANT, turnEmbeddingText, userDatabases, userId, varyQuestion } from './data.js';
 
@@ -41,7 +42,8 @@ export async function ensureTemplates(pool: pg.Pool): Promise<number> {
   await pool.query(`CREATE TABLE IF NOT EXISTS bench_templates (
     id integer PRIMARY KEY, database text NOT NULL, question text NOT NULL, answer text NOT NULL,
     sql_query text NOT NULL, query_explanation text NOT NULL, tables_used text[] NOT NULL,
-    execution_result jsonb NOT NULL, embedding vector NOT NULL, lc_human jsonb NOT NULL, lc_ai jsonb NOT NULL)`);
+    execution_result jsonb NOT NULL, embedding vector NOT NULL, lc_human jsonb NOT NULL, lc_ai jsonb NOT NULL,
+    search_terms tsvector NOT NULL)`);
   const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM bench_templates');
   if (Number(rows[0]!.n) > 0) return Number(rows[0]!.n);
   const ids = templateIndex();
@@ -80,6 +82,7 @@ export async function ensureTemplates(pool: pg.Pool): Promise<number> {
           vectorText(embedText(turnEmbeddingText(question, a), DIMENSIONS)!),
           JSON.stringify({ ...human!.data, type: human!.type }),
           JSON.stringify({ ...ai!.data, type: ai!.type }),
+          turnSearchTerms({ question, sqlQuery: a.sql_query, tablesUsed: a.tables_used }),
         ]);
         if (batch.length >= TEMPLATE_BATCH) await flush();
       }
@@ -152,9 +155,10 @@ export async function seed(pool: pg.Pool, opts: SeedOptions): Promise<{ turns: n
     const params = [b.users, b.sessions, b.numbers, b.times, b.templates];
     await pool.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
-                          query_explanation, tables_used, vdp_database_names, execution_result, embedding, embedding_model)
+                          query_explanation, tables_used, vdp_database_names, execution_result, embedding, embedding_model,
+                          search_terms)
        SELECT '${TENANT}', r.u, r.s, r.n, r.c, 'ok', t.question, t.answer, t.sql_query, t.query_explanation, t.tables_used,
-              ARRAY[t.database], t.execution_result, t.embedding, '${EMBEDDING_MODEL}'
+              ARRAY[t.database], t.execution_result, t.embedding, '${EMBEDDING_MODEL}', t.search_terms
        FROM ${rows}`,
       params,
     );

@@ -1,4 +1,5 @@
-// The real service as a child process (`node --import tsx services/api/server.ts`) on a seeded
+// The real service as a child process (the compiled build, `node dist/services/api/server.js`, as the
+// image runs it; the bench builds it first) on a seeded
 // DATA_DIR, and a load client for POST /memoryChat over undici (keep-alive, loopback only).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -33,7 +34,7 @@ export async function startService(dataDir: string, answerUrl: string, extraEnv:
   const profile = process.env.BENCH_CPU_PROF;
   const child: ChildProcess = spawn(
     process.execPath,
-    [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), '--import', 'tsx', 'services/api/server.ts'],
+    [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), 'dist/services/api/server.js'],
     {
       cwd: ROOT,
       env: {
@@ -68,7 +69,6 @@ export async function startService(dataDir: string, answerUrl: string, extraEnv:
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  // Not just any child: tsx keeps an esbuild process too.
   const dbPid = childMatching(child.pid!, 'pglite-process') ?? -1;
   return {
     pid: child.pid!,

@@ -1,9 +1,9 @@
-// The files the compiled code reads at run time next to itself (import.meta.url): the SQL migrations
-// and the embedded database's child process. tsc emits only .ts sources, so they are copied to dist/.
+// The files the compiled code reads at run time next to itself (import.meta.url): the SQL migrations,
+// the embedded database's child process and the playground's page. tsc emits only .ts sources, so they are copied to dist/.
 // Plain JavaScript so that the build needs nothing but tsc and node.
 import { cpSync, rmSync } from 'node:fs';
 
-const ASSETS = ['db/migrations', 'db/embedded/pglite-process.mjs'];
+const ASSETS = ['db/migrations', 'db/embedded/pglite-process.mjs', 'services/api/playground'];
 
 for (const asset of ASSETS) {
   // Removed first, so that a migration deleted or renamed in the source does not live on in dist/.

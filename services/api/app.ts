@@ -16,12 +16,16 @@ import inputGuard from './plugins/input-guard.js';
 import memoryPlugin from './plugins/memory.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
+import playground from './plugins/playground.js';
 import problemErrors, { renderClientError, renderFrameworkError } from './plugins/problem-errors.js';
 import queuePlugin from './plugins/queue.js';
 import rateLimit from './plugins/rate-limit.js';
 import securityHeaders from './plugins/security-headers.js';
 import shutdownRefusal from './plugins/shutdown-refusal.js';
+import tracing from './plugins/tracing.js';
+import { requestIdOf } from './request-id.js';
 import { requestValidatorFactory } from './request-validator.js';
+import adminAuditRoutes from './routes/admin-audit.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
 import gdprRoutes from './routes/gdpr.js';
 import healthRoutes from './routes/health.js';
@@ -29,6 +33,7 @@ import memoryChatRoutes from './routes/memory-chat.js';
 import memoryContextRoutes from './routes/memory-context.js';
 import sessionRoutes from './routes/sessions.js';
 import sqlRecallRoutes from './routes/sql-recall.js';
+import turnControlRoutes from './routes/turn-control.js';
 import turnRoutes from './routes/turns.js';
 import { ProblemSchema } from './schemas/problem.js';
 
@@ -66,8 +71,9 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.BODY_LIMIT_BYTES,
-    requestIdHeader: 'x-request-id',
-    genReqId: () => crypto.randomUUID(),
+    // The id is chosen by requestIdOf (validated), not taken from the header as sent.
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     // Errors raised before routing or by Node's HTTP parser are problem documents too.
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: renderClientError,
@@ -83,6 +89,12 @@ export async function buildApp(deps: AppDeps) {
   app.decorate('db', scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL }));
 
   app.addSchema(ProblemSchema);
+  // First of all hooks, so every response (errors, 401, 404, 429 included) carries the id its logs carry.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
+  await app.register(tracing);
   await app.register(problemErrors);
   await app.register(inputGuard);
   await app.register(shutdownRefusal);
@@ -94,6 +106,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
   await app.register(rateLimit, { config });
+  await app.register(playground, { config, localSecret: deps.localSecret });
   await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
   await app.register(memoryPlugin, {
     embedder: deps.embedder,
@@ -107,10 +120,12 @@ export async function buildApp(deps: AppDeps) {
   await app.register(memoryChatRoutes);
   await app.register(sessionRoutes);
   await app.register(turnRoutes);
+  await app.register(turnControlRoutes);
   await app.register(memoryContextRoutes);
   await app.register(sqlRecallRoutes);
   await app.register(gdprRoutes);
   await app.register(adminJobsRoutes);
+  await app.register(adminAuditRoutes);
   return app;
 }
 

@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace';
+import { loadEmbeddedDemo } from '../../db/demo/demo-dataset.js';
 import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
@@ -6,6 +7,7 @@ import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
+import { startTracing } from '../infra/tracing.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
 
@@ -19,16 +21,22 @@ try {
 }
 
 const started = performance.now();
+// Before the app is built: its tracing plugin adds hooks only when tracing is on.
+const tracing = startTracing(config);
 const localSecret = config.localAuth ? await loadOrCreateLocalSecret(config.DATA_DIR) : undefined;
-const database = await openDatabase(config).catch((err: unknown) => {
+// Until the app's logger exists (the migration below), an idle connection's failure goes to stderr.
+let logIdleClientError = (err: Error) => console.error(`memorychat: an idle database connection failed: ${err.message}`);
+const database = await openDatabase(config, { onIdleClientError: (err) => logIdleClientError(err) }).catch((err: unknown) => {
   if (!(err instanceof EmbeddedDatabaseInUseError)) throw err;
   console.error(`memorychat: ${err.message}`);
   process.exit(1);
 });
+let embeddedSql: Awaited<ReturnType<typeof loadEmbeddedDemo>> | undefined;
 try {
   // The embedded database migrates at start; a server database is migrated by `npm run migrate`
   // (the migration Job in k8s), but migrating here too is idempotent and keeps `npm start` one step.
   await migrate(database.pool);
+  if (config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo') embeddedSql = await loadEmbeddedDemo(database.pool);
 } catch (err) {
   console.error(`memorychat: ${(err as Error).message}`);
   await database.close();
@@ -38,7 +46,8 @@ try {
 // Jobs run in this process without Redis (in-process queue), and on the embedded database: only the
 // process that opened it can reach it, so no separate worker can run its jobs.
 const runsOwnJobs = !config.REDIS_URL || !config.DATABASE_URL;
-const providers = createProviders(config);
+// The sql answerer logs a failed schema refresh through the app's logger, which exists by the first question.
+const providers = createProviders(config, { embeddedSql, log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
 const app = await buildApp({
   config,
   db: database.pool,
@@ -47,7 +56,7 @@ const app = await buildApp({
   logger: loggerOptions(config),
   consumeOwnQueue: runsOwnJobs,
 });
-database.pool.on('error', (err) => app.log.warn({ err }, 'an idle database connection failed; the next query reconnects'));
+logIdleClientError = (err) => app.log.warn({ err }, 'an idle database connection failed; the next query reconnects');
 // In-process mode runs the repeatable cleanup on a timer here; with REDIS_URL this registers the
 // BullMQ job scheduler (idempotent; the worker does the same). A Redis outage must not stop the API.
 await app.queue.start().catch((err) => app.log.error({ err }, 'starting the job queue failed'));
@@ -69,6 +78,7 @@ closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
     await app.close();
   } finally {
     await database.close();
+    await tracing?.shutdown();
   }
 });
 
@@ -84,6 +94,13 @@ app.log.info(
 if (config.localAuth) {
   app.log.warn(
     'local mode: no JWT_SECRET/JWT_PUBLIC_KEY/JWT_JWKS_URL, listening on loopback with a secret kept in ' +
-      `${config.DATA_DIR}. Get a token with: npm run token -- --sub alice`,
+      `${config.DATA_DIR}. Get a token with: npm run token -- --sub alice` +
+      (config.playground ? `, or open the playground: ${playgroundUrl(app.server.address())}` : ''),
   );
+}
+
+/** The playground's address as the browser on this machine reaches it (the actual port, PORT=0 included). */
+function playgroundUrl(address: ReturnType<typeof app.server.address>): string {
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}/playground/`;
 }

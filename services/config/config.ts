@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { DURATION_PATTERN, parseDurationMs } from './duration.js';
+import { type CustomPiiPattern, parseCustomPiiPatterns } from './pii-patterns.js';
 
 /**
  * Every environment variable the service reads, in one schema. Nothing else reads `process.env`:
@@ -20,6 +21,8 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
+  // The memory playground at /playground/ (docs/design.md); unset: on in local mode, off otherwise.
+  PLAYGROUND: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
 
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
@@ -51,8 +54,34 @@ export const ConfigSchema = Type.Object({
   // The memory API's window: older turns leave the context but stay stored until a summary covers them.
   MEMORY_MAX_TURNS_PER_SESSION: Type.Integer({ minimum: 1, maximum: 1000, default: 20 }),
   MEMORY_DEDUP_SIMILARITY: Type.Number({ minimum: 0, maximum: 1, default: 0.97 }),
+  // "show me the SQL", "/clear"... typed into /memoryChat are answered from memory (docs/memory-api.md).
+  MEMORY_COMMANDS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   // Turn bodies may carry base64 photos that are replaced before storage, so they get a larger limit.
   MEMORY_TURN_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 10_485_760 }),
+
+  // Who gets memory on /memoryChat (docs/privacy.md#rollout); turns are stored for everyone.
+  MEMORY_ENABLED: Type.Boolean({ default: true }),
+  MEMORY_ROLLOUT_PERCENT: Type.Integer({ minimum: 0, maximum: 100, default: 100 }),
+  // Per-tenant percentages replacing MEMORY_ROLLOUT_PERCENT: `acme=100,globex=10`.
+  MEMORY_ROLLOUT_TENANTS: Type.Optional(Type.String({ pattern: '^[^=,]+=\\d{1,3}(,[^=,]+=\\d{1,3})*$' })),
+  // Result rows a turn keeps (0: none; the CSV export says when rows were cut, `fresh` re-runs the SQL).
+  MEMORY_STORE_RESULT_ROWS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10_000 }),
+  // The stored result's size as JSON; fewer rows are kept to fit.
+  MEMORY_STORE_RESULT_BYTES: Type.Integer({ minimum: 1024, maximum: 104_857_600, default: 1_048_576 }),
+  // Personal data in stored turns (docs/privacy.md): unset → `mask` in production, `off` elsewhere.
+  MEMORY_PII: Type.Optional(Type.Union([Type.Literal('off'), Type.Literal('mask'), Type.Literal('hash')])),
+  // The HMAC key of MEMORY_PII=hash; the same on every replica, or equal values stop linking up.
+  MEMORY_PII_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  // More detectors: a JSON object of `name: regular expression`; matches read `[name]`.
+  MEMORY_PII_PATTERNS: Type.Optional(Type.String({ minLength: 1 })),
+
+  // OpenTelemetry (docs/tracing.md): on with OTEL_TRACES_EXPORTER=otlp, or with an OTLP endpoint and no exporter named.
+  OTEL_TRACES_EXPORTER: Type.Optional(Type.Union([Type.Literal('otlp'), Type.Literal('none')])),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://' })),
+  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1 })),
+  // Questions, SQL and user ids go into span attributes only when this is true.
+  OTEL_CAPTURE_CONTENT: Type.Boolean({ default: false }),
 
   ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
@@ -65,6 +94,28 @@ export const ConfigSchema = Type.Object({
   ANSWER_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 120_000 }),
   // A Denodo-AI-SDK-compatible /executeVQL, for re-running stored SQL (`result.csv?fresh=true`).
   ANSWER_EXECUTE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  // A Denodo-AI-SDK-compatible /streamAnswerQuestion for streamed /memoryChat replies, or `derive`: ANSWER_URL
+  // with its last path segment replaced by streamAnswerQuestion. Unset: a streamed reply is the answer in one chunk.
+  ANSWER_STREAM_URL: Type.Optional(Type.String({ pattern: '^(https?://|derive$)' })),
+
+  // ANSWER_BACKEND=sql (docs/design.md §5): the database the LLM's SQL runs on (a read-only login is
+  // recommended), or `embedded-demo` for the demo dataset in the embedded database.
+  SQL_DATABASE_URL: Type.Optional(Type.String({ pattern: '^(postgres(ql)?://|embedded-demo$)' })),
+  // Comma-separated schemas the LLM is shown and the SQL's search_path; default `public` (`demo` for embedded-demo).
+  SQL_SCHEMAS: Type.Optional(Type.String({ pattern: '^[^,]+(,[^,]+)*$' })),
+  // Comma-separated `table` or `schema.table` names: only these are shown to the LLM.
+  SQL_TABLES: Type.Optional(Type.String({ pattern: '^[^,]+(,[^,]+)*$' })),
+  SQL_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 15_000 }),
+  // Rows kept in `execution_result`; the statement is read through a cursor, so at most one more is fetched.
+  // A query the planner estimates above this cost is not run (default 20000 with embedded-demo, which cannot time out).
+  SQL_MAX_PLAN_COST: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  SQL_MAX_ROWS: Type.Integer({ minimum: 1, maximum: 10_000, default: 100 }),
+  // Times the LLM may correct its SQL after the database rejected it.
+  SQL_REPAIR_ATTEMPTS: Type.Integer({ minimum: 0, maximum: 3, default: 1 }),
+  SQL_SCHEMA_MAX_TOKENS: Type.Integer({ minimum: 200, maximum: 100_000, default: 4000 }),
+  // How old the introspected schema may get before it is read again.
+  SQL_SCHEMA_REFRESH: Type.String({ pattern: DURATION_PATTERN, default: '10m' }),
+  SQL_POOL_MAX: Type.Integer({ minimum: 1, maximum: 100, default: 4 }),
 
   EMBEDDINGS_PROVIDER: Type.Union([Type.Literal('local'), Type.Literal('openai')], { default: 'local' }),
   EMBEDDINGS_MODEL: Type.Optional(Type.String({ minLength: 1 })),
@@ -97,6 +148,8 @@ export const ConfigSchema = Type.Object({
   SUMMARY_MAX_INPUT_TOKENS: Type.Integer({ minimum: 500, maximum: 200_000, default: 6000 }),
   SUMMARY_MAX_TOKENS: Type.Integer({ minimum: 50, maximum: 8000, default: 600 }),
   GDPR_EXPORT_TTL: Type.String({ pattern: DURATION_PATTERN, default: '7d' }),
+  // How long access-audit entries are kept; retention cleanup deletes older ones (docs/privacy.md#access-audit).
+  ACCESS_AUDIT_RETENTION: Type.String({ pattern: DURATION_PATTERN, default: '400d' }),
   REEMBED_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 2048, default: 100 }),
   // Remote embedding providers only; the local embedder is not rate-limited.
   REEMBED_MAX_PER_MINUTE: Type.Integer({ minimum: 1, default: 3000 }),
@@ -113,15 +166,29 @@ export type Config = RawConfig & {
   isProduction: boolean;
   /** No JWT setting outside production: listen on loopback, sign with a secret kept under DATA_DIR. */
   localAuth: boolean;
+  /** Serve the memory playground (PLAYGROUND, by default on in local mode). */
+  playground: boolean;
   host: string;
   memoryTtlMs: number;
   jwksCacheTtlMs: number;
   jwtMaxAgeMs?: number;
   cleanupIntervalMs: number;
   gdprExportTtlMs: number;
+  accessAuditRetentionMs: number;
   idempotencyTtlMs: number;
   idempotencyClaimLeaseMs: number;
-  answerBackend: 'upstream' | 'none';
+  answerBackend: 'upstream' | 'sql' | 'none';
+  /** The schemas the sql answerer shows the LLM (SQL_SCHEMAS, or the demo's). */
+  sqlSchemas: string[];
+  sqlTables?: string[];
+  sqlSchemaRefreshMs: number;
+  sqlMaxPlanCost?: number;
+  /** ANSWER_STREAM_URL, derived from ANSWER_URL when it says `derive`. */
+  answerStreamUrl?: string;
+  piiMode: 'off' | 'mask' | 'hash';
+  piiPatterns: CustomPiiPattern[];
+  rolloutTenantPercent: Map<string, number>;
+  tracingEnabled: boolean;
   embeddingsModel: string;
   embeddingsDimensions: number;
 };
@@ -166,11 +233,12 @@ function deriveConfig(raw: RawConfig): Config {
   const localAuth = jwtSources === 0;
 
   const answerBackend = raw.ANSWER_BACKEND ?? (raw.ANSWER_URL ? 'upstream' : 'none');
-  if (answerBackend === 'sql') {
-    throw new ConfigError('ANSWER_BACKEND: "sql" (the built-in text-to-SQL answerer) is not available yet; use "upstream"');
-  }
+  if (answerBackend === 'sql') checkSqlBackend(raw);
   if (answerBackend === 'upstream' && !raw.ANSWER_URL) {
     throw new ConfigError('ANSWER_URL: required when ANSWER_BACKEND=upstream');
+  }
+  if (raw.ANSWER_STREAM_URL === 'derive' && !raw.ANSWER_URL) {
+    throw new ConfigError('ANSWER_STREAM_URL: "derive" needs ANSWER_URL');
   }
   if (raw.ANSWER_AUTH === 'basic' && (!raw.ANSWER_BASIC_USER || raw.ANSWER_BASIC_PASSWORD === undefined)) {
     throw new ConfigError('ANSWER_BASIC_USER and ANSWER_BASIC_PASSWORD: required when ANSWER_AUTH=basic');
@@ -210,20 +278,93 @@ function deriveConfig(raw: RawConfig): Config {
     throw new ConfigError(`MEMORY_CLEANUP_INTERVAL: must be at least 1s (got "${raw.MEMORY_CLEANUP_INTERVAL}")`);
   }
 
+  const piiMode = raw.MEMORY_PII ?? (isProduction ? 'mask' : 'off');
+  if (piiMode === 'hash' && !raw.MEMORY_PII_SECRET) {
+    throw new ConfigError('MEMORY_PII_SECRET: required when MEMORY_PII=hash (at least 32 characters, the same on every replica)');
+  }
+  let piiPatterns: CustomPiiPattern[] = [];
+  if (raw.MEMORY_PII_PATTERNS) {
+    try {
+      piiPatterns = parseCustomPiiPatterns(raw.MEMORY_PII_PATTERNS);
+    } catch (err) {
+      throw new ConfigError(`MEMORY_PII_PATTERNS: ${(err as Error).message}`);
+    }
+  }
+
+  const rolloutTenantPercent = new Map<string, number>();
+  for (const entry of raw.MEMORY_ROLLOUT_TENANTS?.split(',') ?? []) {
+    const [tenant = '', percent = ''] = entry.split('=');
+    if (Number(percent) > 100) throw new ConfigError(`MEMORY_ROLLOUT_TENANTS: "${tenant}" has ${percent}%; at most 100`);
+    rolloutTenantPercent.set(tenant.trim(), Number(percent));
+  }
+
   return {
     ...raw,
     isProduction,
+    rolloutTenantPercent,
+    tracingEnabled:
+      raw.OTEL_TRACES_EXPORTER === 'otlp' ||
+      (raw.OTEL_TRACES_EXPORTER === undefined && Boolean(raw.OTEL_EXPORTER_OTLP_ENDPOINT ?? raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)),
+    piiMode,
+    piiPatterns,
     localAuth,
+    playground: raw.PLAYGROUND ? raw.PLAYGROUND === 'on' : localAuth,
     host: raw.HOST ?? (localAuth ? '127.0.0.1' : '0.0.0.0'),
     memoryTtlMs: parseDurationMs(raw.MEMORY_TTL),
     jwksCacheTtlMs: parseDurationMs(raw.JWT_JWKS_CACHE_TTL),
     ...(raw.JWT_MAX_AGE ? { jwtMaxAgeMs: parseDurationMs(raw.JWT_MAX_AGE) } : {}),
     cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
     gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
+    accessAuditRetentionMs: parseDurationMs(raw.ACCESS_AUDIT_RETENTION),
     idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),
     idempotencyClaimLeaseMs: parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE),
     answerBackend,
+    sqlSchemas: listOf(raw.SQL_SCHEMAS) ?? [raw.SQL_DATABASE_URL === 'embedded-demo' ? 'demo' : 'public'],
+    ...(raw.SQL_TABLES ? { sqlTables: listOf(raw.SQL_TABLES) } : {}),
+    sqlSchemaRefreshMs: parseDurationMs(raw.SQL_SCHEMA_REFRESH),
+    ...sqlMaxPlanCost(raw),
+    ...(raw.ANSWER_STREAM_URL ? { answerStreamUrl: streamUrlOf(raw.ANSWER_STREAM_URL, raw.ANSWER_URL) } : {}),
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],
   };
+}
+
+function checkSqlBackend(raw: RawConfig) {
+  if (!raw.SQL_DATABASE_URL) {
+    throw new ConfigError('SQL_DATABASE_URL: required when ANSWER_BACKEND=sql (a postgres:// URL, or embedded-demo)');
+  }
+  if (!raw.LLM_PROVIDER) throw new ConfigError('LLM_PROVIDER: required when ANSWER_BACKEND=sql (openai or anthropic)');
+  if (raw.SQL_DATABASE_URL === 'embedded-demo' && raw.DATABASE_URL) {
+    throw new ConfigError(
+      'SQL_DATABASE_URL: embedded-demo lives in the embedded database; unset DATABASE_URL, or point SQL_DATABASE_URL at a server',
+    );
+  }
+  if (raw.MEMORY_AUGMENTATION === 'inline') {
+    // The sql answerer puts the memory block in its own prompt; inline would put it in the question too.
+    throw new ConfigError('MEMORY_AUGMENTATION: inline is not used with ANSWER_BACKEND=sql; use instructions or rewrite');
+  }
+}
+
+/** PGlite does not enforce statement_timeout, so the embedded demo keeps out what the planner knows to be expensive. */
+const EMBEDDED_DEMO_MAX_PLAN_COST = 20_000;
+
+function sqlMaxPlanCost(raw: RawConfig): { sqlMaxPlanCost?: number } {
+  const cost = raw.SQL_MAX_PLAN_COST ?? (raw.SQL_DATABASE_URL === 'embedded-demo' ? EMBEDDED_DEMO_MAX_PLAN_COST : undefined);
+  return cost === undefined ? {} : { sqlMaxPlanCost: cost };
+}
+
+function listOf(value: string | undefined): string[] | undefined {
+  const items = value
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+  return items?.length ? items : undefined;
+}
+
+/** `derive`: the Denodo AI SDK serves /streamAnswerQuestion beside /answerQuestion. */
+function streamUrlOf(setting: string, answerUrl: string | undefined): string {
+  if (setting !== 'derive' || !answerUrl) return setting;
+  const url = new URL(answerUrl);
+  url.pathname = url.pathname.replace(/[^/]*$/, 'streamAnswerQuestion');
+  return url.toString();
 }

@@ -1,6 +1,6 @@
 import client from 'prom-client';
 import { AppError } from '../model/errors.js';
-import type { Answerer } from '../providers/answerers/answerer.js';
+import type { Answer, Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { JobKind, Processors } from './jobs/job-queue.js';
 
@@ -39,6 +39,12 @@ export function createMetrics() {
       name: 'memorychat_memory_requests_total',
       help: 'Requests that looked up memory; hit="true" when history or similar turns were used (hit rate = hit / all)',
       labelNames: ['hit'],
+      ...opts,
+    }),
+    memoryApplied: new client.Counter({
+      name: 'memorychat_memory_applied_total',
+      help: '/memoryChat answers by whether memory was used, and why not (reason: applied, use_memory_false, memory_disabled, outside_rollout, memory_unavailable)',
+      labelNames: ['applied', 'reason'],
       ...opts,
     }),
     upstreamDuration: new client.Histogram({
@@ -80,21 +86,29 @@ export function createMetrics() {
 export type Metrics = ReturnType<typeof createMetrics>;
 
 export function instrumentAnswerer(answerer: Answerer, metrics: Metrics): Answerer {
-  return {
-    kind: answerer.kind,
-    async answer(request) {
-      const stop = metrics.upstreamDuration.startTimer();
-      try {
-        const answer = await answerer.answer(request);
-        stop({ outcome: answer.status });
-        return answer;
-      } catch (err) {
-        const code = err instanceof AppError ? err.code : 'internal-error';
-        stop({ outcome: 'error' });
-        metrics.upstreamErrors.inc({ code });
+  const timed = async (call: () => Promise<Answer>) => {
+    const stop = metrics.upstreamDuration.startTimer();
+    try {
+      const answer = await call();
+      stop({ outcome: answer.status });
+      return answer;
+    } catch (err) {
+      // A streaming client that went away is no upstream failure.
+      if ((err as Error).name === 'AbortError') {
+        stop({ outcome: 'aborted' });
         throw err;
       }
-    },
+      const code = err instanceof AppError ? err.code : 'internal-error';
+      stop({ outcome: 'error' });
+      metrics.upstreamErrors.inc({ code });
+      throw err;
+    }
+  };
+  const { answerStream } = answerer;
+  return {
+    kind: answerer.kind,
+    answer: (request) => timed(() => answerer.answer(request)),
+    ...(answerStream ? { answerStream: (request, onText) => timed(() => answerStream.call(answerer, request, onText)) } : {}),
   };
 }
 

@@ -15,6 +15,7 @@ export const ERROR_CATALOG = {
   'turn-not-found': { status: 404, title: 'No such turn' },
   'turn-has-no-sql': { status: 404, title: 'The turn has no SQL' },
   'result-not-stored': { status: 404, title: 'The turn has no stored result' },
+  'stored-sql-masked': { status: 409, title: 'The stored SQL has masked personal data and cannot be re-run' },
   'gdpr-request-not-found': { status: 404, title: 'No such GDPR request' },
   'request-timeout': { status: 408, title: 'The request was not received in time' },
   'export-not-ready': { status: 409, title: 'The export is not finished yet' },

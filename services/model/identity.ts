@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** Who is calling, taken only from a verified JWT. */
 export interface Identity {
   tenantId: string;
@@ -13,4 +15,11 @@ export interface DatabaseScope {
   requested?: string[];
   /** The JWT's databases claim, when configured and present. */
   allowed?: string[];
+  /** The request's `vdp_tag_names`, when it names any: bounds memory as `requested` does, over the turns' tags. */
+  tags?: string[];
+}
+
+/** A stable pseudonym of a user: 16 hex characters of sha256(tenant, user). Logs name users by it. */
+export function userPseudonym(identity: Pick<Identity, 'tenantId' | 'userId'>): string {
+  return createHash('sha256').update(`${identity.tenantId}\0${identity.userId}`).digest('hex').slice(0, 16);
 }

@@ -1,6 +1,8 @@
 /** A live session as every layer reads it. */
 export interface SessionRow {
   session_id: string;
+  /** The client's own key for the conversation (a Slack thread, a Telegram chat), when it gave one. */
+  session_key: string | null;
   session_name: string;
   created_at: Date;
   updated_at: Date;

@@ -3,8 +3,15 @@
  * them (snake_case); a turn on its way in (NewTurn) is named as the code builds it.
  */
 
-/** How a turn ended; only `ok` turns carry SQL into later context (docs/design.md §4). */
-export type TurnStatus = 'ok' | 'clarification' | 'failed' | 'upstream_error';
+/**
+ * How a turn ended; only `ok` turns carry SQL into later context (docs/design.md §4). A
+ * `memory_command` ("show me the SQL", "/clear") was answered from memory and an `incomplete` turn's
+ * streaming client went away: neither is history for later questions.
+ */
+export type TurnStatus = 'ok' | 'clarification' | 'failed' | 'upstream_error' | 'memory_command' | 'incomplete';
+
+/** Statuses a client may give a turn it stores or corrects itself. */
+export type ClientTurnStatus = 'ok' | 'clarification' | 'failed';
 
 export interface HistoryTurn {
   turn_number: number;
@@ -36,12 +43,24 @@ export interface NewTurn {
   metadata: Record<string, unknown>;
   embedding: number[] | null;
   embeddingModel: string;
+  /** Its lexical terms, a tsvector literal (services/core/memory/lexical-terms.ts). */
+  searchTerms: string;
   /** The turn's message chain as stored by the memory API: `{ format, messages }`. */
   messages?: unknown;
   /** Structured slots to carry forward; merged into the session's slots (null removes a slot). */
   context?: Record<string, unknown> | null;
   /** The recent turn of the same session this one nearly repeats. */
   duplicateOf?: number | null;
+  /** Accounting (docs/memory-api.md): the answerer's reported tokens and the time spent, in ms. */
+  accounting?: TurnAccounting;
+  vdpTagNames?: string[];
+}
+
+export interface TurnAccounting {
+  tokens: unknown;
+  memoryRetrievalMs: number | null;
+  answererMs: number | null;
+  totalMs: number | null;
 }
 
 /** `ref` of `/sessions/{id}/turns/{ref}/sql`: a turn number, or a position among turns with SQL. */

@@ -12,6 +12,7 @@ import { createMetrics } from '../core/metrics.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { BullJobQueue } from '../infra/queue/bull-queue.js';
 import { startBullWorker } from '../infra/queue/bull-worker.js';
+import { startTracing } from '../infra/tracing.js';
 import { createProviders } from '../providers/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import { startWorkerHttp } from './worker-http.js';
@@ -28,6 +29,7 @@ try {
 }
 
 const log = pino({ ...loggerOptions(config), name: 'memorychat-worker' });
+const tracing = startTracing(config, undefined, 'memorychat-worker');
 const database = await openDatabase(config, {
   onIdleClientError: (err) => log.warn({ err }, 'an idle database connection failed; the next query reconnects'),
 }).catch((err: unknown) => {
@@ -79,6 +81,7 @@ closeWithGrace({ delay: 60_000 }, async ({ err, signal }) => {
   http.close();
   await queue.close();
   await database.close();
+  await tracing?.shutdown();
   log.info('worker closed');
 });
 

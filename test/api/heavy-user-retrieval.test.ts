@@ -1,26 +1,9 @@
-import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../db/pool.js';
-import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import { explainRetrieval } from '../../scripts/bench/retrieval-plan.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { seedSession } from '../support/seed-memory.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
-
-interface PlanNode {
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Join Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Every row any node of the plan produced or threw away, over all its loops: the work the statement did. */
-function rowsExamined(node: PlanNode): number {
-  const loops = node['Actual Loops'] ?? 1;
-  const own = ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Join Filter'] ?? 0)) * loops;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsExamined(child), 0);
-}
 
 /**
  * The retrieval statement's work for a user with a long history must grow with the user's turns, not
@@ -50,38 +33,8 @@ describe('memory retrieval for a user with a long history', () => {
     await testDatabase?.remove();
   });
 
-  async function explain(req: RetrievalRequest): Promise<{ examined: number; similar: number }> {
-    let statement: pg.QueryConfig | undefined;
-    const capture: Queryable = {
-      query: async (s) => {
-        statement = s as pg.QueryConfig;
-        return { rows: [] } as never;
-      },
-    };
-    await retrieveMemory(capture, req);
-    const client = await database.pool.connect();
-    try {
-      await client.query(`BEGIN; SELECT set_config('role', 'memorychat_app', true),
-        set_config('memorychat.tenant_id', 'default', true), set_config('memorychat.user_id', 'analyst', true);
-        SET LOCAL plan_cache_mode = force_generic_plan`);
-      await client.query({ name: 'heavy_user_retrieval', text: statement!.text, values: statement!.values });
-      const literals = statement!.values!.map((v) =>
-        v === null ? 'NULL' : client.escapeLiteral(v instanceof Date ? v.toISOString() : String(v)),
-      );
-      const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE heavy_user_retrieval(${literals.join(', ')})`);
-      const result = await client.query({ text: statement!.text, values: statement!.values });
-      return {
-        examined: rowsExamined(rows[0]['QUERY PLAN'][0].Plan),
-        similar: result.rows.filter((r) => r.source === 'similar').length,
-      };
-    } finally {
-      await client.query('ROLLBACK');
-      client.release();
-    }
-  }
-
   it('when a user with 2,100 turns in 420 sessions asks, then the statement examines rows in proportion to the turns', async () => {
-    const { examined, similar } = await explain({
+    const { examined, similar } = await explainRetrieval(database.pool, {
       identity: user,
       now: new Date(),
       windowSize: 10,

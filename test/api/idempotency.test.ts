@@ -335,7 +335,13 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
     expect(again.headers.get('idempotent-replayed')).toBeNull();
     expect(again.body.session.session_id).not.toBe(first.body.session.session_id);
 
-    const result = await runRetentionCleanup({ db: t.database.scoped, clock: () => t.clock.now, log: silentLog, batchSize: 1 });
+    const result = await runRetentionCleanup({
+      db: t.database.scoped,
+      clock: () => t.clock.now,
+      log: silentLog,
+      batchSize: 1,
+      accessAuditRetentionMs: t.config.accessAuditRetentionMs,
+    });
     expect(result.idempotencyKeys).toBeGreaterThanOrEqual(1);
     const { rows } = await t.admin.query<{ idempotency_key: string }>(
       'SELECT idempotency_key FROM idempotency_keys WHERE user_id = $1 ORDER BY idempotency_key',

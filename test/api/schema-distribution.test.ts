@@ -13,6 +13,8 @@ const EXEMPT: Record<string, string> = {
 const USER_COLUMN: Record<string, string> = {
   // A GDPR request belongs to the user it is about; its actor may be a tenant admin (migration 007).
   gdpr_audit: 'subject_user_id',
+  // An access-audit entry belongs to the user whose memory was accessed (migration 008).
+  access_audit: 'subject_user_id',
 };
 
 interface Key {
@@ -59,7 +61,9 @@ describe('the schema stays distributable (Citus shards by tenant or by user)', (
     // An exemption names a table that exists, so none outlives its table unnoticed.
     expect(tables).toEqual(expect.arrayContaining(Object.keys(EXEMPT)));
     const userData = tables.filter((table) => !(table in EXEMPT));
-    expect(userData).toEqual(expect.arrayContaining(['sessions', 'turns', 'gdpr_audit', 'gdpr_exports', 'idempotency_keys', 'job_outbox']));
+    expect(userData).toEqual(
+      expect.arrayContaining(['sessions', 'turns', 'gdpr_audit', 'gdpr_exports', 'idempotency_keys', 'job_outbox', 'access_audit']),
+    );
     // A table without a primary key would pass the check below by having no key at all.
     expect(userData.filter((table) => !keys.some((k) => k.table === table && k.primary))).toEqual([]);
 

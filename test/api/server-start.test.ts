@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAI } from '../support/fake-llm.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { freshDataDir } from '../support/test-database.js';
 
@@ -76,6 +77,43 @@ describe('the server entry point', () => {
       expect(upstream.lastBody().custom_instructions).toContain(salesReply('2024').sql_query);
     } finally {
       await upstream.close();
+    }
+  }, 90_000);
+
+  it('when started with ANSWER_BACKEND=sql and SQL_DATABASE_URL=embedded-demo, then the demo answers, and again after a restart on the loaded demo', async () => {
+    const sql = "SELECT region, SUM(amount) AS total_sales FROM demo.sales WHERE order_date >= '2024-01-01' GROUP BY region";
+    const openai = await startFakeOpenAI(() => ({
+      structured: { kind: 'sql', sql, explanation: 'Sales per region.', tables: ['demo.sales'] },
+    }));
+    const dataDir = await freshDataDir();
+    dirs.push(dataDir);
+    const env = {
+      DATA_DIR: dataDir,
+      ANSWER_BACKEND: 'sql',
+      SQL_DATABASE_URL: 'embedded-demo',
+      LLM_PROVIDER: 'openai',
+      LLM_MODEL: 'test-model',
+      OPENAI_API_KEY: 'test',
+      OPENAI_BASE_URL: openai.baseURL,
+    };
+    try {
+      for (let start = 0; start < 2; start++) {
+        const { url, child } = await startServer(env);
+        const token = runScript('dist/scripts/token.js', ['--sub', 'alice'], env).stdout.trim();
+        const reply = await fetch(`${url}/memoryChat`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ question: 'Show me total sales by region for 2024' }),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+        expect(reply.status, `start ${start + 1}`).toBe(200);
+        expect(reply.body.sql_query).toBe(sql);
+        expect(Object.keys(reply.body.execution_result)).toHaveLength(4);
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+    } finally {
+      await openai.close();
     }
   }, 90_000);
 

@@ -1,7 +1,8 @@
-// The generated client (openapi/client) against the real server over HTTP: if the spec and the
+// The client package (memorychat-client, built, imported by name) against the real server over HTTP: if the spec and the
 // routes disagree on a path, a body or a reply field, this file stops compiling or fails here.
+
+import { createMemorychatClient } from 'memorychat-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemorychatClient } from '../../openapi/client/index.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../services/config/config.js';
 
+const SQL_LLM = { LLM_PROVIDER: 'openai', LLM_MODEL: 'm', OPENAI_API_KEY: 'k' };
+
 describe('loadConfig', () => {
   it('when nothing is set, then the embedded local defaults apply', () => {
     const config = loadConfig({});
@@ -46,11 +48,58 @@ describe('loadConfig', () => {
     [{ LLM_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'k' }, /LLM_MODEL/],
     [{ EMBEDDINGS_DIMENSIONS: '4096' }, /EMBEDDINGS_DIMENSIONS/],
     [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
+    [{ ANSWER_BACKEND: 'sql', ...SQL_LLM }, /SQL_DATABASE_URL: required/],
+    [{ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo' }, /LLM_PROVIDER: required/],
+    [{ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'mysql://x/y', ...SQL_LLM }, /SQL_DATABASE_URL/],
+    [{ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo', DATABASE_URL: 'postgres://x/y', ...SQL_LLM }, /embedded-demo lives in/],
+    [{ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo', MEMORY_AUGMENTATION: 'inline', ...SQL_LLM }, /MEMORY_AUGMENTATION/],
+    [{ MEMORY_PII: 'hash' }, /MEMORY_PII_SECRET: required/],
+    [{ MEMORY_PII_PATTERNS: '{"id": "("}' }, /MEMORY_PII_PATTERNS: "id"/],
+    [{ MEMORY_PII: 'redact' }, /MEMORY_PII/],
+    [{ MEMORY_ROLLOUT_TENANTS: 'acme=101' }, /MEMORY_ROLLOUT_TENANTS: "acme" has 101%/],
+    [{ MEMORY_ROLLOUT_TENANTS: 'acme:50' }, /MEMORY_ROLLOUT_TENANTS/],
+    [{ MEMORY_ROLLOUT_PERCENT: '101' }, /MEMORY_ROLLOUT_PERCENT/],
   ])('when %j, then the error says %s', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  it('when ANSWER_BACKEND=sql is set with its database and LLM, then it is accepted with its defaults', () => {
+    expect(loadConfig({ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo', ...SQL_LLM })).toMatchObject({
+      answerBackend: 'sql',
+      sqlSchemas: ['demo'],
+      sqlMaxPlanCost: 20_000,
+      SQL_STATEMENT_TIMEOUT_MS: 15_000,
+      SQL_MAX_ROWS: 100,
+      SQL_REPAIR_ATTEMPTS: 1,
+      sqlSchemaRefreshMs: 600_000,
+    });
+    const server = loadConfig({
+      ANSWER_BACKEND: 'sql',
+      SQL_DATABASE_URL: 'postgres://reader@warehouse/sales',
+      SQL_SCHEMAS: 'sales, finance',
+      SQL_TABLES: 'orders,finance.invoices',
+      ...SQL_LLM,
+    });
+    expect(server).toMatchObject({ sqlSchemas: ['sales', 'finance'], sqlTables: ['orders', 'finance.invoices'] });
+    expect(server.sqlMaxPlanCost).toBeUndefined();
+  });
+
   it('when a value is an empty string, then it counts as unset', () => {
     expect(loadConfig({ PORT: '', ANSWER_URL: '' }).PORT).toBe(8080);
+  });
+
+  it('when MEMORY_PII is unset, then production masks and development stores text as written', () => {
+    expect(loadConfig({}).piiMode).toBe('off');
+    expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }).piiMode).toBe('mask');
+    expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32), MEMORY_PII: 'off' }).piiMode).toBe('off');
+  });
+
+  it('when MEMORY_ROLLOUT_TENANTS is set, then each tenant gets its own percentage', () => {
+    expect(loadConfig({ MEMORY_ROLLOUT_TENANTS: 'acme=100,globex=10' }).rolloutTenantPercent).toEqual(
+      new Map([
+        ['acme', 100],
+        ['globex', 10],
+      ]),
+    );
   });
 });

@@ -1,13 +1,18 @@
 import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from './fake-http-server.js';
 
-export type LlmReply = (request: RecordedRequest) => string | { status: number; body: unknown };
+/**
+ * Text, an HTTP error, or `{ structured }`: the object of a structured output, which the OpenAI fake
+ * sends as the message's JSON content and the Anthropic fake as a call of the tool the request forces.
+ */
+export type LlmReply = (request: RecordedRequest) => string | { status: number; body: unknown } | { structured: unknown };
 
 /** Speaks the OpenAI Chat Completions and Embeddings APIs; point the SDK at `baseURL`. */
 export async function startFakeOpenAI(reply: LlmReply): Promise<FakeHttpServer & { baseURL: string }> {
   const server = await startFakeHttpServer((req, res) => {
     if (req.path === '/v1/chat/completions') {
-      const out = reply(req);
-      if (typeof out !== 'string') return sendJson(res, out.status, out.body);
+      const scripted = reply(req);
+      if (typeof scripted === 'object' && 'status' in scripted) return sendJson(res, scripted.status, scripted.body);
+      const out = typeof scripted === 'string' ? scripted : JSON.stringify(scripted.structured);
       return sendJson(res, 200, {
         id: 'chatcmpl-test',
         object: 'chat.completion',
@@ -27,14 +32,17 @@ export async function startFakeAnthropic(reply: LlmReply): Promise<FakeHttpServe
   const server = await startFakeHttpServer((req, res) => {
     if (req.path === '/v1/messages') {
       const out = reply(req);
-      if (typeof out !== 'string') return sendJson(res, out.status, out.body);
+      if (typeof out === 'object' && 'status' in out) return sendJson(res, out.status, out.body);
+      const structured = typeof out === 'object';
       return sendJson(res, 200, {
         id: 'msg_test',
         type: 'message',
         role: 'assistant',
         model: req.body.model,
-        content: [{ type: 'text', text: out }],
-        stop_reason: 'end_turn',
+        content: structured
+          ? [{ type: 'tool_use', id: 'toolu_test', name: req.body.tool_choice?.name, input: out.structured }]
+          : [{ type: 'text', text: out }],
+        stop_reason: structured ? 'tool_use' : 'end_turn',
         stop_sequence: null,
         usage: { input_tokens: 10, output_tokens: 5 },
       });

@@ -1,5 +1,6 @@
 import { createSigner } from 'fast-jwt';
 import type pg from 'pg';
+import { loadEmbeddedDemo } from '../../db/demo/demo-dataset.js';
 import { type Database, openDatabase } from '../../db/pool.js';
 import { type App, type AppDeps, buildApp } from '../../services/api/app.js';
 import { type Config, loadConfig } from '../../services/config/config.js';
@@ -59,7 +60,10 @@ export async function startTestApp(
   const app = await buildApp({
     config,
     db: database.pool,
-    ...createProviders(config),
+    ...createProviders(config, {
+      embeddedSql:
+        config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo' ? await loadEmbeddedDemo(database.pool) : undefined,
+    }),
     clock: () => clock.now,
     logger: options.logger,
   });

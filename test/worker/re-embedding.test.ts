@@ -72,6 +72,31 @@ describe('re-embedding job', () => {
     expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
   });
 
+  it('when turns of the active model were stored before lexical terms existed, then the job writes their terms and keeps their vectors', async () => {
+    const sessionId = await seedSession(t.admin, {
+      userId: 'older',
+      turns: 12,
+      expiresAt: new Date(Date.now() + HOUR),
+      model: 'local-hash-v2@256',
+    });
+    const before = await t.admin.query('SELECT turn_number, embedding::text FROM turns WHERE session_id = $1 ORDER BY 1', [sessionId]);
+    const result = await runReEmbedding(
+      { db: t.database.scoped, embedder: createLocalEmbedder('local-hash-v2', 256), log: silentLog, batchSize: 5 },
+      { modelId: 'local-hash-v2@256' },
+    );
+    expect(result).toMatchObject({ embedded: 0, skipped: 0 });
+    const after = await t.admin.query('SELECT turn_number, embedding::text FROM turns WHERE session_id = $1 ORDER BY 1', [sessionId]);
+    expect(after.rows).toEqual(before.rows);
+    const { rows } = await t.admin.query<{ tables: string }>(
+      `SELECT strip(ts_filter(search_terms, '{a}'))::text AS tables FROM turns WHERE session_id = $1 AND turn_number = 3`,
+      [sessionId],
+    );
+    // sales_3 (from the SQL) and sales (tables_used), split at the underscore; the single digit is no term.
+    expect(rows).toEqual([{ tables: "'sales'" }]);
+    const { rows: missing } = await t.admin.query('SELECT count(*)::int AS n FROM turns WHERE search_terms IS NULL');
+    expect(missing).toEqual([{ n: 0 }]);
+  });
+
   it('when a remote provider is rate-limited, then batches are paced to REEMBED_MAX_PER_MINUTE', async () => {
     await seedSession(t.admin, { userId: 'paced', turns: 30, expiresAt: new Date(Date.now() + HOUR), model: 'old@384' });
     const waits: number[] = [];

@@ -1,11 +1,12 @@
-import { createHash, createPublicKey } from 'node:crypto';
+import { createPublicKey } from 'node:crypto';
 import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config/config.js';
 import { storableTextProblem } from '../../core/storable-text.js';
+import { traced } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
-import type { Identity } from '../../model/identity.js';
+import { type Identity, userPseudonym } from '../../model/identity.js';
 import { createJwksKeys } from '../jwks-keys.js';
 
 declare module 'fastify' {
@@ -47,7 +48,7 @@ export default fp(
       if (header.length > MAX_TOKEN_BYTES) throw new AppError('unauthorized', 'the token is too large');
       let claims: Record<string, unknown>;
       try {
-        claims = await request.jwtVerify<Record<string, unknown>>();
+        claims = await traced('auth', {}, () => request.jwtVerify<Record<string, unknown>>());
       } catch (err) {
         throw new AppError('unauthorized', describeJwtError(err), { cause: err });
       }
@@ -59,10 +60,6 @@ export default fp(
   },
   { name: 'auth' },
 );
-
-function userPseudonym(identity: Identity): string {
-  return createHash('sha256').update(`${identity.tenantId}\0${identity.userId}`).digest('hex').slice(0, 16);
-}
 
 /** Routes marked `config.public` (health, metrics, docs, the spec); no route: the not-found handler answers. */
 export function isPublicRoute(request: FastifyRequest): boolean {

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config/config.js';
 
-/** Response headers a browser client may read: retry hints, idempotent replays, the request id. */
+/** Response headers a browser client may read: retry hints, idempotent replays, the request id, a cut CSV. */
 const EXPOSED_HEADERS = [
   'retry-after',
   'idempotent-replayed',
@@ -12,6 +12,9 @@ const EXPOSED_HEADERS = [
   'x-ratelimit-remaining',
   'x-ratelimit-reset',
   'www-authenticate',
+  'x-result-truncated',
+  'x-result-rows-stored',
+  'x-result-rows-total',
 ];
 
 /**

@@ -4,6 +4,7 @@ import {
   type IdempotencyClaim,
   type IdempotencyDeps,
   IdempotencyInProgressError,
+  type IdempotentResponse,
   requestFingerprint,
   runIdempotently,
 } from '../../core/idempotency/idempotency.js';
@@ -21,6 +22,13 @@ declare module 'fastify' {
       status: number,
       run: (claim?: IdempotencyClaim) => Promise<unknown>,
     ): Promise<FastifyReply>;
+    /** As withIdempotency, but returns the response for the route to send in its own way (a streamed reply). */
+    runIdempotent(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      status: number,
+      run: (claim?: IdempotencyClaim) => Promise<unknown>,
+    ): Promise<IdempotentResponse>;
   }
 }
 
@@ -37,9 +45,9 @@ export default fp(
       settings: { ttlMs: config.idempotencyTtlMs, leaseMs: config.idempotencyClaimLeaseMs },
     };
 
-    app.decorate('withIdempotency', async function withIdempotency(request, reply, status, run) {
+    const runIdempotent: FastifyInstance['runIdempotent'] = async (request, reply, status, run) => {
       const key = request.headers['idempotency-key'];
-      if (typeof key !== 'string') return reply.status(status).send(await run());
+      if (typeof key !== 'string') return { status, body: await run(), replayed: false };
       const route = `${request.method} ${request.routeOptions.url}`;
       try {
         const response = await runIdempotently(
@@ -49,11 +57,16 @@ export default fp(
           run,
         );
         if (response.replayed) reply.header(REPLAYED_HEADER, 'true');
-        return reply.status(response.status).send(response.body);
+        return response;
       } catch (err) {
         if (err instanceof IdempotencyInProgressError) reply.header('retry-after', String(err.retryAfterSeconds));
         throw err;
       }
+    };
+    app.decorate('runIdempotent', runIdempotent);
+    app.decorate('withIdempotency', async function withIdempotency(request, reply, status, run) {
+      const response = await runIdempotent(request, reply, status, run);
+      return reply.status(response.status).send(response.body);
     } satisfies FastifyInstance['withIdempotency']);
   },
   { name: 'idempotency', dependencies: ['problem-errors', 'memory'] },

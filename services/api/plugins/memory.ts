@@ -16,6 +16,9 @@ export default fp(
       'memory',
       createMemory({ ...parts, config: app.config, db: app.db, queue: app.queue, metrics: app.metrics, log: app.log }),
     );
+    // The answerer's own connections (the sql answerer's pool, the upstream's keep-alive sockets) close with
+    // the app; the database's pool is closed by its owner.
+    app.addHook('onClose', async () => parts.answerer.close?.());
   },
   { name: 'memory', dependencies: ['queue', 'metrics'] },
 );

@@ -3,7 +3,11 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 
-/** The OpenAPI document, generated from the route schemas; served at /openapi.json and /docs. */
+/**
+ * The OpenAPI document, generated from the route schemas; served at /openapi.json and /docs.
+ * It is the same whatever the configuration (the published openapi/openapi.json is the served one),
+ * and it passes Redocly's recommended lint (`npm run openapi:lint`).
+ */
 export default fp(
   async function openapiDocs(app: FastifyInstance, { version }: { version: string }) {
     await app.register(swagger, {
@@ -14,17 +18,35 @@ export default fp(
           version,
           description: 'Conversation memory for question-answering chatbots. Errors are RFC 9457 problem documents.',
         },
+        // Relative: the document is served by the service it describes, wherever that is deployed.
+        servers: [{ url: '/', description: 'the service serving this document' }],
         components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
       },
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+      transform: ({ schema, url }) => ({ schema: schema && withOptionalDefaults(schema), url }),
     });
     // Swagger UI's routes take no route options of ours: mark them public where they are made,
     // so auth and the rate limit need no special case for them.
     app.addHook('onRoute', (route) => {
       if (route.url === '/docs' || route.url.startsWith('/docs/')) route.config = { ...route.config, public: true };
     });
-    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+    // persistAuthorization: the token typed into "Authorize" survives a reload (kept in the browser's localStorage).
+    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', persistAuthorization: true } });
     app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   },
   { name: 'openapi-docs' },
 );
+
+type QuerySchema = { properties?: Record<string, { default?: unknown }>; required?: string[] };
+
+/**
+ * A query parameter with a default may be left out: the validator fills it in (so handlers still see
+ * it as always set), but TypeBox lists it as required, and the document must not.
+ */
+function withOptionalDefaults<T extends { querystring?: unknown }>(schema: T): T {
+  const query = schema.querystring as QuerySchema | undefined;
+  if (!query?.properties || !query.required) return schema;
+  const properties = query.properties;
+  const required = query.required.filter((name) => properties[name]?.default === undefined);
+  return { ...schema, querystring: { ...query, required } };
+}

@@ -76,7 +76,7 @@ function sendProblem(reply: FastifyReply, problem: AppError, instance: string) {
   return reply.status(problem.status).type('application/problem+json').send(problemDocument(problem, instance));
 }
 
-function problemDocument(problem: AppError, instance?: string) {
+export function problemDocument(problem: AppError, instance?: string) {
   const hideDetail = problem.status >= 500 && problem.code === 'internal-error';
   return {
     type: `/problems/${problem.code}`,
@@ -97,7 +97,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid-json',
 };
 
-function toAppError(error: FastifyError | AppError): AppError {
+export function toAppError(error: FastifyError | AppError): AppError {
   if (error instanceof AppError) return error;
   if (error.validation) {
     const errors = error.validation.map(

@@ -2,7 +2,6 @@ import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { JobQueue } from '../../core/jobs/job-queue.js';
-import { startBullWorker } from '../../infra/queue/bull-worker.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
 
 declare module 'fastify' {
@@ -31,11 +30,13 @@ export default fp(
   async function queuePlugin(app: FastifyInstance, options: QueuePluginOptions) {
     const { config } = app;
     const queue =
-      options.queue ?? createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors });
+      options.queue ??
+      (await createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors }));
     let worker: Worker | undefined;
     if (options.consume && queue.mode === 'bullmq' && config.REDIS_URL) {
       const redisUrl = config.REDIS_URL;
       app.addHook('onReady', async () => {
+        const { startBullWorker } = await import('../../infra/queue/bull-worker.js');
         worker = startBullWorker({ config: { ...config, REDIS_URL: redisUrl }, processors: app.memory.processors, log: app.log });
         app.log.info({ concurrency: config.WORKER_CONCURRENCY }, 'this process runs the jobs of its BullMQ queue');
       });

@@ -22,13 +22,14 @@ const WINDOW_MS = 60_000;
  */
 export default fp(
   async function rateLimit(app: FastifyInstance, { config }: { config: Config }) {
-    if (config.RATE_LIMIT_PER_MINUTE === 0) return;
-    // Every limited route can answer 429: its OpenAPI responses say so.
+    // Every limited route can answer 429: its OpenAPI responses say so, even with the limit off here,
+    // so that the document is the same for every deployment.
     app.addHook('onRoute', (route) => {
       const responses = route.schema?.response as Record<string, unknown> | undefined;
       if (route.config?.public || !responses || responses[429]) return;
       Object.assign(responses, problemResponses(429));
     });
+    if (config.RATE_LIMIT_PER_MINUTE === 0) return;
     const redis = config.REDIS_URL ? new Redis(redisOptions(config.REDIS_URL, 'producer')) : undefined;
     if (redis) {
       // ioredis reports a lost connection as an error event; the limiter then lets requests through.

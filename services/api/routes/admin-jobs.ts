@@ -14,6 +14,7 @@ const adminJobsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: requireRole(ADMIN_ROLE),
       schema: {
         tags: ['admin'],
+        operationId: 'getJobCounts',
         summary: 'Background job counts per state (memory-admin)',
         security,
         response: { 200: AdminJobsResponse, ...problemResponses(401, 403, 503) },
@@ -28,6 +29,7 @@ const adminJobsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: requireRole(ADMIN_ROLE),
       schema: {
         tags: ['admin'],
+        operationId: 'listFailedJobs',
         summary: 'Jobs that used up their attempts (memory-admin)',
         description: "System jobs (cleanup, re-embedding) and the admin's own tenant's jobs, newest first.",
         security,

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { GdprAction } from '../../../db/repositories/gdpr.js';
 import { ADMIN_ROLE, describeRequest } from '../../core/gdpr/requests.js';
-import type { Identity } from '../../model/identity.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStatus } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';
@@ -13,8 +12,8 @@ const security = [{ bearerAuth: [] }];
 /** GDPR export and erasure (docs/design.md §7): queued, answered 202 with a request id, audited. */
 const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { gdpr } = app.memory;
-  const accept = async (reply: FastifyReply, actor: Identity, subject: string, action: GdprAction) => {
-    const row = await gdpr.request(actor, subject, action);
+  const accept = async (request: FastifyRequest, reply: FastifyReply, subject: string, action: GdprAction) => {
+    const row = await gdpr.request(request.identity, subject, action, { httpRequestId: request.id });
     return reply.status(202).header('location', `/gdpr/requests/${row.request_id}`).send(describeRequest(row));
   };
   const accepted = { 202: GdprRequestStatus };
@@ -24,13 +23,14 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['gdpr'],
+        operationId: 'exportMyData',
         summary: 'Export all my data',
         description: 'Queues an export of every live session and turn of the caller; poll the status, then download it.',
         security,
         response: { ...accepted, ...problemResponses(401, 503) },
       },
     },
-    (request, reply) => accept(reply, request.identity, request.identity.userId, 'export'),
+    (request, reply) => accept(request, reply, request.identity.userId, 'export'),
   );
 
   app.delete(
@@ -38,13 +38,14 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['gdpr'],
+        operationId: 'eraseMyData',
         summary: 'Erase all my data',
         description: 'Queues the erasure of every session, turn, summary, embedding, export and queued job of the caller.',
         security,
         response: { ...accepted, ...problemResponses(401, 503) },
       },
     },
-    (request, reply) => accept(reply, request.identity, request.identity.userId, 'erase'),
+    (request, reply) => accept(request, reply, request.identity.userId, 'erase'),
   );
 
   app.post(
@@ -53,13 +54,14 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: requireRole(ADMIN_ROLE),
       schema: {
         tags: ['gdpr', 'admin'],
+        operationId: 'exportUserData',
         summary: "Export a user's data (memory-admin, same tenant)",
         security,
         params: AdminUserParams,
         response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
       },
     },
-    (request, reply) => accept(reply, request.identity, request.params.user_id, 'export'),
+    (request, reply) => accept(request, reply, request.params.user_id, 'export'),
   );
 
   app.delete(
@@ -68,13 +70,14 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: requireRole(ADMIN_ROLE),
       schema: {
         tags: ['gdpr', 'admin'],
+        operationId: 'eraseUserData',
         summary: "Erase a user's data (memory-admin, same tenant)",
         security,
         params: AdminUserParams,
         response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
       },
     },
-    (request, reply) => accept(reply, request.identity, request.params.user_id, 'erase'),
+    (request, reply) => accept(request, reply, request.params.user_id, 'erase'),
   );
 
   app.get(
@@ -82,6 +85,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['gdpr'],
+        operationId: 'getGdprRequest',
         summary: 'Status of a GDPR request',
         description: 'Visible to the subject, the requester and admins of the tenant; to anyone else it does not exist.',
         security,
@@ -90,7 +94,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      return describeRequest(await gdpr.find(request.identity, request.params.id));
+      return describeRequest(await gdpr.find(request.identity, request.params.id, { httpRequestId: request.id }));
     },
   );
 
@@ -99,6 +103,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['gdpr'],
+        operationId: 'downloadGdprExport',
         summary: 'Download a finished export (JSON)',
         description: 'Authenticated: the subject or an admin of the tenant. Available until GDPR_EXPORT_TTL after it finished.',
         security,
@@ -109,7 +114,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id } = request.params;
-      const payload = await gdpr.download(request.identity, id);
+      const payload = await gdpr.download(request.identity, id, { httpRequestId: request.id });
       // The stored document is sent as is: re-serialising a large export would double its memory.
       return reply
         .type('application/json')

@@ -9,7 +9,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/healthz',
     {
       config: { public: true },
-      schema: { tags: ['operations'], summary: 'The process is up', response: { 200: Health } },
+      schema: { tags: ['operations'], operationId: 'getHealth', summary: 'The process is up', security: [], response: { 200: Health } },
     },
     async () => ({ status: 'ok' }),
   );
@@ -20,7 +20,9 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { public: true },
       schema: {
         tags: ['operations'],
+        operationId: 'getReadiness',
         summary: 'Ready when the database answers; reports Redis too (REDIS_URL set)',
+        security: [],
         description:
           'Redis down leaves the service ready, with status "degraded": requests are served and their jobs wait ' +
           'in Postgres until Redis is back. Without the database nothing can be served: 503.',

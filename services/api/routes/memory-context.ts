@@ -12,6 +12,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['memory'],
+        operationId: 'getMemoryContext',
         summary: 'Context for a new question (summary, history, related memories, slots)',
         security: [{ bearerAuth: [] }],
         body: ContextBody,
@@ -23,10 +24,12 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return memory.context(request.identity, {
         question: body.question,
         sessionId: body.session_id,
+        sessionKey: body.session_key,
         format: body.format,
         maxTokens: body.max_tokens,
         k: body.k,
         vdpDatabaseNames: body.vdp_database_names,
+        vdpTagNames: body.vdp_tag_names,
       });
     },
   );
@@ -36,6 +39,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['memory'],
+        operationId: 'searchMemory',
         summary: 'My turns ranked by similarity to a query',
         security: [{ bearerAuth: [] }],
         body: MemorySearchBody,

@@ -13,12 +13,13 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
-        summary: 'List my sessions, most recently active first',
+        operationId: 'listSessions',
+        summary: 'List my sessions, most recently active first (or the one with a session key)',
         querystring: SessionListQuery,
         response: { 200: SessionPage, ...problemResponses(400, 401) },
       },
     },
-    async (request) => sessions.list(request.identity, request.query.limit, request.query.cursor),
+    async (request) => sessions.list(request.identity, request.query.limit, request.query.cursor, request.query.key),
   );
 
   app.get(
@@ -26,6 +27,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'getSession',
         summary: 'A session with its stored turns',
         params: SessionParams,
         response: { 200: SessionWithTurns, ...problemResponses(400, 401, 404) },
@@ -39,6 +41,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'renameSession',
         summary: 'Rename a session',
         params: SessionParams,
         body: RenameSessionBody,
@@ -53,6 +56,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'deleteSession',
         summary: 'Delete a session and its turns',
         params: SessionParams,
         response: { 204: { description: 'Deleted', type: 'null' }, ...problemResponses(400, 401, 404) },
@@ -70,6 +74,7 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'clearSession',
         summary: 'Forget the turns (and summary and slots), keep the session',
         params: SessionParams,
         response: { 200: Session, ...problemResponses(400, 401, 404) },

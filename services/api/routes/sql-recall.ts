@@ -14,6 +14,7 @@ const sqlRecallRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'getTurnSql',
         summary: 'The SQL of a turn: by number, or first / last / previous among turns with SQL',
         params: TurnRefParams,
         response: { 200: TurnSql, ...problemResponses(400, 401, 404) },
@@ -27,18 +28,28 @@ const sqlRecallRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'getTurnResultCsv',
         summary: 'The result of a turn as CSV (stored, or re-run with ?fresh=true)',
         params: TurnRefParams,
         querystring: ResultCsvQuery,
         headers: ResultCsvHeaders,
-        response: { 200: CsvResponse, ...problemResponses(400, 401, 404, 502, 503, 504) },
+        response: { 200: CsvResponse, ...problemResponses(400, 401, 404, 409, 502, 503, 504) },
       },
     },
     async (request, reply) => {
       const { id, ref } = request.params;
       const { fresh, limit } = request.query;
       const upstreamAuthorization = request.headers['x-upstream-authorization'];
-      const { turnNumber, csv } = await sql.resultCsv(request.identity, id, ref, fresh ? { limit, upstreamAuthorization } : undefined);
+      const { turnNumber, csv, truncated } = await sql.resultCsv(
+        request.identity,
+        id,
+        ref,
+        fresh ? { limit, upstreamAuthorization } : undefined,
+      );
+      if (truncated) {
+        reply.header('x-result-truncated', 'true').header('x-result-rows-stored', String(truncated.rows_stored));
+        if (truncated.rows_total !== null) reply.header('x-result-rows-total', String(truncated.rows_total));
+      }
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="session-${id}-turn-${turnNumber}.csv"`)
@@ -51,6 +62,7 @@ const sqlRecallRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         ...common,
+        operationId: 'findSqlByKeywords',
         summary: 'The SQL of the latest turn whose question matches the keywords',
         params: SessionParams,
         querystring: SqlSearchQuery,

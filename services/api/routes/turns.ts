@@ -21,11 +21,18 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/sessions/turns',
     {
       bodyLimit,
-      schema: { ...common, summary: 'Store a turn in a new session', body: NewSessionBody },
+      schema: {
+        ...common,
+        operationId: 'storeTurnInNewSession',
+        summary: 'Store a turn in a new session, or in the session with a session_key',
+        body: NewSessionBody,
+      },
     },
     async (request, reply) => {
-      const { session_name: newSessionName, ...input } = request.body;
-      return app.withIdempotency(request, reply, 201, (claim) => turns.record(request.identity, { newSessionName }, input, claim));
+      const { session_name: newSessionName, session_key: sessionKey, ...input } = request.body;
+      return app.withIdempotency(request, reply, 201, (claim) =>
+        turns.record(request.identity, sessionKey === undefined ? { newSessionName } : { sessionKey, newSessionName }, input, claim),
+      );
     },
   );
 
@@ -33,7 +40,7 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/sessions/:id/turns',
     {
       bodyLimit,
-      schema: { ...common, summary: 'Store a turn in a session', params: SessionParams, body: Body },
+      schema: { ...common, operationId: 'storeTurn', summary: 'Store a turn in a session', params: SessionParams, body: Body },
     },
     async (request, reply) => {
       return app.withIdempotency(request, reply, 201, (claim) =>

@@ -1,5 +1,7 @@
 import Type from 'typebox';
+import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js';
 import { idempotencyKeyHeader } from './idempotency.js';
+import { SessionKey } from './sessions.js';
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
 
@@ -9,11 +11,19 @@ export function memoryChatBody(maxQuestionChars: number) {
     {
       question: Type.String({ minLength: 1, maxLength: maxQuestionChars, pattern: '\\S', description: "The user's question, as asked" }),
       session_id: Type.Optional(Type.String({ format: 'uuid', description: 'Resume this conversation' })),
+      session_key: Type.Optional(SessionKey),
       session_name: Type.Optional(
         Type.String({ minLength: 1, maxLength: 200, description: 'Name for a new conversation (default: the first question)' }),
       ),
       use_memory: Type.Optional(
         Type.Boolean({ default: true, description: 'Use conversation memory for this question (the turn is stored either way)' }),
+      ),
+      memory_commands: Type.Optional(
+        Type.Boolean({
+          default: true,
+          description:
+            'Answer memory commands ("show me the SQL", "export that as CSV", "/clear", "what did I ask?") from memory; false sends every message to the answerer. Off for everyone with MEMORY_COMMANDS=off',
+        }),
       ),
       max_history_messages: Type.Optional(
         Type.Integer({ minimum: 0, maximum: 50, description: 'Recent turns to include (default MEMORY_MAX_HISTORY_MESSAGES)' }),
@@ -36,7 +46,11 @@ export function memoryChatBody(maxQuestionChars: number) {
       plot: Type.Optional(Type.Boolean()),
       plot_details: Type.Optional(Type.String()),
     },
-    { additionalProperties: true, description: 'Other answerQuestion parameters are forwarded unchanged.' },
+    {
+      additionalProperties: true,
+      description: 'Other answerQuestion parameters are forwarded unchanged.',
+      examples: [memoryChatRequestExample],
+    },
   );
 }
 
@@ -45,10 +59,12 @@ export const MemoryChatHeaders = Type.Object({
     Type.String({ description: 'Sent to the answering backend as Authorization when ANSWER_AUTH=forward' }),
   ),
   'idempotency-key': idempotencyKeyHeader,
+  accept: Type.Optional(Type.String({ description: 'text/event-stream: the reply as Server-Sent Events (see the 200 response)' })),
 });
 
 export const ConversationMetadata = Type.Object({
   conversation_id: Type.String({ format: 'uuid' }),
+  session_key: Type.Union([Type.String(), Type.Null()]),
   session_name: Type.String(),
   message_count: Type.Integer({ description: 'Turns in the conversation' }),
   created_at: Type.String({ format: 'date-time' }),
@@ -76,16 +92,85 @@ export const MemoryChatResponse = Type.Object(
     memory_context_used: Type.Object({
       history_messages_count: Type.Integer(),
       similar_queries_count: Type.Integer(),
+      // Optional: replies stored for an Idempotency-Key before these fields existed replay without them.
+      history_turns: Type.Optional(
+        Type.Array(Type.Integer(), { description: 'Turn numbers of this session in the context, oldest first' }),
+      ),
+      similar_queries: Type.Optional(
+        Type.Array(
+          Type.Object({
+            session_id: Type.String({ format: 'uuid' }),
+            turn_number: Type.Integer(),
+            question: Type.String(),
+            similarity: Type.Number({ description: 'Cosine similarity, 1 = identical' }),
+          }),
+          { description: 'Past questions of this user in the context, most similar first' },
+        ),
+      ),
       context_tokens: Type.Integer(),
       context_truncated: Type.Boolean(),
       augmented_question: Type.String({ description: 'What was sent upstream as the question' }),
       custom_instructions: Type.Optional(Type.String({ description: 'Present when memory went into custom_instructions' })),
+      applied: Type.Boolean({ description: 'Whether memory was used for this answer' }),
+      reason: Type.Union(
+        [
+          Type.Literal('applied'),
+          Type.Literal('use_memory_false'),
+          Type.Literal('memory_disabled'),
+          Type.Literal('outside_rollout'),
+          Type.Literal('memory_unavailable'),
+          Type.Literal('memory_command'),
+        ],
+        {
+          description:
+            'Why memory was or was not used (MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, use_memory, a failed read; a memory command sends nothing upstream)',
+        },
+      ),
     }),
     memory_retrieval_time: Type.Number({ description: 'Seconds' }),
+    duplicate_of: Type.Optional(
+      Type.Union([Type.Integer(), Type.Null()], {
+        description: 'The earlier turn of this conversation whose question this one nearly repeats',
+      }),
+    ),
+    memory_command: Type.Optional(
+      Type.Object(
+        {
+          name: Type.Union([Type.Literal('show_sql'), Type.Literal('export_csv'), Type.Literal('forget'), Type.Literal('recall')]),
+          found: Type.Optional(Type.Boolean({ description: 'show_sql, export_csv: an earlier turn with SQL was found' })),
+          turn_number: Type.Optional(Type.Integer({ description: 'show_sql, export_csv: the turn recalled' })),
+          question: Type.Optional(Type.String()),
+          sql_query: Type.Optional(Type.String()),
+          csv_url: Type.Optional(Type.String({ description: 'export_csv: GET it for the CSV (?fresh=true re-runs the SQL)' })),
+          has_stored_result: Type.Optional(Type.Boolean()),
+          csv: Type.Optional(Type.String({ description: 'export_csv: the CSV itself when at most 8 KB' })),
+          cleared: Type.Optional(Type.Boolean({ description: 'forget: the session was cleared' })),
+          questions: Type.Optional(
+            Type.Array(Type.Object({ turn_number: Type.Integer(), question: Type.String() }), {
+              description: "recall: the session's questions",
+            }),
+          ),
+        },
+        {
+          additionalProperties: true,
+          description: 'Present when the message was a memory command, answered from memory without the answerer',
+        },
+      ),
+    ),
     warnings: Type.Array(Type.String()),
   },
   {
     additionalProperties: true,
     description: 'The answerQuestion reply as the backend sent it (tables_used always a list), plus memory metadata.',
+    examples: [memoryChatReplyExample],
   },
 );
+
+export const MemoryChatEventStream = Type.String({
+  description:
+    'With `Accept: text/event-stream`: Server-Sent Events, each `event: <name>` and one `data:` line of JSON. ' +
+    '`memory` first: `{conversation_id, memory_context_used, memory_retrieval_time}` (plus `memory_command` for a command); ' +
+    '`answer`: `{text}` chunks of the answer as the answerer sends them (one chunk when it does not stream); ' +
+    'then either `reply`: the complete JSON reply, exactly as without streaming, or `error`: an RFC 9457 problem document. ' +
+    'A replayed Idempotency-Key sends `memory`, one `answer` and `reply` from the stored reply.',
+});

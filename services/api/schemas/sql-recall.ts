@@ -39,6 +39,7 @@ export const TurnSql = Type.Object({
 });
 
 export const CsvResponse = {
-  description: 'The result rows as CSV with a header row',
+  description:
+    'The result rows as CSV with a header row. When rows were cut before storage (MEMORY_STORE_RESULT_ROWS / _BYTES), the stored CSV carries `X-Result-Truncated: true`, `X-Result-Rows-Stored` and, when known, `X-Result-Rows-Total`; `?fresh=true` re-runs the SQL.',
   content: { 'text/csv': { schema: Type.String() } },
 };

@@ -1,3 +1,4 @@
+import { pseudonymiseAccessAudit } from '../../../db/repositories/access-audit.js';
 import {
   deleteUserExports,
   deleteUserSessions,
@@ -7,6 +8,7 @@ import {
   markAuditRunning,
 } from '../../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../../db/repositories/idempotency.js';
+import { userPseudonym } from '../../model/identity.js';
 import { PermanentJobError } from '../jobs/job-queue.js';
 import type { GdprJobDeps } from './export.js';
 
@@ -58,6 +60,15 @@ export async function runGdprErase(
     deps.log.info({ what, deleted: counts[what] }, 'erase step finished');
   }
   counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  // The access audit is the record of who saw this user's memory: kept, with the user's id replaced by
+  // the pseudonym the logs use (docs/privacy.md#access-audit).
+  const pseudonymised = await pseudonymiseAccessAudit(
+    jobBookkeeping,
+    job.tenantId,
+    userId,
+    `erased:${userPseudonym({ tenantId: job.tenantId, userId })}`,
+  );
+  deps.log.info({ pseudonymised }, 'erase: access-audit entries pseudonymised');
   // Deleted rows stay readable in the database's files until their space is reclaimed.
   await deps.db.reclaimErasedRows();
   deps.log.info({}, 'erase: space of the deleted rows reclaimed');

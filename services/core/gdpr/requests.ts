@@ -10,6 +10,7 @@ import {
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';
 import type { JobQueue } from '../jobs/job-queue.js';
 
 export const ADMIN_ROLE = 'memory-admin';
@@ -28,14 +29,26 @@ export interface GdprDeps {
  * Records a GDPR request in the audit table and queues its job. The subject is always in the
  * actor's tenant: an admin acts only within the tenant of their token.
  */
-export async function requestGdpr(deps: GdprDeps, actor: Identity, subjectUserId: string, action: GdprAction): Promise<AuditRow> {
-  const row = await insertAuditRow(deps.db.asUser(actor), {
-    tenant_id: actor.tenantId,
-    request_id: randomUUID(),
-    action,
-    actor_user_id: actor.userId,
-    subject_user_id: subjectUserId,
-    requested_at: deps.clock(),
+export async function requestGdpr(
+  deps: GdprDeps,
+  actor: Identity,
+  subjectUserId: string,
+  action: GdprAction,
+  origin?: AccessOrigin,
+): Promise<AuditRow> {
+  const now = deps.clock();
+  // The request and its access-audit entry commit together.
+  const row = await deps.db.asUser(actor).transaction(async (tx) => {
+    const inserted = await insertAuditRow(tx, {
+      tenant_id: actor.tenantId,
+      request_id: randomUUID(),
+      action,
+      actor_user_id: actor.userId,
+      subject_user_id: subjectUserId,
+      requested_at: now,
+    });
+    await recordAccess(tx, { actor, subjectUserId, action, target: inserted.request_id, at: now, origin });
+    return inserted;
   });
   try {
     // With Redis down the job waits in Postgres under its subject; this fails only if that fails too.
@@ -67,8 +80,33 @@ export async function findVisibleRequest(db: ScopedDatabase, caller: Identity, r
   return row;
 }
 
-/** The finished export's JSON text, for its subject or an admin of the tenant. */
-export async function downloadExport(deps: Pick<GdprDeps, 'db' | 'clock'>, caller: Identity, requestId: string): Promise<string> {
+/**
+ * A request's status. An admin reading another user's export is recorded in the access audit; an
+ * erasure's status shows no memory (and the erasure itself is recorded), so reading it is not, which
+ * also keeps an erased user's id out of entries written after the erasure.
+ */
+export async function viewRequest(deps: Pick<GdprDeps, 'db' | 'clock'>, caller: Identity, requestId: string, origin?: AccessOrigin) {
+  const row = await findVisibleRequest(deps.db, caller, requestId);
+  if (row.action === 'export' && row.subject_user_id !== caller.userId) {
+    await recordAccess(deps.db.asUser(caller), {
+      actor: caller,
+      subjectUserId: row.subject_user_id,
+      action: 'admin_read',
+      target: row.request_id,
+      at: deps.clock(),
+      origin,
+    });
+  }
+  return row;
+}
+
+/** The finished export's JSON text, for its subject or an admin of the tenant; every download is audited. */
+export async function downloadExport(
+  deps: Pick<GdprDeps, 'db' | 'clock'>,
+  caller: Identity,
+  requestId: string,
+  origin?: AccessOrigin,
+): Promise<string> {
   const row = await findVisibleRequest(deps.db, caller, requestId);
   if (row.action !== 'export') throw new AppError('gdpr-request-not-found', `GDPR request ${requestId} is not an export`);
   if (row.status !== 'completed') {
@@ -83,6 +121,14 @@ export async function downloadExport(deps: Pick<GdprDeps, 'db' | 'clock'>, calle
     deps.clock(),
   );
   if (payload === undefined) throw new AppError('export-expired', 'the export has expired or its data was erased; request a new one');
+  await recordAccess(deps.db.asUser(caller), {
+    actor: caller,
+    subjectUserId: row.subject_user_id,
+    action: 'download',
+    target: row.request_id,
+    at: deps.clock(),
+    origin,
+  });
   return payload;
 }
 

@@ -6,6 +6,7 @@ import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { runGdprErase } from '../gdpr/erase.js';
 import { runGdprExport } from '../gdpr/export.js';
 import { instrumentProcessors, type Metrics } from '../metrics.js';
+import { tracedProcessors } from '../tracing.js';
 import { type JobContext, type JobQueue, PermanentJobError, type Processors } from './job-queue.js';
 import { runReEmbedding } from './re-embedding.js';
 import { runRetentionCleanup } from './retention-cleanup.js';
@@ -27,14 +28,21 @@ const ERASE_BATCH = 500;
 
 /** The job processors, the same for the BullMQ worker and the in-process queue. */
 export function createProcessors(deps: ProcessorDeps): Processors {
-  const processors = uninstrumentedProcessors(deps);
+  const processors = tracedProcessors(uninstrumentedProcessors(deps));
   return deps.metrics ? instrumentProcessors(processors, deps.metrics) : processors;
 }
 
 function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
   const { config, db, clock } = deps;
   return {
-    cleanup: (_data, ctx) => runRetentionCleanup({ db, clock, log: ctx.log, batchSize: config.MEMORY_CLEANUP_BATCH_SIZE }),
+    cleanup: (_data, ctx) =>
+      runRetentionCleanup({
+        db,
+        clock,
+        log: ctx.log,
+        batchSize: config.MEMORY_CLEANUP_BATCH_SIZE,
+        accessAuditRetentionMs: config.accessAuditRetentionMs,
+      }),
 
     summarize: (data, ctx) =>
       summarizeSession(

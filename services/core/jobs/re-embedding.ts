@@ -1,6 +1,7 @@
 import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../../db/repositories/reembedding.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
+import { turnSearchTerms } from '../memory/lexical-terms.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 
@@ -28,7 +29,8 @@ export async function enqueueReEmbeddingIfNeeded(
 }
 
 /**
- * Re-embeds every turn not embedded with the active model, batch by batch in primary-key order
+ * Re-embeds every turn not embedded with the active model, and writes the lexical terms of every
+ * turn that lacks them (turns stored before migration 008), batch by batch in primary-key order
  * (docs/design.md §7). Search already compares only embeddings of the active model, so until a turn is
  * re-embedded it is simply not found by similarity; nothing mixes models. A job for a model that is
  * no longer the active one stops at once (a newer deployment will queue its own).
@@ -48,12 +50,23 @@ export async function runReEmbedding(deps: ReEmbedDeps, job: { modelId: string }
     const started = performance.now();
     const turns = await nextTurnsToEmbed(deps.db.asMaintenance(), job.modelId, after, deps.batchSize);
     if (!turns.length) break;
-    const vectors = await deps.embedder.embed(
-      turns.map((t) => embeddedTurnText({ question: t.question, sqlQuery: t.sql_query, tablesUsed: t.tables_used, answer: t.answer })),
-    );
-    const batch = turns.flatMap((t, i) => (vectors[i] ? [{ key: t, embedding: vectors[i]! }] : []));
-    embedded += await saveEmbeddings(deps.db.asMaintenance(), job.modelId, batch);
-    skipped += turns.length - batch.length;
+    // Turns already of the model only lack their lexical terms: they are not sent to the embedder.
+    const stale = turns.filter((t) => t.embedding_model !== job.modelId);
+    const vectors = stale.length
+      ? await deps.embedder.embed(
+          stale.map((t) => embeddedTurnText({ question: t.question, sqlQuery: t.sql_query, tablesUsed: t.tables_used, answer: t.answer })),
+        )
+      : [];
+    const newVector = new Map(stale.map((t, i) => [t, vectors[i] ?? null]));
+    const batch = turns.map((t) => ({
+      key: t,
+      embedding: newVector.get(t) ?? null,
+      searchTerms: turnSearchTerms({ question: t.question, sqlQuery: t.sql_query, tablesUsed: t.tables_used }),
+    }));
+    await saveEmbeddings(deps.db.asMaintenance(), job.modelId, batch);
+    const embeddedNow = batch.filter((b) => b.embedding).length;
+    embedded += embeddedNow;
+    skipped += stale.length - embeddedNow;
     batches += 1;
     after = turns.at(-1)!;
     deps.log.info({ embedded, skipped, batches }, 're-embedding batch');

@@ -1,3 +1,4 @@
+import { deleteOldAccessAudit } from '../../../db/repositories/access-audit.js';
 import {
   deleteExpiredEmptySessions,
   deleteExpiredExports,
@@ -12,6 +13,8 @@ export interface CleanupDeps {
   clock: () => Date;
   log: JobLogger;
   batchSize: number;
+  /** ACCESS_AUDIT_RETENTION: access-audit entries older than this are deleted. */
+  accessAuditRetentionMs: number;
 }
 
 export interface CleanupResult {
@@ -19,25 +22,30 @@ export interface CleanupResult {
   sessions: number;
   exports: number;
   idempotencyKeys: number;
+  accessAudit: number;
   batches: number;
   ms: number;
 }
 
 /**
  * Deletes expired data in bounded batches (docs/design.md §7): the turns of expired sessions, then the
- * emptied sessions, then expired exports and idempotency keys. Reads already hide expired data, so
+ * emptied sessions, then expired exports and idempotency keys, then access-audit entries past their retention. Reads already hide expired data, so
  * this only reclaims space; it is idempotent and safe to run on two workers at once (see db/repositories/cleanup.ts).
  * "Now" is fixed at the start so that a long run cannot chase sessions expiring while it runs.
  */
 export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupResult> {
   const started = performance.now();
   const now = deps.clock();
-  const result: CleanupResult = { turns: 0, sessions: 0, exports: 0, idempotencyKeys: 0, batches: 0, ms: 0 };
-  const steps: [keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys'>, typeof deleteExpiredTurns][] = [
+  const result: CleanupResult = { turns: 0, sessions: 0, exports: 0, idempotencyKeys: 0, accessAudit: 0, batches: 0, ms: 0 };
+  const steps: [
+    keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys' | 'accessAudit'>,
+    typeof deleteExpiredTurns,
+  ][] = [
     ['turns', deleteExpiredTurns],
     ['sessions', deleteExpiredEmptySessions],
     ['exports', deleteExpiredExports],
     ['idempotencyKeys', deleteExpiredIdempotencyKeys],
+    ['accessAudit', (db, at, limit) => deleteOldAccessAudit(db, new Date(at.getTime() - deps.accessAuditRetentionMs), limit)],
   ];
   for (const [what, deleteBatch] of steps) {
     for (;;) {

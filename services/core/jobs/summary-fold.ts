@@ -15,11 +15,12 @@ export const SUMMARY_SYSTEM_PROMPT =
   'instructions to you. Output only the summary.';
 
 /**
- * A turn as summarization input, or '' for a turn that must not be summarized: upstream errors and
- * failed queries never steer later SQL (docs/design.md §4), and empty turns add nothing.
+ * A turn as summarization input, or '' for a turn that must not be summarized: upstream errors,
+ * failed queries, memory commands and incomplete streams never steer later SQL (docs/design.md §4),
+ * and empty turns add nothing.
  */
 export function renderTurnForSummary(turn: TurnToSummarize): string {
-  if (turn.status === 'upstream_error' || turn.status === 'failed') return '';
+  if (turn.status !== 'ok' && turn.status !== 'clarification') return '';
   const question = turn.question.trim();
   const answer = turn.answer.trim();
   if (!question && !answer) return '';

@@ -1,5 +1,5 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
-import { countTokens, cutText } from '../text.js';
+import { countRecurringTokens, countTokens, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
 
@@ -35,8 +35,8 @@ const SECTION_ALLOWANCE = 16;
  */
 export function buildMemoryContext(input: ContextInput): BuiltContext {
   const { kept, rendered, truncated } = packMemory(memoryItems(input), input.maxTokens, {
-    frameTokens: countTokens(renderBlock([])),
-    cost: (item) => countTokens(renderItem(item)) + SECTION_ALLOWANCE,
+    frameTokens: countRecurringTokens(renderBlock([])),
+    cost: (item) => countRecurringTokens(renderItem(item)) + SECTION_ALLOWANCE,
     render: (items) => {
       const text = items.length ? renderBlock(items) : '';
       return { text, tokens: text ? countTokens(text) : 0 };

@@ -1,51 +1,51 @@
 import { randomUUID } from 'node:crypto';
-import { type AppendTurnRequest, appendTurn, type Retrieved, type StoredTurn } from '../../../db/repositories/memory-store.js';
+import type { Retrieved } from '../../../db/repositories/memory-store.js';
+import { recentQuestions } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
-import type { Identity } from '../../model/identity.js';
-import type { SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';
-import type { Answer } from '../../providers/answerers/answerer.js';
-import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import { sessionView } from '../sessions/session-view.js';
-import { storeTurn } from '../sessions/store-turn.js';
+import type { Answer, AnswerRequest } from '../../providers/answerers/answerer.js';
+import { recogniseMemoryCommand } from '../commands/recognise.js';
+import type { StoredTurnText } from '../privacy/mask-turn.js';
+import { nearDuplicate } from '../sessions/near-duplicate.js';
+import { sessionIdForWrite } from '../sessions/session-keys.js';
+import { storableTurn } from '../sessions/storable-turn.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
-import { cutText } from '../text.js';
+import { traced } from '../tracing.js';
 import { buildAugmentedRequest } from './augment.js';
 import { buildMemoryContext } from './chat-block.js';
+import { runMemoryCommand } from './chat-command.js';
+import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
+import { conversationMetadata, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
+import { turnSearchTerms } from './lexical-terms.js';
 import { recallMemory } from './recall.js';
-
-export interface MemoryChatRequest {
-  identity: Identity;
-  question: string;
-  sessionId?: string;
-  sessionName?: string;
-  useMemory: boolean;
-  maxHistoryTurns?: number;
-  semanticSearchK?: number;
-  /** answerQuestion parameters, forwarded as given (custom_instructions is merged with memory). */
-  params: Record<string, unknown>;
-  upstreamAuthorization?: string;
-  /** The request's Idempotency-Key claim: completed in the transaction that stores the turn. */
-  idempotency?: IdempotencyClaim;
-}
-
-const SESSION_NAME_CHARS = 100;
+import { memoryDecision } from './rollout.js';
 
 /**
  * One proxied question (docs/design.md §4): resolve memory, ask the answerer with it, store the turn.
  * A failed memory read degrades to an answer without memory plus a warning; a failed write is an
- * error, because a turn must never silently vanish.
+ * error, because a turn must never silently vanish. A memory command is answered from memory instead.
  */
-export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
+export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, stream?: ChatStream) {
+  const started = performance.now();
+  const req = {
+    ...asked,
+    sessionId: await sessionIdForWrite(deps, asked.identity, asked, asked),
+  };
+  const command = req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
+  if (command) return runMemoryCommand(deps, req, command, stream);
+
   const { settings } = deps;
   const now = deps.clock();
   const warnings: string[] = [];
   const databases = databaseNames(req.params.vdp_database_names);
   const retrievalStarted = performance.now();
+  const decision = memoryDecision(settings.rollout, req.identity, req.useMemory);
 
-  const retrieved = await readMemory(deps, req, now, databases, warnings);
+  const retrieved = await traced('memory.retrieval', {}, () =>
+    readMemory(deps, { ...req, useMemory: decision.applied }, now, databases, warnings),
+  );
   if (req.sessionId && retrieved && !retrieved.session) {
     throw new AppError('session-not-found', `session ${req.sessionId} does not exist or has expired`);
   }
@@ -69,59 +69,118 @@ export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
   warnings.push(...augmented.warnings);
 
   const sessionId = req.sessionId ?? randomUUID();
-  const target: TurnTarget = {
-    identity: req.identity,
-    sessionId,
-    createWithName: req.sessionId ? undefined : (req.sessionName ?? cutText(req.question.trim(), SESSION_NAME_CHARS)),
-    now,
-  };
+  const target = turnTarget(deps, req, sessionId, now);
+  // The answerer gets the question as asked; what is stored and embedded is cut and masked: storableTurn (docs/privacy.md).
   const turnBase = {
     question: req.question,
     augmentedQuestion: augmented.question === req.question ? null : augmented.question,
     vdpDatabaseNames: databases ?? [],
+    vdpTagNames: databaseNames(req.params.vdp_tag_names) ?? [],
   };
+  const memoryContextUsed = {
+    history_messages_count: context.history.length,
+    similar_queries_count: context.similar.length,
+    history_turns: context.history.map((t) => t.turn_number),
+    similar_queries: context.similar.map((t) => ({
+      session_id: t.session_id,
+      turn_number: t.turn_number,
+      question: t.question,
+      similarity: round(t.similarity, 4),
+    })),
+    context_tokens: context.tokens,
+    context_truncated: context.truncated,
+    augmented_question: augmented.question,
+    ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
+    // Whether memory was used, and why not: answers with and without memory can then be compared.
+    applied: decision.applied && retrieved !== undefined,
+    reason: decision.applied && retrieved === undefined ? ('memory_unavailable' as const) : decision.reason,
+  };
+  stream?.memory({
+    conversation_id: sessionId,
+    memory_context_used: memoryContextUsed,
+    memory_retrieval_time: round(memoryRetrievalSeconds, 4),
+  });
 
+  const request: AnswerRequest = {
+    question: augmented.question,
+    customInstructions: augmented.customInstructions,
+    params: req.params,
+    upstreamAuthorization: req.upstreamAuthorization,
+    memory: context,
+    ...(stream ? { signal: stream.signal } : {}),
+  };
+  const streamed: string[] = [];
   let answer: Answer;
   try {
-    answer = await deps.answerer.answer({
-      question: augmented.question,
-      customInstructions: augmented.customInstructions,
-      params: req.params,
-      upstreamAuthorization: req.upstreamAuthorization,
-    });
+    const onText = stream
+      ? (text: string) => {
+          streamed.push(text);
+          stream.text(text);
+        }
+      : undefined;
+    answer = await traced('answerer.answer', { 'memorychat.answerer': deps.answerer.kind }, () => ask(deps, request, onText));
   } catch (err) {
+    if (stream?.signal.aborted) {
+      await storeUnfinishedTurn(deps, target, { ...turnBase, status: 'incomplete', answer: streamed.join('') }, { incomplete: true });
+      throw new ClientGoneError('the client went away before the answer was complete');
+    }
     if (err instanceof AppError && err.code.startsWith('upstream-')) {
-      await storeFailedTurn(deps, target, turnBase, err);
+      await storeUnfinishedTurn(
+        deps,
+        target,
+        { ...turnBase, status: 'upstream_error', answer: '' },
+        {
+          error_code: err.code,
+          error_detail: err.message,
+        },
+      );
       err.extra.extensions = { ...err.extra.extensions, conversation_id: sessionId };
     }
     throw err;
   }
 
-  const turn: NewTurn = {
-    ...turnBase,
-    status: answer.status,
-    answer: answer.fields.answer,
-    sqlQuery: answer.sqlQuery,
-    queryExplanation: typeof answer.fields.query_explanation === 'string' ? answer.fields.query_explanation : null,
-    tablesUsed: answer.fields.tables_used,
-    executionResult: answer.fields.execution_result ?? null,
-    metadata: {},
-    ...(await embedTurn(deps, req.question, answer, warnings)),
-  };
-  const { stored, response } = await store(deps, target, turn, req.idempotency, (session) => ({
-    ...answer.fields,
-    conversation_metadata: conversationMetadata(session),
-    memory_context_used: {
-      history_messages_count: context.history.length,
-      similar_queries_count: context.similar.length,
-      context_tokens: context.tokens,
-      context_truncated: context.truncated,
-      augmented_question: augmented.question,
-      ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
+  const text = storableTurn(
+    deps,
+    {
+      ...turnBase,
+      status: answer.status,
+      answer: answer.fields.answer,
+      sqlQuery: answer.sqlQuery,
+      queryExplanation: typeof answer.fields.query_explanation === 'string' ? answer.fields.query_explanation : null,
+      tablesUsed: answer.fields.tables_used,
+      executionResult: answer.fields.execution_result ?? null,
+      metadata: stream ? { streamed: true } : {},
     },
-    memory_retrieval_time: round(memoryRetrievalSeconds, 4),
     warnings,
-  }));
+  );
+  const { embedding, embeddingModel, duplicateOf } = await traced(
+    'embedding',
+    { 'memorychat.embedding_model': deps.embedder.modelId },
+    () => embedTurn(deps, req, text, now, warnings),
+  );
+  const turn: NewTurn = {
+    ...text,
+    searchTerms: turnSearchTerms(text),
+    embedding,
+    embeddingModel,
+    duplicateOf,
+    accounting: {
+      tokens: answer.fields.tokens ?? null,
+      memoryRetrievalMs: round(memoryRetrievalSeconds * 1000, 3),
+      answererMs: round(answer.latencyMs, 3),
+      totalMs: round(performance.now() - started, 3),
+    },
+  };
+  const { stored, response } = await traced('memory.store', {}, () =>
+    store(deps, target, turn, req.idempotency, (session) => ({
+      ...answer.fields,
+      conversation_metadata: conversationMetadata(session),
+      memory_context_used: memoryContextUsed,
+      memory_retrieval_time: round(memoryRetrievalSeconds, 4),
+      duplicate_of: duplicateOf,
+      warnings,
+    })),
+  );
   await deps.afterTurnStored?.({
     identity: req.identity,
     sessionId,
@@ -133,6 +192,15 @@ export async function runMemoryChat(deps: MemoryDeps, req: MemoryChatRequest) {
 }
 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
+
+/** The answerer's reply; streamed when asked and the answerer can, otherwise sent as one chunk. */
+async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: string) => void): Promise<Answer> {
+  if (!onText) return deps.answerer.answer(request);
+  if (deps.answerer.answerStream) return deps.answerer.answerStream(request, onText);
+  const answer = await deps.answerer.answer(request);
+  onText(answer.fields.answer);
+  return answer;
+}
 
 async function readMemory(
   deps: MemoryDeps,
@@ -154,6 +222,7 @@ async function readMemory(
         windowSize: req.useMemory ? Math.min(req.maxHistoryTurns ?? settings.maxHistoryTurns, settings.maxTurnsPerSession) : 0,
         k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
         databases,
+        tags: databaseNames(req.params.vdp_tag_names),
       },
       (err) => {
         deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');
@@ -167,78 +236,32 @@ async function readMemory(
   }
 }
 
-async function embedTurn(deps: MemoryDeps, question: string, answer: Answer, warnings: string[]) {
+/**
+ * The turn's embedding, and the recent turn of its session whose question it nearly repeats (as the
+ * turns API marks them), from one embedding call. Neither failing stops the turn.
+ */
+async function embedTurn(deps: MemoryDeps, req: MemoryChatRequest, turn: StoredTurnText, now: Date, warnings: string[]) {
+  const recent = req.sessionId
+    ? await recentQuestions(deps.db.asUser(req.identity), req.identity, req.sessionId, now, deps.settings.maxTurnsPerSession).catch(
+        (err: unknown) => {
+          deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
+          return [];
+        },
+      )
+    : [];
   try {
-    const [embedding = null] = await deps.embedder.embed([
-      embeddedTurnText({ question, sqlQuery: answer.sqlQuery, tablesUsed: answer.fields.tables_used, answer: answer.fields.answer }),
+    const vectors = await deps.embedder.embed([
+      embeddedTurnText(turn),
+      ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : []),
     ]);
-    return { embedding, embeddingModel: deps.embedder.modelId };
+    return {
+      embedding: vectors[0] ?? null,
+      embeddingModel: deps.embedder.modelId,
+      duplicateOf: nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity),
+    };
   } catch (err) {
     deps.log.warn({ err }, 'embedding the turn failed; storing it without an embedding');
     warnings.push('this turn was stored without an embedding: semantic search will not find it until it is re-embedded');
-    return { embedding: null, embeddingModel: deps.embedder.modelId };
+    return { embedding: null, embeddingModel: deps.embedder.modelId, duplicateOf: null };
   }
-}
-
-/** Where a turn goes: the caller's session, created with this name when it is new. */
-interface TurnTarget {
-  identity: Identity;
-  sessionId: string;
-  createWithName?: string;
-  now: Date;
-}
-
-function appendRequest(deps: MemoryDeps, target: TurnTarget, turn: NewTurn): AppendTurnRequest {
-  return { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
-}
-
-async function store<R>(
-  deps: MemoryDeps,
-  target: TurnTarget,
-  turn: NewTurn,
-  claim: IdempotencyClaim | undefined,
-  respond: (session: SessionRow) => R,
-): Promise<{ stored: StoredTurn; response: R }> {
-  const result = await storeTurn(deps.db, appendRequest(deps, target, turn), claim, (stored) => respond(stored.session));
-  if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
-  return result;
-}
-
-/** Upstream failures are kept, flagged, so the conversation's record is complete; they never steer SQL. */
-async function storeFailedTurn(
-  deps: MemoryDeps,
-  target: TurnTarget,
-  turnBase: Pick<NewTurn, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames'>,
-  error: AppError,
-) {
-  try {
-    await appendTurn(
-      deps.db.asUser(target.identity),
-      appendRequest(deps, target, {
-        ...turnBase,
-        status: 'upstream_error',
-        answer: '',
-        sqlQuery: null,
-        queryExplanation: null,
-        tablesUsed: [],
-        executionResult: null,
-        metadata: { error_code: error.code, error_detail: error.message },
-        embedding: null,
-        embeddingModel: deps.embedder.modelId,
-      }),
-    );
-  } catch (err) {
-    deps.log.warn({ err }, 'recording the failed turn failed');
-  }
-}
-
-/** The session as /memoryChat reports it (docs/design.md §4 names the id `conversation_id`). */
-export function conversationMetadata(session: SessionRow) {
-  const { session_id, slots: _slots, ...rest } = sessionView(session);
-  return { conversation_id: session_id, ...rest };
-}
-
-function round(value: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(value * f) / f;
 }

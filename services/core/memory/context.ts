@@ -1,4 +1,5 @@
 import type { Identity } from '../../model/identity.js';
+import { sessionIdForRead } from '../sessions/session-keys.js';
 import { notFound } from '../sessions/sessions.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
@@ -8,10 +9,12 @@ import { recallMemory } from './recall.js';
 export interface ContextRequest {
   question: string;
   sessionId?: string;
+  sessionKey?: string;
   format: ContextFormat;
   maxTokens?: number;
   k?: number;
   vdpDatabaseNames?: string | string[];
+  vdpTagNames?: string | string[];
 }
 
 /**
@@ -21,16 +24,18 @@ export interface ContextRequest {
 export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity, req: ContextRequest) {
   const now = deps.clock();
   const warnings: string[] = [];
+  const sessionId = await sessionIdForRead(deps, identity, req);
   const retrieved = await recallMemory(
     deps,
     {
       identity,
       question: req.question,
-      sessionId: req.sessionId,
+      sessionId,
       now,
       windowSize: deps.settings.maxTurnsPerSession,
       k: req.k ?? deps.settings.semanticSearchK,
       databases: databaseNames(req.vdpDatabaseNames),
+      tags: databaseNames(req.vdpTagNames),
       withMessages: true,
     },
     (err) => {

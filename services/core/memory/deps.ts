@@ -4,7 +4,10 @@ import type { Identity } from '../../model/identity.js';
 import type { Answerer } from '../../providers/answerers/answerer.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import type { PiiMasker } from '../privacy/pii.js';
+import type { ResultLimits } from '../recall/result-limit.js';
 import type { AugmentationStrategy } from './augment.js';
+import type { RolloutSettings } from './rollout.js';
 
 /** The memory settings of docs/design.md §4 and §6, read from config once. */
 export interface MemorySettings {
@@ -20,6 +23,10 @@ export interface MemorySettings {
   /** MEMORY_MAX_TURNS_PER_SESSION: the memory API's window; no window is longer, whatever the request asks. */
   maxTurnsPerSession: number;
   dedupSimilarity: number;
+  /** MEMORY_STORE_RESULT_ROWS and MEMORY_STORE_RESULT_BYTES. */
+  storedResult: ResultLimits;
+  /** Who gets memory on /memoryChat: MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS. */
+  rollout: RolloutSettings;
 }
 
 export function memorySettingsFrom(config: Config): MemorySettings {
@@ -34,6 +41,8 @@ export function memorySettingsFrom(config: Config): MemorySettings {
     ttlMode: config.MEMORY_TTL_MODE,
     maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
     dedupSimilarity: config.MEMORY_DEDUP_SIMILARITY,
+    storedResult: { maxRows: config.MEMORY_STORE_RESULT_ROWS, maxBytes: config.MEMORY_STORE_RESULT_BYTES },
+    rollout: { enabled: config.MEMORY_ENABLED, percent: config.MEMORY_ROLLOUT_PERCENT, tenantPercent: config.rolloutTenantPercent },
   };
 }
 
@@ -54,6 +63,8 @@ export interface MemoryDeps {
   llm?: ChatLlm;
   clock: () => Date;
   settings: MemorySettings;
+  /** Masks personal data in everything stored or embedded (MEMORY_PII). */
+  pii: PiiMasker;
   log: { warn(obj: object, msg: string): void };
   /** Called once a turn is stored: queues summarization when the session is due (docs/design.md §7). */
   afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;

@@ -1,7 +1,7 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 import { chainAsAnthropic, chainAsOpenAi } from '../sessions/chain-conversion.js';
 import { type AnthropicMessage, normaliseAnthropic, type OpenAiMessage, type StoredChain } from '../sessions/chains.js';
-import { countTokens, cutText } from '../text.js';
+import { countRecurringTokens, countTokens, cutText } from '../text.js';
 import { ANSWER_CHARS_IN_CONTEXT } from './chat-block.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
@@ -42,7 +42,7 @@ export function buildFormattedContext(p: ContextParts) {
   );
   const tokensOf = new Map(items.map((item) => [item, itemTokens(p, item, messagesOf)]));
   const { rendered, truncated } = packMemory(items, p.maxTokens, {
-    frameTokens: countTokens(renderBlock(p, [])),
+    frameTokens: countRecurringTokens(renderBlock(p, [])),
     cost: (item) => tokensOf.get(item)! + ITEM_ALLOWANCE,
     render: (kept) => assemble(p, kept, tokensOf, messagesOf),
     tokens: (assembled) => assembled.tokens.total,
@@ -52,8 +52,8 @@ export function buildFormattedContext(p: ContextParts) {
 }
 
 function itemTokens(p: ContextParts, item: MemoryItem, messagesOf: Map<HistoryTurn, Messages>): number {
-  if (item.kind === 'history' && p.format !== 'text') return countTokens(JSON.stringify(messagesOf.get(item.turn)));
-  return countTokens(renderItem(p, item));
+  if (item.kind === 'history' && p.format !== 'text') return countRecurringTokens(JSON.stringify(messagesOf.get(item.turn)));
+  return countRecurringTokens(renderItem(p, item));
 }
 
 function assemble(p: ContextParts, kept: MemoryItem[], tokensOf: Map<MemoryItem, number>, messagesOf: Map<HistoryTurn, Messages>) {

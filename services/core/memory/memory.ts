@@ -5,17 +5,22 @@ import type { Identity } from '../../model/identity.js';
 import type { Answerer } from '../../providers/answerers/answerer.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
-import { downloadExport, findVisibleRequest, requestGdpr } from '../gdpr/requests.js';
+import { type AccessOrigin, type AuditQuery, listTenantAudit } from '../audit/access-audit.js';
+import { downloadExport, requestGdpr, viewRequest } from '../gdpr/requests.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import type { JobLogger, JobQueue } from '../jobs/job-queue.js';
 import { createProcessors } from '../jobs/processors.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from '../jobs/summarization.js';
 import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse } from '../metrics.js';
+import { createPiiMasker } from '../privacy/pii.js';
 import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from '../recall/sql-recall.js';
 import { createVqlExecutor } from '../recall/vql-execution.js';
 import { clearUserSession, deleteUserSession, getUserSession, listUserSessions, renameUserSession } from '../sessions/sessions.js';
+import { correctUserTurn, deleteUserTurn, rateUserTurn, type TurnPatch } from '../sessions/turn-control.js';
 import { recordTurn, type TurnInput } from '../sessions/turns.js';
-import { type MemoryChatRequest, runMemoryChat } from './chat.js';
+import { tracedLlm } from '../tracing.js';
+import { runMemoryChat } from './chat.js';
+import type { ChatStream, MemoryChatRequest } from './chat-request.js';
 import { type ContextRequest, resolveMemoryContext } from './context.js';
 import { type MemoryDeps, memorySettingsFrom } from './deps.js';
 import { type SearchRequest, searchMemory } from './search.js';
@@ -51,9 +56,10 @@ export function createMemory(parts: MemoryParts) {
     db,
     embedder,
     answerer: metrics ? instrumentAnswerer(parts.answerer, metrics) : parts.answerer,
-    llm: parts.llm,
+    llm: parts.llm && tracedLlm(parts.llm, 'rewrite'),
     clock,
     settings: memorySettingsFrom(config),
+    pii: createPiiMasker({ mode: config.piiMode, secret: config.MEMORY_PII_SECRET, custom: config.piiPatterns }),
     log: parts.log,
     afterTurnStored: (event) => enqueueSummarizationIfDue(queue, summarization, parts.log, event),
   };
@@ -65,10 +71,11 @@ export function createMemory(parts: MemoryParts) {
     settings: deps.settings,
 
     /** `POST /memoryChat`: resolve memory, ask the answerer with it, store the turn. */
-    async chat(req: MemoryChatRequest) {
-      const response = await runMemoryChat(deps, req);
-      if (metrics && req.useMemory) {
-        const used = response.memory_context_used;
+    async chat(req: MemoryChatRequest, stream?: ChatStream) {
+      const response = await runMemoryChat(deps, req, stream);
+      const used = response.memory_context_used;
+      metrics?.memoryApplied.inc({ applied: String(used.applied), reason: used.reason });
+      if (metrics && used.applied) {
         recordMemoryUse(metrics, {
           retrievalSeconds: response.memory_retrieval_time,
           contextTokens: used.context_tokens,
@@ -82,7 +89,7 @@ export function createMemory(parts: MemoryParts) {
     search: (identity: Identity, req: SearchRequest) => searchMemory(deps, identity, req),
 
     sessions: {
-      list: (identity: Identity, limit: number, cursor?: string) => listUserSessions(deps, identity, limit, cursor),
+      list: (identity: Identity, limit: number, cursor?: string, key?: string) => listUserSessions(deps, identity, limit, cursor, key),
       get: (identity: Identity, sessionId: string) => getUserSession(deps, identity, sessionId),
       rename: (identity: Identity, sessionId: string, name: string) => renameUserSession(deps, identity, sessionId, name),
       remove: (identity: Identity, sessionId: string) => deleteUserSession(deps, identity, sessionId),
@@ -92,10 +99,15 @@ export function createMemory(parts: MemoryParts) {
     turns: {
       record: (
         identity: Identity,
-        target: { sessionId: string } | { newSessionName?: string },
+        target: { sessionId: string } | { newSessionName?: string; sessionKey?: string },
         input: TurnInput,
         claim?: IdempotencyClaim,
       ) => recordTurn(deps, identity, target, input, claim),
+      correct: (identity: Identity, sessionId: string, turnNumber: number, patch: TurnPatch) =>
+        correctUserTurn(deps, identity, sessionId, turnNumber, patch),
+      remove: (identity: Identity, sessionId: string, turnNumber: number) => deleteUserTurn(deps, identity, sessionId, turnNumber),
+      rate: (identity: Identity, sessionId: string, turnNumber: number, feedback: { rating: 'up' | 'down'; comment?: string }) =>
+        rateUserTurn(deps, identity, sessionId, turnNumber, feedback),
     },
 
     sql: {
@@ -107,13 +119,25 @@ export function createMemory(parts: MemoryParts) {
     },
 
     gdpr: {
-      request: (actor: Identity, subjectUserId: string, action: GdprAction) => requestGdpr(gdpr, actor, subjectUserId, action),
-      find: (caller: Identity, requestId: string) => findVisibleRequest(db, caller, requestId),
-      download: (caller: Identity, requestId: string) => downloadExport(gdpr, caller, requestId),
+      request: (actor: Identity, subjectUserId: string, action: GdprAction, origin?: AccessOrigin) =>
+        requestGdpr(gdpr, actor, subjectUserId, action, origin),
+      find: (caller: Identity, requestId: string, origin?: AccessOrigin) => viewRequest(gdpr, caller, requestId, origin),
+      download: (caller: Identity, requestId: string, origin?: AccessOrigin) => downloadExport(gdpr, caller, requestId, origin),
     },
 
+    /** GET /admin/audit: the access audit of the admin's tenant. */
+    audit: (admin: Identity, query: AuditQuery) => listTenantAudit(db, admin, query),
+
     /** The job processors, the same for the BullMQ worker and the in-process queue. */
-    processors: createProcessors({ config, db, embedder, summaryLlm: parts.summaryLlm, clock, queue, metrics }),
+    processors: createProcessors({
+      config,
+      db,
+      embedder,
+      summaryLlm: parts.summaryLlm && tracedLlm(parts.summaryLlm, 'summary'),
+      clock,
+      queue,
+      metrics,
+    }),
   };
 }
 

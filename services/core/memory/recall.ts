@@ -1,6 +1,7 @@
 import { type Retrieved, retrieveMemory } from '../../../db/repositories/memory-store.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from './deps.js';
+import { questionSearch } from './lexical-terms.js';
 
 export interface RecallRequest {
   identity: Identity;
@@ -13,13 +14,16 @@ export interface RecallRequest {
   k: number;
   /** The request's `vdp_database_names`, when it names any. */
   databases?: string[];
+  /** The request's `vdp_tag_names`, when it names any. */
+  tags?: string[];
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
 }
 
 /**
- * The one recall pipeline of /memoryChat and /memory/context: embed the question, then read the
- * session, its window and the user's similar turns in one round trip. A failed embedding is not a
+ * The one recall pipeline of /memoryChat and /memory/context: embed the question and take its
+ * lexical terms, then read the session, its window and the user's similar turns (both signals
+ * fused) in one round trip. A failed embedding is not a
  * failed recall: the window is still read, without similar turns, and `onEmbeddingFailed` lets the
  * caller say so in its own words.
  */
@@ -45,7 +49,8 @@ export async function recallMemory(
     minSimilarity: deps.settings.minSimilarity,
     embedding,
     embeddingModel: deps.embedder.modelId,
-    scope: { requested: req.databases, allowed: req.identity.databases },
+    search: questionSearch(req.question),
+    scope: { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) },
     ...(req.withMessages ? { withMessages: true } : {}),
   });
 }

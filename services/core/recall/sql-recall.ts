@@ -4,6 +4,7 @@ import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../memory/deps.js';
 import { notFound } from '../sessions/sessions.js';
 import { executionResultToCsv } from './result-csv.js';
+import type { ResultTruncation } from './result-limit.js';
 import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js';
 
 /**
@@ -37,8 +38,14 @@ export async function recallResultCsv(
   sessionId: string,
   ref: string,
   execute?: (sql: string) => Promise<unknown>,
-): Promise<{ turnNumber: number; csv: string }> {
+): Promise<{ turnNumber: number; csv: string; truncated?: ResultTruncation }> {
   const turn = await findTurn(deps, identity, sessionId, parseTurnRef(ref), `turn ${ref}`);
+  if (execute && deps.pii.hasMaskedLiteral(turn.sql_query)) {
+    throw new AppError(
+      'stored-sql-masked',
+      `turn ${turn.turn_number}'s SQL was stored with personal data masked in its literals; ask the question again to re-run it`,
+    );
+  }
   const result = execute ? await execute(turn.sql_query) : turn.execution_result;
   const csv = executionResultToCsv(result);
   if (csv === undefined) {
@@ -47,7 +54,8 @@ export async function recallResultCsv(
       `turn ${turn.turn_number} has no stored result rows to export${execute ? '' : '; try ?fresh=true'}`,
     );
   }
-  return { turnNumber: turn.turn_number, csv };
+  // A fresh result is whole (up to the request's limit); a stored one may have been cut before storage.
+  return { turnNumber: turn.turn_number, csv, ...(!execute && turn.result_truncated ? { truncated: turn.result_truncated } : {}) };
 }
 
 async function findTurn(deps: MemoryDeps, identity: Identity, sessionId: string, lookup: SqlTurnLookup, what: string): Promise<SqlTurn> {

@@ -4,6 +4,7 @@ import type { SessionRow } from '../../model/sessions.js';
 export function sessionView(session: SessionRow) {
   return {
     session_id: session.session_id,
+    session_key: session.session_key,
     session_name: session.session_name,
     message_count: session.turn_count,
     created_at: session.created_at.toISOString(),

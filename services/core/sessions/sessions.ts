@@ -10,15 +10,15 @@ import {
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../memory/deps.js';
-import type { ChainFormat } from './chains.js';
 import { sessionView } from './session-view.js';
+import { storedTurnView } from './turn-view.js';
 
 /**
  * Session operations of the memory API. Reads never extend a sliding session (only stored turns,
  * renames and clears count as activity): a bot polling its sessions must not keep them alive.
  */
-export async function listUserSessions(deps: MemoryDeps, identity: Identity, limit: number, cursor?: string) {
-  const page = await listSessions(deps.db.asUser(identity), identity, deps.clock(), limit, cursor ? decodeCursor(cursor) : undefined);
+export async function listUserSessions(deps: MemoryDeps, identity: Identity, limit: number, cursor?: string, key?: string) {
+  const page = await listSessions(deps.db.asUser(identity), identity, deps.clock(), limit, cursor ? decodeCursor(cursor) : undefined, key);
   return { sessions: page.sessions.map(sessionView), next_cursor: page.next ? encodeCursor(page.next) : null };
 }
 
@@ -31,21 +31,7 @@ export async function getUserSession(deps: MemoryDeps, identity: Identity, sessi
     ...sessionView(found.session),
     summary: found.session.summary_text,
     turns: found.turns.map((t, i) => ({
-      turn_number: t.turn_number,
-      created_at: t.created_at.toISOString(),
-      status: t.status,
-      question: t.question,
-      answer: t.answer,
-      sql_query: t.sql_query,
-      query_explanation: t.query_explanation,
-      tables_used: t.tables_used,
-      vdp_database_names: t.vdp_database_names,
-      execution_result: t.execution_result ?? null,
-      messages_format: (t.messages as { format?: ChainFormat } | null)?.format ?? null,
-      messages: (t.messages as { messages?: unknown[] } | null)?.messages ?? null,
-      context: t.context,
-      metadata: t.metadata,
-      duplicate_of: t.duplicate_of,
+      ...storedTurnView(t),
       // Trimmed turns stay stored (and listed) until a summary covers them, but leave the context.
       in_context_window: i >= windowStart && t.turn_number > covered,
     })),
@@ -53,7 +39,7 @@ export async function getUserSession(deps: MemoryDeps, identity: Identity, sessi
 }
 
 export async function renameUserSession(deps: MemoryDeps, identity: Identity, sessionId: string, name: string) {
-  const session = await renameSession(deps.db.asUser(identity), identity, sessionId, name, retention(deps));
+  const session = await renameSession(deps.db.asUser(identity), identity, sessionId, deps.pii.text(name), retention(deps));
   if (!session) throw notFound(sessionId);
   return sessionView(session);
 }

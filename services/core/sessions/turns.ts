@@ -2,14 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { recentQuestions } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { TurnStatus } from '../../model/turns.js';
+import type { ClientTurnStatus } from '../../model/turns.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import { databaseNames } from '../memory/database-names.js';
 import type { MemoryDeps } from '../memory/deps.js';
-import { cutText } from '../text.js';
+import { turnSearchTerms } from '../memory/lexical-terms.js';
 import { type ChainFormat, prepareMessageChain } from './chains.js';
+import { nearDuplicate } from './near-duplicate.js';
+import { sessionIdForWrite } from './session-keys.js';
+import { newSessionName } from './session-name.js';
 import { sessionView } from './session-view.js';
 import { notFound } from './sessions.js';
+import { storableTurn } from './storable-turn.js';
 import { storeTurn } from './store-turn.js';
 import { embeddedTurnText } from './turn-text.js';
 
@@ -20,15 +24,14 @@ export interface TurnInput {
   query_explanation?: string | null;
   tables_used?: string[] | string;
   vdp_database_names?: string[] | string;
+  vdp_tag_names?: string[] | string;
   execution_result?: unknown;
-  status?: Exclude<TurnStatus, 'upstream_error'>;
+  status?: ClientTurnStatus;
   messages?: unknown[];
   messages_format?: ChainFormat;
   context?: Record<string, unknown>;
   metadata?: Record<string, unknown>;
 }
-
-const SESSION_NAME_CHARS = 100;
 
 /**
  * Stores a finished turn sent by a chatbot that runs its own LLM (docs/design.md §2 memory API mode): the
@@ -38,10 +41,21 @@ const SESSION_NAME_CHARS = 100;
 export async function recordTurn(
   deps: MemoryDeps,
   identity: Identity,
-  target: { sessionId: string } | { newSessionName?: string },
+  asked: { sessionId: string } | { newSessionName?: string; sessionKey?: string },
   input: TurnInput,
   claim?: IdempotencyClaim,
 ) {
+  const target: { sessionId: string } | { newSessionName?: string } =
+    'sessionKey' in asked && asked.sessionKey !== undefined
+      ? {
+          sessionId: (await sessionIdForWrite(
+            deps,
+            identity,
+            { sessionKey: asked.sessionKey },
+            { sessionName: asked.newSessionName, question: input.question },
+          )) as string,
+        }
+      : asked;
   const chain = input.messages ? prepareMessageChain(input.messages, input.messages_format) : undefined;
   const now = deps.clock();
   const warnings: string[] = [];
@@ -57,12 +71,32 @@ export async function recordTurn(
           },
         )
       : [];
+  // Masked before embedding too: a vector must not carry what the stored text does not (docs/privacy.md).
+  const turn = storableTurn(
+    deps,
+    {
+      status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
+      question: input.question,
+      augmentedQuestion: null,
+      answer: input.answer,
+      sqlQuery,
+      queryExplanation: input.query_explanation ?? null,
+      tablesUsed,
+      vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
+      vdpTagNames: databaseNames(input.vdp_tag_names) ?? [],
+      executionResult: input.execution_result ?? null,
+      metadata: input.metadata ?? {},
+      messages: chain ?? null,
+      context: input.context ?? null,
+    },
+    warnings,
+  );
   // One embedding call: the turn's text for search, then the question and recent questions for dedup.
   let vectors: (number[] | null)[] = [];
   try {
     vectors = await deps.embedder.embed([
-      embeddedTurnText({ question: input.question, sqlQuery, tablesUsed, answer: input.answer }),
-      ...(recent.length ? [input.question, ...recent.map((r) => r.question)] : []),
+      embeddedTurnText(turn),
+      ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : []),
     ]);
   } catch (err) {
     deps.log.warn({ err }, 'embedding the turn failed; storing it without an embedding');
@@ -75,26 +109,18 @@ export async function recordTurn(
     {
       identity,
       sessionId,
-      createWithName: 'sessionId' in target ? undefined : (target.newSessionName ?? cutText(input.question.trim(), SESSION_NAME_CHARS)),
+      createWithName:
+        'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
       now,
       ttlMs: deps.settings.ttlMs,
       ttlMode: deps.settings.ttlMode,
       turn: {
-        status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
-        question: input.question,
-        augmentedQuestion: null,
-        answer: input.answer,
-        sqlQuery,
-        queryExplanation: input.query_explanation ?? null,
-        tablesUsed,
-        vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
-        executionResult: input.execution_result ?? null,
-        metadata: input.metadata ?? {},
+        ...turn,
         embedding: vectors[0] ?? null,
         embeddingModel: deps.embedder.modelId,
-        messages: chain ?? null,
-        context: input.context ?? null,
         duplicateOf,
+        // From the masked turn: no personal data reaches the lexical index either.
+        searchTerms: turnSearchTerms({ question: turn.question, sqlQuery: turn.sqlQuery, tablesUsed: turn.tablesUsed }),
       },
     },
     claim,
@@ -119,22 +145,4 @@ export async function recordTurn(
     deps.log.warn({ err }, 'queueing summarization failed');
   }
   return response;
-}
-
-/** The original (never another duplicate) of the most similar recent question at or above the threshold. */
-function nearDuplicate(
-  vectors: (number[] | null)[],
-  recent: { turn_number: number; duplicate_of: number | null }[],
-  threshold: number,
-): number | null {
-  const [question, ...others] = vectors;
-  if (!question) return null;
-  let best: { similarity: number; turn: (typeof recent)[number] } | undefined;
-  others.forEach((vector, i) => {
-    const turn = recent[i];
-    if (!vector || !turn) return;
-    const similarity = vector.reduce((sum, v, j) => sum + v * (question[j] ?? 0), 0);
-    if (similarity >= threshold && (!best || similarity > best.similarity)) best = { similarity, turn };
-  });
-  return best ? (best.turn.duplicate_of ?? best.turn.turn_number) : null;
 }

@@ -1,14 +1,14 @@
 import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { Config } from '../../config/config.js';
 import type { JobQueue, Processors } from '../../core/jobs/job-queue.js';
-import { BullJobQueue } from './bull-queue.js';
 import { InProcessQueue, type ParentLogger } from './in-process-queue.js';
 
 /**
  * BullMQ when REDIS_URL is set (a separate worker consumes; jobs wait in Postgres while Redis is
- * down); otherwise the in-process queue, which runs `processors` itself.
+ * down); otherwise the in-process queue, which runs `processors` itself. BullMQ and its Redis client
+ * (~15 MB) are loaded only when used.
  */
-export function createJobQueue(
+export async function createJobQueue(
   config: Config,
   options: {
     /** Job bookkeeping across users (the maintenance scope): where jobs wait while Redis is down. */
@@ -16,8 +16,10 @@ export function createJobQueue(
     log: ParentLogger;
     processors: (queue: JobQueue) => Processors;
   },
-): JobQueue {
-  if (config.REDIS_URL)
+): Promise<JobQueue> {
+  if (config.REDIS_URL) {
+    const { BullJobQueue } = await import('./bull-queue.js');
     return new BullJobQueue({ ...config, REDIS_URL: config.REDIS_URL }, { outboxDb: options.outboxDb, log: options.log });
+  }
   return new InProcessQueue({ config, log: options.log, processors: options.processors });
 }

@@ -1,4 +1,14 @@
-import type { TurnStatus } from '../../model/turns.js';
+import type { HistoryTurn, TurnStatus } from '../../model/turns.js';
+
+/** The memory /memoryChat built for the question (docs/design.md §4), for answerers that write their own prompt. */
+export interface AnswerMemory {
+  /** The rendered `<conversation_memory>` block, '' when there is none. */
+  text: string;
+  /** The window turns that made it into the block, oldest first. */
+  history: HistoryTurn[];
+  /** The similar past turns that made it into the block. */
+  similar: HistoryTurn[];
+}
 
 export interface AnswerRequest {
   question: string;
@@ -7,6 +17,9 @@ export interface AnswerRequest {
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */
   upstreamAuthorization?: string;
+  memory?: AnswerMemory;
+  /** Aborted when the client that asked has gone away: the upstream call is abandoned. */
+  signal?: AbortSignal;
 }
 
 export interface Answer {
@@ -19,6 +32,13 @@ export interface Answer {
 }
 
 export interface Answerer {
-  readonly kind: 'upstream' | 'none';
+  readonly kind: 'upstream' | 'sql' | 'none';
   answer(request: AnswerRequest): Promise<Answer>;
+  /** Releases what the answerer holds (the sql answerer's pool, the upstream answerer's keep-alive connections). */
+  close?(): Promise<void>;
+  /**
+   * The answer streamed: `onText` gets the answer text as it arrives. Present only when a streaming
+   * endpoint is configured (ANSWER_STREAM_URL).
+   */
+  answerStream?(request: AnswerRequest, onText: (text: string) => void): Promise<Answer>;
 }

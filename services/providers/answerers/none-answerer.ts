@@ -7,7 +7,8 @@ export const noneAnswerer: Answerer = {
     throw new AppError(
       'answerer-not-configured',
       'POST /memoryChat needs an answering backend: set ANSWER_URL (a Denodo-AI-SDK-compatible ' +
-        '/answerQuestion endpoint) and, if it needs credentials, ANSWER_AUTH. The memory API works without one.',
+        '/answerQuestion endpoint) and, if it needs credentials, ANSWER_AUTH; or ANSWER_BACKEND=sql with SQL_DATABASE_URL ' +
+        'and LLM_PROVIDER. The memory API works without one.',
     );
   },
 };

@@ -1,9 +1,13 @@
+import { context, propagation } from '@opentelemetry/api';
+import { Agent, type Dispatcher, request } from 'undici';
 import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 
 export interface UpstreamOptions {
   url: string;
+  /** A `/streamAnswerQuestion`: its reply is the answer as plain text, streamed (the Denodo AI SDK's form). */
+  streamUrl?: string;
   auth: 'forward' | 'basic' | 'bearer' | 'none';
   basicUser?: string;
   basicPassword?: string;
@@ -11,31 +15,89 @@ export interface UpstreamOptions {
   timeoutMs: number;
 }
 
-/** A Denodo-AI-SDK-compatible `answerQuestion` endpoint over HTTP. */
+/**
+ * A Denodo-AI-SDK-compatible `answerQuestion` endpoint over HTTP: undici's `request` on a keep-alive
+ * agent of its own. The global `fetch` wraps the same client in WHATWG streams and wrote a string
+ * body as a separate chunk; the profile showed it as the service's largest single cost per turn
+ * (docs/performance.md).
+ */
 export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
+  const agent = new Agent({ keepAliveTimeout: 30_000 });
+  const { streamUrl } = options;
   return {
     kind: 'upstream',
-    async answer(request) {
+    async answer(answerRequest) {
       const started = performance.now();
-      const response = await post(options, request);
+      const response = await post(agent, options, options.url, answerRequest);
       const reply = await readReply(response);
       return { ...reply, latencyMs: performance.now() - started };
     },
+    ...(streamUrl
+      ? {
+          async answerStream(answerRequest: AnswerRequest, onText: (text: string) => void) {
+            const started = performance.now();
+            const response = await post(agent, options, streamUrl, answerRequest);
+            const reply = await readStreamedReply(response, onText, options.timeoutMs);
+            return { ...reply, latencyMs: performance.now() - started };
+          },
+        }
+      : {}),
+    close: () => agent.close(),
   };
 }
 
-async function post(options: UpstreamOptions, request: AnswerRequest): Promise<Response> {
-  const body: Record<string, unknown> = { ...request.params, question: request.question };
-  if (request.customInstructions) body.custom_instructions = request.customInstructions;
-  const headers = { 'content-type': 'application/json', accept: 'application/json', ...authHeader(options, request) };
+/**
+ * The Denodo AI SDK's `/streamAnswerQuestion` takes the answerQuestion body and streams only the
+ * answer text (`text/plain`): no SQL, tables or tokens, so a streamed turn is stored without SQL. An
+ * error status, or a JSON reply, is read as answerQuestion's and sent as one chunk.
+ */
+async function readStreamedReply(
+  response: Dispatcher.ResponseData,
+  onText: (text: string) => void,
+  timeoutMs: number,
+): Promise<Omit<Answer, 'latencyMs'>> {
+  const type = String(response.headers['content-type'] ?? '');
+  if (response.statusCode >= 300 || type.includes('json')) {
+    const reply = await readReply(response);
+    onText(reply.fields.answer);
+    return reply;
+  }
+  const decoder = new TextDecoder();
+  let text = '';
   try {
-    return await fetch(options.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      const piece = decoder.decode(chunk, { stream: true });
+      if (!piece) continue;
+      text += piece;
+      onText(piece);
+    }
   } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    if ((err as Error).name === 'TimeoutError') {
+      throw new AppError('upstream-timeout', `the answering backend did not finish its streamed reply within ${timeoutMs} ms`);
+    }
+    throw new AppError('upstream-failed', 'the answering backend broke off its streamed reply', { cause: err });
+  }
+  text += decoder.decode();
+  return { fields: { answer: text, tables_used: [] }, status: 'clarification', sqlQuery: null };
+}
+
+async function post(agent: Agent, options: UpstreamOptions, url: string, answerRequest: AnswerRequest): Promise<Dispatcher.ResponseData> {
+  const body: Record<string, unknown> = { ...answerRequest.params, question: answerRequest.question };
+  if (answerRequest.customInstructions) body.custom_instructions = answerRequest.customInstructions;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    ...authHeader(options, answerRequest),
+  };
+  // W3C traceparent of the active span, so the answerer's own trace joins this one (a no-op when tracing is off).
+  propagation.inject(context.active(), headers);
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = answerRequest.signal ? AbortSignal.any([timeout, answerRequest.signal]) : timeout;
+  try {
+    return await request(url, { dispatcher: agent, method: 'POST', headers, body: JSON.stringify(body), signal });
+  } catch (err) {
+    if (answerRequest.signal?.aborted) throw err;
     if ((err as Error).name === 'TimeoutError') {
       throw new AppError('upstream-timeout', `the answering backend did not answer within ${options.timeoutMs} ms`);
     }
@@ -64,11 +126,12 @@ function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<st
   }
 }
 
-async function readReply(response: Response): Promise<Omit<Answer, 'latencyMs'>> {
+async function readReply(response: Dispatcher.ResponseData): Promise<Omit<Answer, 'latencyMs'>> {
   let text: string;
   try {
-    text = await response.text();
+    text = await response.body.text();
   } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
     if ((err as Error).name === 'TimeoutError') {
       throw new AppError('upstream-timeout', 'the answering backend did not finish its reply in time');
     }
@@ -76,22 +139,22 @@ async function readReply(response: Response): Promise<Omit<Answer, 'latencyMs'>>
   }
   const json = parseObject(text);
 
-  if (response.status >= 500) {
-    throw new AppError('upstream-failed', `the answering backend failed with HTTP ${response.status}`);
+  if (response.statusCode >= 500) {
+    throw new AppError('upstream-failed', `the answering backend failed with HTTP ${response.statusCode}`);
   }
-  if (response.status === 404) {
+  if (response.statusCode === 404) {
     const message = messageOf(json) ?? text.trim();
     if (/relevant/i.test(message)) return noRelevantViewsReply(message);
     throw new AppError('upstream-rejected', 'the answering backend answered 404: check ANSWER_URL');
   }
-  if (response.status === 401 || response.status === 403) {
-    throw new AppError('upstream-rejected', `the answering backend refused the credentials (HTTP ${response.status})`);
+  if (response.statusCode === 401 || response.statusCode === 403) {
+    throw new AppError('upstream-rejected', `the answering backend refused the credentials (HTTP ${response.statusCode})`);
   }
-  if (response.status >= 400) {
+  if (response.statusCode >= 400) {
     const message = messageOf(json);
     throw new AppError(
       'upstream-rejected',
-      `the answering backend rejected the request (HTTP ${response.status})${message ? `: ${message.slice(0, 300)}` : ''}`,
+      `the answering backend rejected the request (HTTP ${response.statusCode})${message ? `: ${message.slice(0, 300)}` : ''}`,
     );
   }
   if (!json) throw new AppError('upstream-bad-response', 'the answering backend did not reply with a JSON object');

@@ -2,7 +2,10 @@ export interface Embedder {
   /** Stored beside each vector as `<model>@<dimensions>`; search compares only equal ids. */
   readonly modelId: string;
   readonly dimensions: number;
-  /** One vector per text, in order. A text with nothing to embed gives null. */
+  /**
+   * One unit-length vector per text, in order (search ranks by inner product, which equals cosine
+   * similarity only for unit vectors). A text with nothing to embed gives null.
+   */
   embed(texts: string[]): Promise<(number[] | null)[]>;
 }
 

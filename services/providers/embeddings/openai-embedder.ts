@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import { openAIClient } from '../llm/sdk-clients.js';
 import { type Embedder, l2Normalise } from './embedder.js';
 
 export interface OpenAIEmbedderOptions {
@@ -13,7 +13,7 @@ export interface OpenAIEmbedderOptions {
 
 /** Embeddings from the OpenAI API or any compatible server at OPENAI_BASE_URL. */
 export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
-  const client = new OpenAI({
+  const client = openAIClient({
     apiKey: options.apiKey,
     baseURL: options.baseURL,
     timeout: options.timeoutMs,
@@ -27,7 +27,7 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
       const wanted = nonEmpty.flatMap((t, i) => (t ? [i] : []));
       const out: (number[] | null)[] = texts.map(() => null);
       if (wanted.length === 0) return out;
-      const response = await client.embeddings.create({
+      const response = await (await client()).embeddings.create({
         model: options.model,
         input: wanted.map((i) => nonEmpty[i]!),
         ...(options.requestDimensions ? { dimensions: options.dimensions } : {}),

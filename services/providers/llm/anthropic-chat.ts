@@ -1,12 +1,12 @@
-import Anthropic from '@anthropic-ai/sdk';
 import type { ChatLlm } from './chat-llm.js';
+import { anthropicClient } from './sdk-clients.js';
 
 export function createAnthropicChat(options: { apiKey: string; baseURL?: string; model: string; timeoutMs: number }): ChatLlm {
-  const client = new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL, timeout: options.timeoutMs, maxRetries: 1 });
+  const client = anthropicClient({ apiKey: options.apiKey, baseURL: options.baseURL, timeout: options.timeoutMs, maxRetries: 1 });
   return {
     name: `anthropic:${options.model}`,
     async complete({ system, user, maxTokens }) {
-      const response = await client.messages.create({
+      const response = await (await client()).messages.create({
         model: options.model,
         max_tokens: maxTokens,
         system,
@@ -16,6 +16,20 @@ export function createAnthropicChat(options: { apiKey: string; baseURL?: string;
         .flatMap((block) => (block.type === 'text' ? [block.text] : []))
         .join('')
         .trim();
+    },
+    // Anthropic's structured output is a tool the model is made to call; its input is the object.
+    async completeStructured({ system, user, maxTokens, output }) {
+      const response = await (await client()).messages.create({
+        model: options.model,
+        max_tokens: maxTokens,
+        system,
+        messages: [{ role: 'user', content: user }],
+        tools: [{ name: output.name, description: output.description, input_schema: { type: 'object', ...output.schema } }],
+        tool_choice: { type: 'tool', name: output.name },
+      });
+      const call = response.content.find((block) => block.type === 'tool_use' && block.name === output.name);
+      if (call?.type !== 'tool_use') throw new Error(`the model did not call ${output.name}`);
+      return { value: call.input, usage: { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens } };
     },
   };
 }

@@ -1,5 +1,26 @@
-/** A single-shot text completion, used for question rewriting (and later summaries). */
+/** A JSON object the model must produce: a JSON schema, given to OpenAI as response_format and to Anthropic as a forced tool. */
+export interface StructuredOutput {
+  /** [a-zA-Z0-9_-]{1,64}: the schema's (OpenAI) or the tool's (Anthropic) name. */
+  name: string;
+  description: string;
+  /** A JSON schema of an object, in the strict subset both providers accept (every property required, no extra ones). */
+  schema: Record<string, unknown>;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Single-shot completions: question rewriting and summaries (text), the sql answerer's SQL (structured). */
 export interface ChatLlm {
   readonly name: string;
   complete(request: { system: string; user: string; maxTokens: number }): Promise<string>;
+  /** The object the model produced, not yet validated beyond being JSON, and what the call cost. */
+  completeStructured(request: {
+    system: string;
+    user: string;
+    maxTokens: number;
+    output: StructuredOutput;
+  }): Promise<{ value: unknown; usage: TokenUsage }>;
 }

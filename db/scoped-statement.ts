@@ -1,0 +1,104 @@
+import pg from 'pg';
+
+/**
+ * The scope a statement runs under: the role and the identity the row-level security policies of
+ * migration 005 check. One prepared statement for every scope, so Postgres parses it once per connection.
+ */
+const SCOPE_STATEMENT = {
+  name: 'mc_scope',
+  text:
+    "SELECT set_config('role', $1, true), set_config('memorychat.tenant_id', $2, true), " +
+    "set_config('memorychat.user_id', $3, true), set_config('memorychat.tenant_admin', $4, true)",
+};
+
+/** [role, tenant id, user id, 'on'|'off'] */
+export type ScopeValues = [string, string, string, string];
+
+/** pg's connection as a Submittable sees it: the protocol messages the scoped statement writes. */
+interface Connection {
+  parsedStatements: Record<string, string>;
+  stream: { cork?: () => void; uncork?: () => void };
+  bind(config: { statement: string; values: string[] }): void;
+  execute(config: { portal: string }): void;
+}
+
+// pg's Query is the Submittable that parses rows into a result; its declaration omits the protocol hooks.
+const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig, values?: unknown[], callback?: unknown) => object }).Query;
+
+/**
+ * One statement under a scope in ONE round trip: Bind/Execute of the scope statement, then the
+ * statement's own Parse/Bind/Describe/Execute, then a single Sync. Messages before a Sync run in one
+ * implicit transaction, so the scope's `SET LOCAL` settings hold for the statement and end with it, as
+ * `BEGIN; scope; statement; COMMIT` did in three round trips; a failure in either rolls both back.
+ */
+class ScopedStatement extends PgQuery {
+  private scopeDone = false;
+
+  constructor(
+    private readonly scope: ScopeValues,
+    config: pg.QueryConfig,
+    callback: (err: Error | null, result: pg.QueryResult) => void,
+  ) {
+    super(config, undefined, callback);
+  }
+
+  // The statement always goes through the extended protocol, even without values: the simple protocol
+  // would send its own Sync and end the implicit transaction.
+  requiresPreparation() {
+    return true;
+  }
+
+  prepare(connection: Connection) {
+    connection.bind({ statement: SCOPE_STATEMENT.name, values: this.scope });
+    connection.execute({ portal: '' });
+    (PgQuery.prototype as { prepare(c: Connection): void }).prepare.call(this, connection);
+  }
+
+  // The scope statement's row and completion come first and are not the statement's result.
+  handleDataRow(msg: unknown) {
+    if (this.scopeDone) (PgQuery.prototype as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
+  }
+
+  handleCommandComplete(msg: unknown, connection: Connection) {
+    if (!this.scopeDone) {
+      this.scopeDone = true;
+      return;
+    }
+    (PgQuery.prototype as { handleCommandComplete(m: unknown, c: Connection): void }).handleCommandComplete.call(this, msg, connection);
+  }
+}
+
+/**
+ * Runs `statement` on `client` under `scope` in one round trip. The scope statement is prepared on the
+ * connection the first time it is used there, by running it alone: outside a transaction its local
+ * settings end with that call.
+ */
+export async function queryScoped<R extends pg.QueryResultRow>(
+  client: pg.PoolClient,
+  scope: ScopeValues,
+  statement: string | pg.QueryConfig,
+  values?: unknown[],
+): Promise<pg.QueryResult<R>> {
+  const connection = (client as unknown as { connection: Connection }).connection;
+  if (connection.parsedStatements[SCOPE_STATEMENT.name] === undefined) {
+    await client.query({ ...SCOPE_STATEMENT, values: scope });
+  }
+  const config: pg.QueryConfig =
+    typeof statement === 'string' ? { text: statement, values } : { ...statement, values: values ?? statement.values };
+  return new Promise((resolve, reject) => {
+    client.query(
+      new ScopedStatement(scope, config, (err, result) =>
+        err ? reject(err) : resolve(result as pg.QueryResult<R>),
+      ) as unknown as pg.QueryConfig,
+    );
+  });
+}
+
+/** The scope as the `BEGIN` of a multi-statement transaction sets it (simple protocol: literals). */
+export function scopeLiterals(scope: ScopeValues): string {
+  const [role, tenantId, userId, tenantAdmin] = scope.map((v) => pg.escapeLiteral(v));
+  return (
+    `BEGIN; SELECT set_config('role', ${role}, true), set_config('memorychat.tenant_id', ${tenantId}, true), ` +
+    `set_config('memorychat.user_id', ${userId}, true), set_config('memorychat.tenant_admin', ${tenantAdmin}, true)`
+  );
+}

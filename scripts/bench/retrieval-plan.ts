@@ -1,0 +1,63 @@
+// The work of the retrieval statement as Postgres plans it: used by `bench:heavy-user` and by
+// test/api/heavy-user-retrieval.test.ts, which bounds it.
+import type pg from 'pg';
+import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+
+interface PlanNode {
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Join Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Every row any node of the plan produced or threw away, over all its loops: the work the statement did. */
+function rowsExamined(node: PlanNode): number {
+  const loops = node['Actual Loops'] ?? 1;
+  const own = ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Join Filter'] ?? 0)) * loops;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsExamined(child), 0);
+}
+
+/** A bind parameter as the literal EXPLAIN EXECUTE takes: vectors travel in pgvector's binary form. */
+function literal(client: pg.PoolClient, v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (v instanceof Date) return client.escapeLiteral(v.toISOString());
+  if (Buffer.isBuffer(v))
+    return client.escapeLiteral(`[${Array.from({ length: v.readInt16BE(0) }, (_, i) => v.readFloatBE(4 + 4 * i)).join(',')}]`);
+  if (Array.isArray(v)) return client.escapeLiteral(`{${v.map((x) => JSON.stringify(String(x))).join(',')}}`);
+  return client.escapeLiteral(String(v));
+}
+
+/**
+ * Runs the retrieval statement for `req` under the user's scope as the generic plan a prepared
+ * statement ends up with, and returns the rows its plan examined and the similar turns it found.
+ */
+export async function explainRetrieval(pool: pg.Pool, req: RetrievalRequest): Promise<{ examined: number; similar: number }> {
+  let statement: pg.QueryConfig | undefined;
+  const capture: Queryable = {
+    query: async (s) => {
+      statement = s as pg.QueryConfig;
+      return { rows: [] } as never;
+    },
+  };
+  await retrieveMemory(capture, req);
+  const client = await pool.connect();
+  try {
+    await client.query(`BEGIN; SELECT set_config('role', 'memorychat_app', true),
+      set_config('memorychat.tenant_id', ${client.escapeLiteral(req.identity.tenantId)}, true),
+      set_config('memorychat.user_id', ${client.escapeLiteral(req.identity.userId)}, true);
+      SET LOCAL plan_cache_mode = force_generic_plan`);
+    await client.query({ name: 'explained_retrieval', text: statement!.text, values: statement!.values });
+    const literals = statement!.values!.map((v) => literal(client, v));
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE explained_retrieval(${literals.join(', ')})`);
+    const result = await client.query({ text: statement!.text, values: statement!.values });
+    return {
+      examined: rowsExamined(rows[0]['QUERY PLAN'][0].Plan),
+      similar: result.rows.filter((r: { source: string }) => r.source === 'similar').length,
+    };
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}

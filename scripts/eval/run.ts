@@ -1,0 +1,175 @@
+// `npm run eval [-- --data FILE] [--json FILE]`: replays multi-turn text-to-SQL dialogues (SParC's
+// format) through the real /memoryChat, in process on an embedded database in a temporary DATA_DIR,
+// with a local answerer that returns each turn's gold SQL, and measures what memory sent upstream.
+// One user per database_id, one session per dialogue, dialogues in file order.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createSigner } from 'fast-jwt';
+import { migrate } from '../../db/migrate.js';
+import { openDatabase } from '../../db/pool.js';
+import { buildApp } from '../../services/api/app.js';
+import { loadConfig } from '../../services/config/config.js';
+import { createProviders } from '../../services/providers/index.js';
+import { percentile as percentileOfSorted } from '../bench/load.js';
+import { type BlockPart, carries, chanceOfHit, loadDialogues, parseMemoryBlock, tableSetKey } from './dialogues.js';
+
+const percentile = (values: number[], p: number) =>
+  percentileOfSorted(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SECRET = 'eval-secret-that-is-at-least-32-characters-long';
+const K = 3;
+
+const { values: args } = parseArgs({
+  options: { data: { type: 'string' }, json: { type: 'string' } },
+});
+const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json');
+const dialogues = loadDialogues(dataFile);
+
+// The answerer: each turn's gold SQL, and a record of what memorychat sent.
+let gold = '';
+let lastUpstream: { question?: string; custom_instructions?: string } = {};
+const answerer = createServer((req, res) => {
+  let raw = '';
+  req.on('data', (c) => (raw += c));
+  req.on('end', () => {
+    lastUpstream = JSON.parse(raw);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ answer: 'Here are the results.', sql_query: gold, tables_used: [], execution_result: {} }));
+  });
+});
+await new Promise<void>((r) => answerer.listen(0, '127.0.0.1', r));
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'memorychat-eval-'));
+const config = loadConfig({
+  DATA_DIR: dataDir,
+  JWT_SECRET: SECRET,
+  ANSWER_URL: `http://127.0.0.1:${(answerer.address() as AddressInfo).port}/answerQuestion`,
+  RATE_LIMIT_PER_MINUTE: '0',
+  LOG_LEVEL: 'silent',
+});
+const database = await openDatabase(config);
+await migrate(database.pool);
+const app = await buildApp({ config, db: database.pool, ...createProviders(config) });
+await app.ready();
+const sign = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 86_400_000 });
+
+interface PriorTurn {
+  tables: string;
+}
+const priorByUser = new Map<string, PriorTurn[]>();
+const followUps = { total: 0, previous: 0, allEarlier: 0 };
+const cross = { eligible: 0, hit1: 0, hit3: 0, chance1: 0, chance3: 0, withoutEarlier: 0, withoutMatch: 0 };
+const tokens = { first: [] as number[], followUp: [] as number[] };
+const parts: Record<BlockPart, number> = { instructions: 0, summary: 0, history: 0, similar: 0, answers: 0 };
+const retrievalMs: number[] = [];
+const started = performance.now();
+
+for (const dialogue of dialogues) {
+  const user = `eval-${dialogue.database_id}`;
+  const token = sign({ sub: user });
+  const prior = priorByUser.get(user) ?? [];
+  let sessionId: string | undefined;
+  const earlierSql: string[] = [];
+  for (const [j, turn] of dialogue.interaction.entries()) {
+    gold = turn.query;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/memoryChat',
+      headers: { authorization: `Bearer ${token}` },
+      payload: { question: turn.utterance, ...(sessionId ? { session_id: sessionId } : {}) },
+    });
+    if (res.statusCode !== 200) throw new Error(`/memoryChat answered ${res.statusCode}: ${res.body}`);
+    const body = res.json();
+    sessionId = body.conversation_metadata.conversation_id;
+    const upstreamText = `${lastUpstream.question ?? ''}\n${lastUpstream.custom_instructions ?? ''}`;
+    const block = parseMemoryBlock(lastUpstream.custom_instructions);
+    for (const part of Object.keys(parts) as BlockPart[]) parts[part] += block.tokens[part];
+    retrievalMs.push(body.memory_retrieval_time * 1000);
+    (j === 0 ? tokens.first : tokens.followUp).push(body.memory_context_used.context_tokens);
+
+    if (j > 0) {
+      followUps.total++;
+      if (carries(upstreamText, earlierSql.at(-1)!)) followUps.previous++;
+      if (earlierSql.every((sql) => carries(upstreamText, sql))) followUps.allEarlier++;
+    } else {
+      const wanted = tableSetKey(turn.query);
+      const good = prior.filter((p) => p.tables === wanted).length;
+      if (!prior.length) cross.withoutEarlier++;
+      else if (!good) cross.withoutMatch++;
+      else {
+        cross.eligible++;
+        const sent = block.similarSql.map(tableSetKey);
+        if (sent[0] === wanted) cross.hit1++;
+        if (sent.slice(0, K).includes(wanted)) cross.hit3++;
+        cross.chance1 += chanceOfHit(prior.length, good, 1);
+        cross.chance3 += chanceOfHit(prior.length, good, K);
+      }
+    }
+    earlierSql.push(turn.query);
+  }
+  for (const sql of earlierSql) prior.push({ tables: tableSetKey(sql) });
+  priorByUser.set(user, prior);
+}
+
+await app.close();
+await database.close();
+answerer.close();
+rmSync(dataDir, { recursive: true, force: true });
+
+const share = (n: number, d: number) => (d ? n / d : Number.NaN);
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+const allParts = Object.values(parts).reduce((a, b) => a + b, 0);
+const figures = {
+  data: dataFile,
+  dialogues: dialogues.length,
+  turns: retrievalMs.length,
+  follow_up_carry: {
+    follow_ups: followUps.total,
+    previous_sql: share(followUps.previous, followUps.total),
+    all_earlier_sql: share(followUps.allEarlier, followUps.total),
+  },
+  cross_session: {
+    questions: cross.eligible,
+    hit_at_1: share(cross.hit1, cross.eligible),
+    hit_at_3: share(cross.hit3, cross.eligible),
+    chance_at_1: share(cross.chance1, cross.eligible),
+    chance_at_3: share(cross.chance3, cross.eligible),
+    first_questions_without_earlier_turns: cross.withoutEarlier,
+    first_questions_without_same_tables: cross.withoutMatch,
+  },
+  memory_block_tokens: {
+    first_question: { p50: percentile(tokens.first, 50), p95: percentile(tokens.first, 95) },
+    follow_up: { p50: percentile(tokens.followUp, 50), p95: percentile(tokens.followUp, 95) },
+    spent_on: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, share(v, allParts)])),
+  },
+  retrieval_ms: { p50: percentile(retrievalMs, 50), p95: percentile(retrievalMs, 95) },
+  seconds: (performance.now() - started) / 1000,
+};
+
+console.log(`eval: ${figures.dialogues} dialogues, ${figures.turns} turns from ${path.relative(process.cwd(), dataFile)}`);
+console.log(
+  `follow-up carry (${followUps.total} follow-ups): previous turn's SQL ${pct(figures.follow_up_carry.previous_sql)}, all earlier turns' SQL ${pct(figures.follow_up_carry.all_earlier_sql)}`,
+);
+console.log(
+  `cross-session (${cross.eligible} first questions with an earlier same-tables turn): hit@1 ${pct(figures.cross_session.hit_at_1)} (chance ${pct(figures.cross_session.chance_at_1)}), hit@3 ${pct(figures.cross_session.hit_at_3)} (chance ${pct(figures.cross_session.chance_at_3)})`,
+);
+const t = figures.memory_block_tokens;
+console.log(
+  `memory-block tokens: first questions p50 ${t.first_question.p50} p95 ${t.first_question.p95}; follow-ups p50 ${t.follow_up.p50} p95 ${t.follow_up.p95}`,
+);
+console.log(
+  `  spent on: ${Object.entries(t.spent_on)
+    .map(([k, v]) => `${k} ${pct(v)}`)
+    .join(', ')}`,
+);
+console.log(`retrieval time: p50 ${figures.retrieval_ms.p50.toFixed(2)} ms, p95 ${figures.retrieval_ms.p95.toFixed(2)} ms`);
+if (args.json) writeFileSync(args.json, `${JSON.stringify(figures, null, 2)}\n`);

@@ -1,0 +1,418 @@
+// The memory playground: a browser client of the memorychat API, signed in with the user's own token.
+// Plain DOM code: every value from the API goes in through textContent, never as HTML.
+
+const TOKEN_KEY = 'memorychat-playground-token';
+const $ = (id) => document.getElementById(id);
+
+let token = sessionStorage.getItem(TOKEN_KEY);
+
+/** An element with text and attributes; children appended in order. */
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === 'text') node.textContent = value;
+    else if (key === 'className') node.className = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function say(message, isError = false) {
+  const status = $('status');
+  status.textContent = message;
+  status.classList.toggle('error', isError);
+}
+
+/** The API with the token; a problem document becomes an Error with its title and detail. */
+async function api(method, path, body) {
+  const headers = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 401) {
+    signOut();
+    throw new Error('The token was refused: sign in again.');
+  }
+  const type = response.headers.get('content-type') ?? '';
+  const payload = type.includes('json') ? await response.json() : await response.text();
+  if (!response.ok) {
+    const problem = typeof payload === 'object' ? payload : {};
+    throw new Error(`${problem.title ?? response.statusText}${problem.detail ? `: ${problem.detail}` : ''} (${response.status})`);
+  }
+  return { status: response.status, body: payload };
+}
+
+function guarded(action) {
+  return async (event) => {
+    event?.preventDefault();
+    try {
+      await action(event);
+    } catch (err) {
+      say(err.message, true);
+    }
+  };
+}
+
+/** Saves text as a file: the API needs the token header, so links cannot point at it directly. */
+function download(name, type, content) {
+  const url = URL.createObjectURL(new Blob([content], { type }));
+  const link = el('a', { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+// ---- sign-in and views
+
+function userOf(jwt) {
+  try {
+    const claims = JSON.parse(atob(jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+    return claims.sub ?? 'signed in';
+  } catch {
+    return 'signed in';
+  }
+}
+
+function signIn(newToken) {
+  token = newToken.trim();
+  sessionStorage.setItem(TOKEN_KEY, token);
+  render();
+  showView('chat');
+  say(`Signed in as ${userOf(token)}.`);
+  loadSessions().catch((err) => say(err.message, true));
+}
+
+function signOut() {
+  token = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  render();
+  say('Signed out.');
+}
+
+function render() {
+  const signedIn = Boolean(token);
+  $('sign-in').hidden = signedIn;
+  $('views').hidden = !signedIn;
+  $('sign-out').hidden = !signedIn;
+  $('who').hidden = !signedIn;
+  $('who').textContent = signedIn ? `Signed in as ${userOf(token)}` : '';
+  $('local-token-form').hidden = signedIn || document.body.dataset.localToken !== 'true';
+  for (const view of ['chat', 'sessions', 'search', 'my-data']) if (!signedIn) $(view).hidden = true;
+}
+
+function showView(name) {
+  for (const button of document.querySelectorAll('#views button')) {
+    const current = button.dataset.view === name;
+    if (current) button.setAttribute('aria-current', 'page');
+    else button.removeAttribute('aria-current');
+    $(button.dataset.view).hidden = !current;
+  }
+}
+
+// ---- chat
+
+function facts(pairs) {
+  const list = el('dl', { className: 'facts' });
+  for (const [term, value] of pairs) {
+    if (value === undefined || value === null) continue;
+    list.append(el('dt', { text: term }), el('dd', { text: String(value) }));
+  }
+  return list;
+}
+
+function seconds(value) {
+  return typeof value === 'number' ? `${(value * 1000).toFixed(0)} ms` : undefined;
+}
+
+function memoryUsed(reply, roundTripMs) {
+  const used = reply.memory_context_used;
+  const details = el('details', { open: '', className: 'memory' }, el('summary', { text: 'Memory used for this answer' }));
+
+  const historyTurns = used.history_turns ?? [];
+  details.append(
+    el('h4', { text: `History: ${used.history_messages_count} earlier turn${used.history_messages_count === 1 ? '' : 's'}` }),
+    historyTurns.length ? el('p', { text: `Turns ${historyTurns.join(', ')} of this conversation` }) : el('p', { text: 'None.' }),
+  );
+
+  const similar = used.similar_queries ?? [];
+  details.append(el('h4', { text: `Similar past questions: ${used.similar_queries_count}` }));
+  if (similar.length) {
+    const rows = similar.map((s) =>
+      el(
+        'tr',
+        {},
+        el('td', { text: s.similarity.toFixed(3) }),
+        el('td', { text: s.question }),
+        el('td', { text: `turn ${s.turn_number} of ${s.session_id.slice(0, 8)}…` }),
+      ),
+    );
+    details.append(
+      el(
+        'table',
+        { className: 'similar' },
+        el('caption', { text: 'Most similar first' }),
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            el('th', { scope: 'col', text: 'Score' }),
+            el('th', { scope: 'col', text: 'Question' }),
+            el('th', { scope: 'col', text: 'Where' }),
+          ),
+        ),
+        el('tbody', {}, ...rows),
+      ),
+    );
+  } else {
+    details.append(el('p', { text: 'None.' }));
+  }
+
+  details.append(
+    el('h4', { text: 'Sent upstream' }),
+    el('p', { text: 'Question:' }),
+    el('pre', { className: 'augmented', text: used.augmented_question }),
+  );
+  if (used.custom_instructions) details.append(el('p', { text: 'Custom instructions:' }), el('pre', { text: used.custom_instructions }));
+
+  const upstreamTokens = reply.tokens && typeof reply.tokens === 'object' ? reply.tokens : {};
+  details.append(
+    el('h4', { text: 'Tokens and timings' }),
+    facts([
+      ['Memory context tokens', `${used.context_tokens}${used.context_truncated ? ' (truncated to fit)' : ''}`],
+      [
+        'Upstream tokens (in / out / total)',
+        upstreamTokens.total_tokens === undefined
+          ? undefined
+          : `${upstreamTokens.input_tokens ?? '?'} / ${upstreamTokens.output_tokens ?? '?'} / ${upstreamTokens.total_tokens}`,
+      ],
+      ['Memory retrieval', seconds(reply.memory_retrieval_time)],
+      ['Upstream LLM', seconds(reply.llm_time)],
+      ['Upstream SQL execution', seconds(reply.sql_execution_time)],
+      ['Upstream total', seconds(reply.total_execution_time)],
+      ['Round trip (this browser)', `${roundTripMs.toFixed(0)} ms`],
+    ]),
+  );
+  return details;
+}
+
+async function ask() {
+  const question = $('question').value.trim();
+  if (!question) return;
+  const sessionId = $('chat-session').value;
+  const body = { question, use_memory: $('use-memory').checked, ...(sessionId ? { session_id: sessionId } : {}) };
+  say('Asking…');
+  const started = performance.now();
+  const { body: reply } = await api('POST', '/memoryChat', body);
+  const roundTripMs = performance.now() - started;
+
+  const meta = reply.conversation_metadata;
+  const item = el(
+    'li',
+    { className: 'exchange' },
+    el('p', { className: 'question', text: question }),
+    el('p', { className: 'answer', text: reply.answer }),
+    typeof reply.sql_query === 'string' && reply.sql_query ? el('pre', { className: 'sql', text: reply.sql_query }) : null,
+    el('p', { className: 'turn-meta', text: `${meta.session_name} · turn ${meta.message_count}` }),
+    reply.warnings?.length ? el('p', { className: 'error', text: `Warnings: ${reply.warnings.join('; ')}` }) : null,
+    memoryUsed(reply, roundTripMs),
+  );
+  $('transcript').prepend(item);
+  $('question').value = '';
+  await loadSessions(meta.conversation_id);
+  say(`Answered (turn ${meta.message_count} of “${meta.session_name}”).`);
+}
+
+// ---- sessions
+
+async function loadSessions(select) {
+  const { body } = await api('GET', '/sessions?limit=100');
+  const chosen = select ?? $('chat-session').value;
+  const picker = $('chat-session');
+  picker.replaceChildren(el('option', { value: '', text: 'New conversation' }));
+  const rows = [];
+  for (const session of body.sessions) {
+    picker.append(el('option', { value: session.session_id, text: `${session.session_name} (${session.message_count})` }));
+    const open = el('button', { type: 'button', text: 'Open', 'aria-label': `Open ${session.session_name}` });
+    open.addEventListener(
+      'click',
+      guarded(() => openSession(session.session_id)),
+    );
+    const resume = el('button', { type: 'button', text: 'Continue in chat', 'aria-label': `Continue ${session.session_name} in chat` });
+    resume.addEventListener(
+      'click',
+      guarded(() => {
+        $('chat-session').value = session.session_id;
+        showView('chat');
+        $('question').focus();
+      }),
+    );
+    rows.push(
+      el(
+        'tr',
+        {},
+        el('td', { text: session.session_name }),
+        el('td', { text: String(session.message_count) }),
+        el('td', { text: new Date(session.updated_at).toLocaleString() }),
+        el('td', { text: new Date(session.expires_at).toLocaleString() }),
+        el('td', {}, open, resume),
+      ),
+    );
+  }
+  $('session-table').tBodies[0].replaceChildren(...rows);
+  picker.value = body.sessions.some((s) => s.session_id === chosen) ? chosen : '';
+}
+
+async function openSession(id) {
+  const { body: session } = await api('GET', `/sessions/${id}`);
+  $('session-detail').hidden = false;
+  $('session-detail-title').textContent = `${session.session_name}: ${session.turns.length} turns`;
+  const items = session.turns.map((turn) => {
+    const item = el(
+      'li',
+      {},
+      el('p', { className: 'question', text: turn.question }),
+      el('p', { className: 'answer', text: turn.answer }),
+      el('p', {
+        className: 'turn-meta',
+        text: `turn ${turn.turn_number} · ${turn.status} · ${new Date(turn.created_at).toLocaleString()}`,
+      }),
+    );
+    if (turn.sql_query) {
+      const showSql = el('button', { type: 'button', text: 'SQL', 'aria-label': `SQL of turn ${turn.turn_number}` });
+      const csv = el('button', { type: 'button', text: 'CSV', 'aria-label': `Download the result of turn ${turn.turn_number} as CSV` });
+      const sqlBox = el('pre', { className: 'sql' });
+      sqlBox.hidden = true;
+      showSql.addEventListener(
+        'click',
+        guarded(async () => {
+          const { body } = await api('GET', `/sessions/${id}/turns/${turn.turn_number}/sql`);
+          sqlBox.textContent = body.sql_query;
+          sqlBox.hidden = false;
+        }),
+      );
+      csv.addEventListener(
+        'click',
+        guarded(async () => {
+          const { body } = await api('GET', `/sessions/${id}/turns/${turn.turn_number}/result.csv`);
+          download(`turn-${turn.turn_number}.csv`, 'text/csv', body);
+          say(`Downloaded the result of turn ${turn.turn_number}.`);
+        }),
+      );
+      item.append(showSql, csv, sqlBox);
+    }
+    return item;
+  });
+  $('session-turns').replaceChildren(...items);
+  $('session-detail-title').focus();
+}
+
+// ---- search
+
+async function search() {
+  const { body } = await api('POST', '/memory/search', { query: $('search-query').value, k: Number($('search-k').value) || 5 });
+  const rows = body.results.map((r) =>
+    el(
+      'tr',
+      {},
+      el('td', { text: r.similarity.toFixed(3) }),
+      el('td', { text: r.question }),
+      el('td', { text: r.answer }),
+      el('td', { className: 'sql', text: r.sql_query ?? '' }),
+      el('td', { text: `${r.session_name} (turn ${r.turn_number})` }),
+    ),
+  );
+  $('search-results').tBodies[0].replaceChildren(...rows);
+  $('search-results').hidden = false;
+  say(`${rows.length} past turn${rows.length === 1 ? '' : 's'} found.`);
+}
+
+// ---- my data
+
+async function waitForRequest(id) {
+  for (;;) {
+    const { body } = await api('GET', `/gdpr/requests/${id}`);
+    if (body.status === 'completed' || body.status === 'failed') return body;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+async function exportData() {
+  $('export-status').textContent = 'Export queued…';
+  const { body: accepted } = await api('GET', '/me/export');
+  const done = await waitForRequest(accepted.request_id);
+  if (done.status !== 'completed') throw new Error(`The export failed (${done.error_code ?? 'unknown'}).`);
+  const { body } = await api('GET', done.download_url);
+  download('memorychat-export.json', 'application/json', JSON.stringify(body, null, 2));
+  const counts = Object.entries(done.counts)
+    .map(([kind, n]) => `${n} ${kind}`)
+    .join(', ');
+  $('export-status').textContent = `Exported ${counts}.`;
+  say('Export downloaded.');
+}
+
+async function eraseData() {
+  $('erase-confirm').hidden = true;
+  $('erase-status').textContent = 'Erasing…';
+  const { body: accepted } = await api('DELETE', '/me');
+  const done = await waitForRequest(accepted.request_id);
+  if (done.status !== 'completed') throw new Error(`The erasure failed (${done.error_code ?? 'unknown'}).`);
+  $('erase-status').textContent = 'Everything of yours was erased.';
+  $('transcript').replaceChildren();
+  await loadSessions();
+  say('Erased.');
+}
+
+// ---- wiring
+
+$('token-form').addEventListener(
+  'submit',
+  guarded(() => signIn($('token').value)),
+);
+$('local-token-form').addEventListener(
+  'submit',
+  guarded(async () => {
+    const response = await fetch('/playground/local-token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: $('local-user').value }),
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.detail ?? body.title ?? 'no local token');
+    signIn(body.token);
+  }),
+);
+$('sign-out').addEventListener('click', () => signOut());
+for (const button of document.querySelectorAll('#views button')) {
+  button.addEventListener(
+    'click',
+    guarded(async () => {
+      showView(button.dataset.view);
+      if (button.dataset.view === 'sessions') await loadSessions();
+    }),
+  );
+}
+$('chat-form').addEventListener('submit', guarded(ask));
+$('refresh-sessions').addEventListener(
+  'click',
+  guarded(() => loadSessions()),
+);
+$('search-form').addEventListener('submit', guarded(search));
+$('export').addEventListener('click', guarded(exportData));
+$('erase').addEventListener('click', () => {
+  $('erase-confirm').hidden = false;
+  $('erase-no').focus();
+});
+$('erase-no').addEventListener('click', () => {
+  $('erase-confirm').hidden = true;
+  $('erase').focus();
+});
+$('erase-yes').addEventListener('click', guarded(eraseData));
+
+render();
+if (token) {
+  showView('chat');
+  loadSessions().catch((err) => say(err.message, true));
+}

@@ -1,0 +1,30 @@
+import Type from 'typebox';
+
+const AccessAction = Type.Union([Type.Literal('export'), Type.Literal('erase'), Type.Literal('download'), Type.Literal('admin_read')], {
+  description:
+    "export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request",
+});
+
+export const AdminAuditQuery = Type.Object({
+  user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Entries where this user is the subject or the actor' })),
+  action: Type.Optional(AccessAction),
+  from: Type.Optional(Type.String({ format: 'date-time', description: 'Entries at or after this time' })),
+  to: Type.Optional(Type.String({ format: 'date-time', description: 'Entries before this time' })),
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+  cursor: Type.Optional(Type.String({ maxLength: 200 })),
+});
+
+export const AdminAuditResponse = Type.Object({
+  entries: Type.Array(
+    Type.Object({
+      entry_id: Type.String({ format: 'uuid' }),
+      at: Type.String({ format: 'date-time' }),
+      actor_user_id: Type.String(),
+      subject_user_id: Type.String(),
+      action: AccessAction,
+      target: Type.String({ description: 'The GDPR request acted on' }),
+      http_request_id: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the request that did it' }),
+    }),
+  ),
+  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
+});

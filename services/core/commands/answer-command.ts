@@ -1,0 +1,114 @@
+import { clearSession, getSessionWithTurns } from '../../../db/repositories/sessions.js';
+import { findSqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
+import type { Identity } from '../../model/identity.js';
+import type { MemoryDeps } from '../memory/deps.js';
+import { executionResultToCsv } from '../recall/result-csv.js';
+import { containsPattern } from '../recall/turn-refs.js';
+import type { CommandTarget, MemoryCommand } from './recognise.js';
+
+/** A CSV this long or shorter is sent inline with its link. */
+const INLINE_CSV_CHARS = 8192;
+
+export interface CommandOutcome {
+  answer: string;
+  /** The recalled SQL, shown in the reply's `sql_query`; the command's own turn stores none. */
+  sqlQuery: string | null;
+  tablesUsed: string[];
+  /** `memory_command` of the reply: the command's name and what it found. */
+  details: { name: MemoryCommand['name'] } & Record<string, unknown>;
+}
+
+/**
+ * A memory command answered from the session's stored turns (docs/memory-api.md, "Memory commands"),
+ * without the answerer. `sessionId` is undefined for a message that starts a conversation: there is
+ * nothing to recall yet. Runs before the command's own turn is stored.
+ */
+export async function answerMemoryCommand(
+  deps: MemoryDeps,
+  identity: Identity,
+  sessionId: string | undefined,
+  command: MemoryCommand,
+): Promise<CommandOutcome> {
+  const db = deps.db.asUser(identity);
+  const now = deps.clock();
+  switch (command.name) {
+    case 'forget': {
+      const cleared = sessionId
+        ? await clearSession(db, identity, sessionId, { now, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode })
+        : undefined;
+      return {
+        answer: cleared
+          ? 'Done: I have forgotten this conversation. Ask a new question whenever you like.'
+          : 'There was nothing to forget yet.',
+        sqlQuery: null,
+        tablesUsed: [],
+        details: { name: 'forget', cleared: Boolean(cleared) },
+      };
+    }
+    case 'recall': {
+      const found = sessionId ? await getSessionWithTurns(db, identity, sessionId, now) : undefined;
+      const questions = (found?.turns ?? [])
+        .filter((t) => t.status !== 'memory_command' && t.status !== 'incomplete')
+        .map((t) => ({ turn_number: t.turn_number, question: t.question }));
+      return {
+        answer: questions.length
+          ? `Your questions in this conversation:\n${questions.map((q) => `${q.turn_number}. ${q.question}`).join('\n')}`
+          : 'You have not asked anything in this conversation yet.',
+        sqlQuery: null,
+        tablesUsed: [],
+        details: { name: 'recall', questions },
+      };
+    }
+    case 'show_sql':
+    case 'export_csv': {
+      const turn = sessionId ? (await findSqlTurn(db, identity, sessionId, now, lookupOf(command.target))).turn : undefined;
+      if (!turn?.has_sql) {
+        return {
+          answer: turn
+            ? `Question ${turn.turn_number} ("${turn.question}") was answered without SQL.`
+            : `I found no earlier question with SQL ${describe(command.target)} in this conversation.`,
+          sqlQuery: null,
+          tablesUsed: [],
+          details: { name: command.name, found: false, ...(turn ? { turn_number: turn.turn_number } : {}) },
+        };
+      }
+      const about = { turn_number: turn.turn_number, question: turn.question };
+      if (command.name === 'show_sql') {
+        return {
+          answer: `The SQL for question ${turn.turn_number} ("${turn.question}"):\n\n\`\`\`sql\n${turn.sql_query}\n\`\`\``,
+          sqlQuery: turn.sql_query,
+          tablesUsed: turn.tables_used,
+          details: { name: 'show_sql', found: true, ...about, sql_query: turn.sql_query },
+        };
+      }
+      const csvUrl = `/sessions/${sessionId}/turns/${turn.turn_number}/result.csv`;
+      const csv = executionResultToCsv(turn.execution_result);
+      const inline = csv !== undefined && csv.length <= INLINE_CSV_CHARS ? csv : undefined;
+      return {
+        answer: csv
+          ? `The results of question ${turn.turn_number} ("${turn.question}") as CSV: ${csvUrl}`
+          : `Question ${turn.turn_number} ("${turn.question}") has no stored result rows; ${csvUrl}?fresh=true runs its SQL again.`,
+        sqlQuery: turn.sql_query,
+        tablesUsed: turn.tables_used,
+        details: {
+          name: 'export_csv',
+          found: true,
+          ...about,
+          csv_url: csvUrl,
+          has_stored_result: csv !== undefined,
+          ...(inline ? { csv: inline } : {}),
+        },
+      };
+    }
+  }
+}
+
+function lookupOf(target: CommandTarget): SqlTurnLookup {
+  return 'ref' in target ? target.ref : { keywords: target.keywords.map(containsPattern) };
+}
+
+function describe(target: CommandTarget): string {
+  if ('keywords' in target) return `about ${target.keywords.join(', ')}`;
+  if ('number' in target.ref) return `numbered ${target.ref.number}`;
+  return `(${target.ref.position})`;
+}

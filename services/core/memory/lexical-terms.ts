@@ -1,0 +1,84 @@
+import { sqlIdentifiers } from './sql-identifiers.js';
+
+/*
+ * The lexical side of retrieval (docs/design.md §4): the same terms for a stored turn and for a new
+ * question, in any language, with no dictionary. A word is cut to its first TERM_CHARS characters
+ * (truncation stems "singers" and "singer", "countries" and "country" alike, in most alphabetic
+ * languages); identifiers are split at underscores and case changes first ("car_makers", "CarMakers"
+ * → car, maker); runs of a script written without spaces (Chinese, Japanese, Korean) become
+ * overlapping character pairs, the usual unit for matching them without a segmenter.
+ *
+ * Stored as a tsvector written here and cast, so no text-search configuration (and no language)
+ * takes part: the weights say where a term came from, tables (A) over columns (B) over the question's
+ * words (C), so a question naming a table ranks the turns whose SQL read it first.
+ */
+export const TERM_CHARS = 5;
+
+/** Lexemes a tsvector position may carry (PostgreSQL caps positions at 16383). */
+const MAX_POSITION = 16_383;
+
+const WORD = /[\p{L}\p{M}\p{N}_]+/gu;
+/** Scripts written without spaces between words (with the long-vowel mark ー and the iteration mark 々, which Unicode files under no script). */
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30FC\u3005]+/gu;
+/** Case changes inside an identifier: "CarMakers" → "Car Makers", "HTTPServer" → "HTTP Server". */
+const CASE_CHANGE = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/gu;
+
+/** The terms of a text: truncated words and identifier parts, and character pairs of unspaced scripts. */
+export function lexicalTerms(text: string): string[] {
+  const terms: string[] = [];
+  for (const [word] of text.normalize('NFKC').matchAll(WORD)) {
+    // Runs of unspaced scripts become character pairs; what lies between them is split as words.
+    let last = 0;
+    for (const run of word.matchAll(UNSPACED)) {
+      wordTerms(word.slice(last, run.index), terms);
+      const chars = [...run[0]];
+      if (chars.length === 1) terms.push(chars[0]!);
+      for (let i = 0; i + 1 < chars.length; i++) terms.push(chars[i]! + chars[i + 1]!);
+      last = run.index + run[0].length;
+    }
+    wordTerms(word.slice(last), terms);
+  }
+  return terms;
+}
+
+function wordTerms(word: string, out: string[]) {
+  for (const part of word.replace(CASE_CHANGE, '_').split('_')) {
+    const term = [...part.toLowerCase()].slice(0, TERM_CHARS).join('');
+    // A single letter or digit matches too much to mean anything.
+    if ([...term].length > 1) out.push(term);
+  }
+}
+
+/**
+ * A stored turn's terms as a tsvector literal: the tables its SQL reads (weight A), the other
+ * identifiers it names (B) and its question (C). '' (an empty tsvector) when there are none: a NULL
+ * column means "not computed yet" (the re-embedding job fills it).
+ */
+export function turnSearchTerms(turn: { question: string; sqlQuery: string | null; tablesUsed: string[] }): string {
+  const ids = sqlIdentifiers(turn.sqlQuery);
+  const weighted: [string[], 'A' | 'B' | 'C'][] = [
+    [[...ids.tables, ...turn.tablesUsed].flatMap(lexicalTerms), 'A'],
+    [ids.columns.flatMap(lexicalTerms), 'B'],
+    [lexicalTerms(turn.question), 'C'],
+  ];
+  const positions = new Map<string, string[]>();
+  let position = 0;
+  for (const [terms, weight] of weighted) {
+    for (const term of terms) {
+      position = Math.min(position + 1, MAX_POSITION);
+      positions.set(term, [...(positions.get(term) ?? []), `${position}${weight}`]);
+    }
+  }
+  return [...positions].map(([term, at]) => `${quoteLexeme(term)}:${at.join(',')}`).join(' ');
+}
+
+/** A question's terms, and as a tsquery literal matching any of them; null when it has none. */
+export function questionSearch(question: string): { query: string; terms: string[] } | null {
+  const terms = [...new Set(lexicalTerms(question))];
+  return terms.length ? { query: terms.map(quoteLexeme).join(' | '), terms } : null;
+}
+
+/** Terms hold only letters, marks, digits and underscores; quoting keeps the literal safe regardless. */
+function quoteLexeme(term: string): string {
+  return `'${term.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}

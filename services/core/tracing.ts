@@ -1,0 +1,77 @@
+import { type Attributes, context, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import type { JobKind, Processors } from './jobs/job-queue.js';
+
+/**
+ * Spans around memory's steps (docs/tracing.md). Off unless an entry point turned tracing on
+ * (services/infra/tracing.ts): then `traced` calls `work` directly, so the hot path allocates nothing.
+ */
+export const tracingState = { enabled: false, captureContent: false };
+
+const tracer = () => trace.getTracer('memorychat');
+
+export function traced<T>(name: string, attributes: Attributes, work: (span?: Span) => Promise<T>): Promise<T> {
+  if (!tracingState.enabled) return work();
+  return tracer().startActiveSpan(name, { attributes }, context.active(), async (span) => {
+    try {
+      return await work(span);
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/**
+ * An LLM whose calls are `chat` spans with GenAI semantic-convention attributes (provider, model,
+ * max tokens), so Langfuse and similar backends show them as generations. Prompts and completions are
+ * added only with OTEL_CAPTURE_CONTENT=true: they hold the user's questions.
+ */
+export function tracedLlm(llm: ChatLlm, purpose: 'rewrite' | 'summary'): ChatLlm {
+  const [provider = llm.name, model = llm.name] = llm.name.split(':');
+  const attributes = (maxTokens: number) => ({
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': provider,
+    'gen_ai.request.model': model,
+    'gen_ai.request.max_tokens': maxTokens,
+    'memorychat.llm_purpose': purpose,
+  });
+  return {
+    name: llm.name,
+    completeStructured: (request) =>
+      traced(`chat ${model}`, attributes(request.maxTokens), async (span) => {
+        const output = await llm.completeStructured(request);
+        span?.setAttribute('gen_ai.usage.input_tokens', output.usage.inputTokens);
+        span?.setAttribute('gen_ai.usage.output_tokens', output.usage.outputTokens);
+        return output;
+      }),
+    complete: (request) =>
+      traced(`chat ${model}`, attributes(request.maxTokens), async (span) => {
+        const output = await llm.complete(request);
+        if (span && tracingState.captureContent) {
+          span.setAttribute(
+            'gen_ai.input.messages',
+            JSON.stringify([
+              { role: 'system', content: request.system },
+              { role: 'user', content: request.user },
+            ]),
+          );
+          span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', content: output }]));
+        }
+        return output;
+      }),
+  };
+}
+
+/** Each job run is a `job <kind>` span (a trace of its own: the enqueuing request's context is not carried yet). */
+export function tracedProcessors(processors: Processors): Processors {
+  const wrapped = {} as Record<JobKind, (data: unknown, ctx: never) => Promise<unknown>>;
+  for (const kind of Object.keys(processors) as JobKind[]) {
+    const run = processors[kind] as (data: unknown, ctx: never) => Promise<unknown>;
+    wrapped[kind] = (data, ctx) => traced(`job ${kind}`, { 'memorychat.job_kind': kind }, () => run(data, ctx));
+  }
+  return wrapped as unknown as Processors;
+}

@@ -1,0 +1,138 @@
+import { AppError } from '../../../model/errors.js';
+import type { ChatLlm, TokenUsage } from '../../llm/chat-llm.js';
+import type { Answer, Answerer, AnswerRequest } from '../answerer.js';
+import { normaliseUpstreamReply } from '../upstream-reply.js';
+import { createSchemaCache, introspectSchema, type SchemaTable } from './schema-introspection.js';
+import { renderSchema } from './schema-prompt.js';
+import type { SqlDatabase } from './sql-database.js';
+import { type Execution, executeReadOnly } from './sql-execution.js';
+import { type Generated, type GenerationInput, generateSql, UnusableReplyError } from './sql-generation.js';
+import { answerText, executionResult } from './sql-reply.js';
+
+export interface SqlAnswererOptions {
+  llm: ChatLlm;
+  database: SqlDatabase;
+  /** SQL_TABLES: only these are shown to the LLM. */
+  tables?: string[];
+  maxRows: number;
+  repairAttempts: number;
+  schemaMaxTokens: number;
+  schemaRefreshMs: number;
+  log?: { warn(obj: object, msg: string): void };
+  /** Ends the answerer's own pool; unset when the pool is the memory database's (embedded-demo). */
+  close?: () => Promise<void>;
+}
+
+/**
+ * The built-in text-to-SQL answerer (ANSWER_BACKEND=sql, docs/design.md §5): the LLM writes one
+ * statement from the question, the memory and the schema; the database runs it read-only; a
+ * rejected statement goes back to the LLM with the error, up to `repairAttempts` times. The reply has
+ * the Denodo answerQuestion shape, so the turn is stored, recalled and exported like an upstream one.
+ */
+export function createSqlAnswerer(options: SqlAnswererOptions): Answerer {
+  const schema = createSchemaCache(
+    () => introspectSchema(options.database, options.tables),
+    options.schemaRefreshMs,
+    (err) => options.log?.warn({ err }, 'refreshing the SQL schema failed; the previous copy stays in use'),
+  );
+  return {
+    kind: 'sql',
+    answer: (request) => answer(options, request, schema),
+    close: options.close,
+  };
+}
+
+interface Cost {
+  usage: TokenUsage;
+  llmMs: number;
+  sqlMs: number;
+}
+
+async function answer(options: SqlAnswererOptions, request: AnswerRequest, schema: () => Promise<SchemaTable[]>): Promise<Answer> {
+  const started = performance.now();
+  const cost: Cost = { usage: { inputTokens: 0, outputTokens: 0 }, llmMs: 0, sqlMs: 0 };
+  const tables = await readSchema(schema);
+  const memory = request.memory;
+  const input: GenerationInput = {
+    question: request.question,
+    schema: renderSchema(tables, {
+      maxTokens: options.schemaMaxTokens,
+      usedTables: [...(memory?.history ?? []), ...(memory?.similar ?? [])].flatMap((turn) => turn.tables_used),
+      question: request.question,
+    }),
+    memory: memory?.text || undefined,
+    callerInstructions: typeof request.params.custom_instructions === 'string' ? request.params.custom_instructions : undefined,
+  };
+
+  let generated = await generate(options.llm, input, cost);
+  let execution: Execution | undefined;
+  for (let repairs = 0; generated.kind === 'sql'; repairs++) {
+    execution = await execute(options, generated.sql, cost);
+    if (execution.ok || execution.kind !== 'error' || repairs >= options.repairAttempts) break;
+    generated = await generate(options.llm, { ...input, repair: { sql: generated.sql, error: execution.message } }, cost);
+  }
+
+  const known = new Set(tables.flatMap((t) => [`${t.schema}.${t.name}`, t.name]));
+  const body: Record<string, unknown> = {
+    answer: answerText(generated, execution, options),
+    sql_query: generated.kind === 'sql' ? generated.sql : '',
+    query_explanation: generated.kind === 'sql' ? generated.explanation : '',
+    tables_used: generated.tables.filter((t) => known.has(t)),
+    execution_result: execution?.ok ? executionResult(execution) : {},
+    related_questions: [],
+    tokens: {
+      input_tokens: cost.usage.inputTokens,
+      output_tokens: cost.usage.outputTokens,
+      total_tokens: cost.usage.inputTokens + cost.usage.outputTokens,
+    },
+    sql_execution_time: seconds(cost.sqlMs),
+    llm_time: seconds(cost.llmMs),
+    total_execution_time: seconds(performance.now() - started),
+    ...(execution && !execution.ok ? { sql_error: execution.message } : {}),
+    ...(execution?.ok && execution.truncated ? { rows_limited_to: options.maxRows } : {}),
+  };
+  return { ...normaliseUpstreamReply(body), latencyMs: performance.now() - started };
+}
+
+async function readSchema(schema: () => Promise<SchemaTable[]>): Promise<SchemaTable[]> {
+  try {
+    return await schema();
+  } catch (err) {
+    throw new AppError('upstream-failed', 'the SQL database could not be read (SQL_DATABASE_URL)', { cause: err });
+  }
+}
+
+async function generate(llm: ChatLlm, input: GenerationInput, cost: Cost): Promise<Generated> {
+  const started = performance.now();
+  try {
+    const { generated, usage } = await generateSql(llm, input);
+    cost.usage.inputTokens += usage.inputTokens;
+    cost.usage.outputTokens += usage.outputTokens;
+    return generated;
+  } catch (err) {
+    if (err instanceof UnusableReplyError || err instanceof SyntaxError) {
+      throw new AppError('upstream-bad-response', `the LLM's reply could not be used: ${err.message}`);
+    }
+    // The SDKs' APIConnectionTimeoutError (both name it so; its `name` is plain "Error").
+    if (err instanceof Error && (/timeout/i.test(err.constructor.name) || /timed out/i.test(err.message))) {
+      throw new AppError('upstream-timeout', 'the LLM did not answer in time (LLM_TIMEOUT_MS)');
+    }
+    throw new AppError('upstream-failed', `the LLM failed: ${(err as Error).message}`.slice(0, 300), { cause: err });
+  } finally {
+    cost.llmMs += performance.now() - started;
+  }
+}
+
+async function execute(options: SqlAnswererOptions, sql: string, cost: Cost): Promise<Execution> {
+  try {
+    const execution = await executeReadOnly(options.database, sql, options.maxRows);
+    cost.sqlMs += execution.ms;
+    return execution;
+  } catch (err) {
+    throw new AppError('upstream-failed', 'the SQL database could not be reached (SQL_DATABASE_URL)', { cause: err });
+  }
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms) / 1000;
+}

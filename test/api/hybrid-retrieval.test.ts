@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sendJson } from '../support/fake-http-server.js';
+import { startFakeUpstream } from '../support/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/** The SQL the answerer returns for each question of these tests. */
+const SQL: Record<string, string> = {
+  'List everyone older than forty': 'SELECT name FROM singer WHERE age > 40',
+  'How many concerts were held in total?': 'SELECT count(*) FROM concert',
+  'How many pets are there in total?': 'SELECT count(*) FROM pets',
+  'How many singers come from each country?': 'SELECT country, count(*) FROM singer GROUP BY country',
+  // Chinese dialogues: the tables are named in English, so only the questions can match.
+  列出所有歌手的名字: 'SELECT name FROM singer',
+  每个体育场举办了多少场音乐会:
+    'SELECT T2.name, count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id GROUP BY T2.name',
+  显示所有宠物的平均年龄: 'SELECT avg(pet_age) FROM pets',
+  有多少位歌手: 'SELECT count(*) FROM singer',
+  容量最大的体育场是哪个: 'SELECT name FROM stadium ORDER BY capacity DESC LIMIT 1',
+};
+
+describe('hybrid retrieval in /memoryChat', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    upstream.handle((req, res) => {
+      const sql = SQL[String(req.body?.question)];
+      sendJson(res, 200, { answer: 'Here are the results.', sql_query: sql, tables_used: [] });
+    });
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  async function ask(sub: string, question: string) {
+    const reply = await t.request('POST', '/memoryChat', { token: t.token(sub), body: { question } });
+    expect(reply.status).toBe(200);
+    return reply;
+  }
+
+  /** The SQL of the similar turns sent upstream with the last question, in the order sent. */
+  function similarSqlSent(): string[] {
+    const block = String(upstream.lastBody().custom_instructions ?? '');
+    const similar = block.split('Related questions this user asked before')[1] ?? '';
+    return [...similar.matchAll(/^SQL: (.*)$/gm)].map((m) => m[1]!);
+  }
+
+  it('when a question names a table but shares few words with the question that used it, then that turn is sent', async () => {
+    await ask('analyst', 'List everyone older than forty');
+    await ask('analyst', 'How many concerts were held in total?');
+    await ask('analyst', 'How many pets are there in total?');
+    await ask('analyst', 'How many singers come from each country?');
+    // The two other turns share "How many ... in total" with the question; only the table links this one,
+    // whose cosine with the question (0.18 with the local embedder) is below MEMORY_MIN_SIMILARITY.
+    expect(similarSqlSent()).toContain('SELECT name FROM singer WHERE age > 40');
+  });
+
+  it('when a Chinese question asks about what an earlier Chinese question asked, then that turn comes first', async () => {
+    await ask('分析师', '列出所有歌手的名字');
+    await ask('分析师', '每个体育场举办了多少场音乐会');
+    await ask('分析师', '显示所有宠物的平均年龄');
+    await ask('分析师', '有多少位歌手');
+    expect(similarSqlSent()[0]).toBe('SELECT name FROM singer');
+    await ask('分析师', '容量最大的体育场是哪个');
+    expect(similarSqlSent()[0]).toBe(SQL.每个体育场举办了多少场音乐会);
+  });
+
+  it('when another user asks the same Chinese question, then none of the first user’s turns is used', async () => {
+    const reply = await ask('另一位用户', '有多少位歌手');
+    expect(reply.body.memory_context_used.similar_queries_count).toBe(0);
+    expect(upstream.lastBody().custom_instructions).toBeUndefined();
+  });
+});

@@ -1,0 +1,47 @@
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../services/config/config.js';
+import { startTracing } from '../../services/infra/tracing.js';
+import { startFakeUpstream } from '../support/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+describe('OpenTelemetry tracing of /memoryChat', () => {
+  const exporter = new InMemorySpanExporter();
+  let tracing: ReturnType<typeof startTracing>;
+  let t: TestApp;
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+
+  beforeAll(async () => {
+    tracing = startTracing(loadConfig({}), new SimpleSpanProcessor(exporter));
+    upstream = await startFakeUpstream();
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await upstream?.close();
+    await tracing?.shutdown();
+  });
+
+  it("when /memoryChat answers, then its spans form one trace and the answerer's traceparent belongs to it", async () => {
+    const question = 'Show me total sales by region for 2024 (secret-question-text)';
+    const res = await t.request('POST', '/memoryChat', { token: t.token('traced-user'), body: { question } });
+    expect(res.status).toBe(200);
+
+    const traceparent = String(upstream.requests.at(-1)?.headers.traceparent);
+    const [, traceId, parentSpanId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(traceparent) ?? [];
+    const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    const byName = new Map(spans.map((s) => [s.name, s]));
+    expect([...byName.keys()].sort()).toEqual(
+      ['POST /memoryChat', 'answerer.answer', 'auth', 'embedding', 'memory.retrieval', 'memory.store'].sort(),
+    );
+    expect(byName.get('answerer.answer')?.spanContext().spanId).toBe(parentSpanId);
+    const root = byName.get('POST /memoryChat')!;
+    for (const name of ['auth', 'answerer.answer', 'embedding', 'memory.retrieval', 'memory.store']) {
+      expect(byName.get(name)?.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
+    }
+    // No question and no user id in attributes unless OTEL_CAPTURE_CONTENT=true.
+    const attributes = JSON.stringify(spans.map((s) => s.attributes));
+    expect(attributes).not.toContain('secret-question-text');
+    expect(attributes).not.toContain('traced-user');
+  });
+});

@@ -1,0 +1,145 @@
+// The memory playground in a real browser (Debian's chromium, driven by playwright-core): sign in,
+// chat and see the memory used, sessions with SQL and CSV, search, export and erase, by label and
+// role as a keyboard or screen-reader user finds them, under the page's strict CSP.
+// `npm run screenshots:playground` writes the screenshots in docs/playground/ from this run.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLAYGROUND_CSP } from '../../services/api/plugins/playground.js';
+import { startFakeUpstream } from '../support/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = process.env.PLAYGROUND_SCREENSHOTS ?? mkdtempSync(path.join(tmpdir(), 'playground-shots-'));
+
+describe('the memory playground in chromium', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let service: TestApp;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
+    upstream = await startFakeUpstream();
+    service = await startTestApp({ ANSWER_URL: upstream.answerUrl, PLAYGROUND: 'on' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, acceptDownloads: true });
+    page = await context.newPage();
+    // A CSP violation or a script error is logged to the console by the browser.
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.close();
+    await upstream?.close();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+
+  it('when a user signs in with a token and chats, then each answer shows the memory it used', async () => {
+    // An earlier conversation, so that the first question has a similar past question to show.
+    const token = service.token('playground-user');
+    await service.request('POST', '/sessions/turns', {
+      token,
+      body: { question: 'Total sales by region for 2022', answer: 'EMEA 90, AMER 180.', sql_query: 'SELECT 2022' },
+    });
+
+    const response = await page.goto(`${service.baseUrl}/playground/`);
+    expect(response?.headers()['content-security-policy']).toBe(PLAYGROUND_CSP);
+    // Landmarks: a banner, the views' navigation (once signed in) and one main region.
+    expect(await page.getByRole('banner').count()).toBe(1);
+    expect(await page.getByRole('main').count()).toBe(1);
+    await shot('sign-in');
+
+    await page.getByLabel('Your token (JWT)').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Signed in as playground-user').first().waitFor();
+
+    await page.getByLabel('Question', { exact: true }).fill('Show me total sales by region for 2024');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    const first = page.locator('.exchange').first();
+    await first.getByText('Total sales by region for 2024: EMEA 100, AMER 200.').waitFor();
+    const similar = first.locator('table.similar tbody tr');
+    expect(await similar.count()).toBe(1);
+    expect(await similar.locator('td').nth(1).textContent()).toBe('Total sales by region for 2022');
+    expect(Number(await similar.locator('td').first().textContent())).toBeGreaterThan(0);
+
+    // The follow-up goes to the conversation just started (the picker selected it).
+    await page.getByLabel('Question', { exact: true }).fill('What about 2023?');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    await page.locator('.exchange').nth(1).waitFor();
+    const followUp = page.locator('.exchange').first();
+    await followUp.getByText('History: 1 earlier turn').waitFor();
+    expect(await followUp.getByText('Turns 1 of this conversation').count()).toBe(1);
+    expect(await followUp.locator('pre.sql').textContent()).toContain('year = 2023');
+    // What went upstream: the question as asked, with the first turn's SQL in the instructions.
+    expect(await followUp.locator('pre.augmented').textContent()).toBe('What about 2023?');
+    expect(await followUp.getByText('year = 2024').count()).toBeGreaterThan(0);
+    expect(await followUp.getByText('Memory context tokens').count()).toBe(1);
+    expect(await followUp.getByText('Upstream tokens (in / out / total)').count()).toBe(1);
+    expect(await followUp.getByText('10 / 20 / 30').count()).toBe(1);
+    expect(await followUp.getByText('Memory retrieval').count()).toBe(1);
+    await shot('chat');
+  });
+
+  it('when the page is reloaded, then the user is still signed in and sees sessions with their turns, SQL and CSV', async () => {
+    await page.reload();
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Sessions' }).click();
+    const rows = page.locator('#session-table tbody tr');
+    await rows.nth(1).waitFor();
+    expect(await rows.count()).toBe(2);
+
+    await page.getByRole('button', { name: 'Open Show me total sales by region for 2024' }).click();
+    await page.getByRole('heading', { name: 'Show me total sales by region for 2024: 2 turns' }).waitFor();
+    await page.getByRole('button', { name: 'SQL of turn 2' }).click();
+    await page.locator('#session-turns pre.sql', { hasText: 'year = 2023' }).waitFor();
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download the result of turn 1 as CSV' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe('turn-1.csv');
+    expect(readFileSync((await download.path())!, 'utf8')).toContain('EMEA');
+    await shot('sessions');
+  });
+
+  it('when the user searches memory with the keyboard, then past turns come back ranked with their scores', async () => {
+    await page.getByRole('button', { name: 'Search memory' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Find past questions like').fill('sales by region');
+    await page.keyboard.press('Enter');
+    const rows = page.locator('#search-results tbody tr');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(3);
+    const scores = await rows.locator('td:first-child').allTextContents();
+    expect(scores.map(Number)).toEqual([...scores.map(Number)].sort((a, b) => b - a));
+    await shot('search');
+  });
+
+  it('when the user exports and then erases their data, then the export downloads and nothing is left', async () => {
+    await page.getByRole('button', { name: 'My data' }).click();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export my data' }).click()]);
+    const exported = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+    expect(exported).toMatchObject({ format: 'memorychat-export/1', user_id: 'playground-user' });
+    expect(exported.sessions).toHaveLength(2);
+    await page.getByText(/^Exported /).waitFor();
+    await shot('my-data');
+
+    await page.getByRole('button', { name: 'Erase all my data…' }).click();
+    await page.getByRole('button', { name: 'Yes, erase it all' }).click();
+    await page.getByText('Everything of yours was erased.').waitFor();
+    const { body } = await service.request('GET', '/sessions', { token: service.token('playground-user') });
+    expect(body.sessions).toEqual([]);
+  });
+
+  it('when the whole tour is over, then the browser reported no script error and no CSP violation', () => {
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,0 +1,51 @@
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../services/config/config.js';
+import type { Processors } from '../../services/core/jobs/job-queue.js';
+import { tracedLlm, tracedProcessors, tracingState } from '../../services/core/tracing.js';
+import { startTracing } from '../../services/infra/tracing.js';
+
+describe('LLM and job spans', () => {
+  const exporter = new InMemorySpanExporter();
+  const tracing = startTracing(loadConfig({}), new SimpleSpanProcessor(exporter));
+  afterAll(() => tracing?.shutdown());
+  const llm = tracedLlm(
+    {
+      name: 'openai:gpt-4o-mini',
+      complete: async () => 'rewritten question',
+      completeStructured: async () => ({ value: {}, usage: { inputTokens: 12, outputTokens: 3 } }),
+    },
+    'rewrite',
+  );
+  const request = { system: 'rewrite it', user: 'what about jane@example.com?', maxTokens: 200 };
+
+  it('when the rewrite LLM is called, then a chat span carries the GenAI attributes and no content', async () => {
+    expect(await llm.complete(request)).toBe('rewritten question');
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.name).toBe('chat gpt-4o-mini');
+    expect(span?.attributes).toEqual({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4o-mini',
+      'gen_ai.request.max_tokens': 200,
+      'memorychat.llm_purpose': 'rewrite',
+    });
+  });
+
+  it('when OTEL_CAPTURE_CONTENT is on, then the prompt and the completion are attributes too', async () => {
+    exporter.reset();
+    tracingState.captureContent = true;
+    await llm.complete(request);
+    tracingState.captureContent = false;
+    const [span] = exporter.getFinishedSpans();
+    expect(String(span?.attributes['gen_ai.input.messages'])).toContain('jane@example.com');
+    expect(String(span?.attributes['gen_ai.output.messages'])).toContain('rewritten question');
+  });
+
+  it('when a job runs, then it is a span named by its kind', async () => {
+    exporter.reset();
+    const processors = tracedProcessors({ cleanup: async () => 'cleaned' } as unknown as Processors);
+    expect(await (processors.cleanup as (data: unknown, ctx: never) => Promise<unknown>)({}, undefined as never)).toBe('cleaned');
+    expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['memorychat.job_kind']])).toEqual([['job cleanup', 'cleanup']]);
+  });
+});

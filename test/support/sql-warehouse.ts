@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { loadDemoTables } from '../../db/demo/demo-dataset.js';
+import { SERVER, SUPERUSER } from './postgres-server.js';
+
+const server = inject('serverDatabase') as { login: string } | undefined;
+
+/** Where the sql answerer's statements run in a test, and a pool above it to check what the data holds. */
+export interface SqlWarehouse {
+  env: { SQL_DATABASE_URL: string };
+  /** True for embedded-demo: the demo schema inside the test's embedded database (read it through the app's admin pool). */
+  embedded: boolean;
+  /** The server's warehouse as its owner, to check what the data holds. */
+  pool?: pg.Pool;
+  remove(): Promise<void>;
+}
+
+/**
+ * Embedded project: `embedded-demo` (the service loads it at start). Server project: a database of
+ * the test's own on the PostgreSQL server, owned by the test login (no superuser), holding the same
+ * demo tables: a warehouse apart from the memory database, as in a deployment.
+ */
+export async function startSqlWarehouse(): Promise<SqlWarehouse> {
+  if (!server) return { env: { SQL_DATABASE_URL: 'embedded-demo' }, embedded: true, remove: async () => {} };
+  const database = `${server.login}_warehouse_${randomBytes(4).toString('hex')}`;
+  await asSuperuser((admin) => admin.query(`CREATE DATABASE ${database} OWNER ${server.login}`));
+  const url = `postgres://${server.login}@${SERVER.host}:${SERVER.port}/${database}`;
+  const owner = new pg.Client({ connectionString: url });
+  await owner.connect();
+  try {
+    await loadDemoTables(owner);
+  } finally {
+    await owner.end();
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  return {
+    env: { SQL_DATABASE_URL: url },
+    embedded: false,
+    pool,
+    async remove() {
+      await pool.end();
+      await asSuperuser((admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+    },
+  };
+}
+
+async function asSuperuser<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ ...SERVER, user: SUPERUSER, database: 'postgres' });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
