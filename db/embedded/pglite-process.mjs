@@ -8,6 +8,32 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 const dataDir = process.env.MEMORYCHAT_PGLITE_DATA_DIR;
 const socketPath = process.env.MEMORYCHAT_PGLITE_SOCKET;
 
+// How long a new connection waits for the previous one to be released before it is refused.
+const HANDOVER_WAIT_MS = 2000;
+
+/**
+ * The socket server, one attached connection at a time (see below), except that a connection arriving
+ * while the previous one is still being released waits for it instead of being refused: a client that
+ * reconnects at once after its connection broke (a reset, a killed socket) gets here before the
+ * server has handled the old close, and was told "Too many connections", failing a write that the
+ * service had rightly retried on a fresh connection.
+ */
+class OneConnectionAtATime extends PGLiteSocketServer {
+  async handleConnection(socket) {
+    const deadline = Date.now() + HANDOVER_WAIT_MS;
+    while (this.handlers.size > 0 && Date.now() < deadline && !socket.destroyed) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    if (socket.destroyed) return;
+    // Checked in the same tick as the base class attaches, so two waiting connections never both get in.
+    if (this.handlers.size > 0) {
+      socket.end('Too many connections\n', () => socket.destroy());
+      return;
+    }
+    return super.handleConnection(socket);
+  }
+}
+
 let db;
 let server;
 let stopping = false;
@@ -29,7 +55,8 @@ try {
   db = await PGlite.create({ dataDir, extensions: { vector }, startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off'] });
   // One connection only: the socket server multiplexes every connection onto one Postgres session,
   // and concurrent parameterized queries over several connections were seen to get each other's rows.
-  server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
+  // The limit of one is OneConnectionAtATime's; the base class's own limit would refuse at once.
+  server = new OneConnectionAtATime({ db, path: socketPath, maxConnections: 64 });
   // The session outlives its connections: a new connection would find the transaction (with its
   // role and identity) and the named (prepared) statements of one that broke mid-way, and its own
   // Parse of the same names would fail. A connection is attached before any of its bytes are read,
