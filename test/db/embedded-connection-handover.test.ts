@@ -36,7 +36,7 @@ describe('the embedded database across a broken connection', () => {
       // The socket dies as under a network reset: no Terminate message, the transaction left open.
       (broken as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
       const next = await connect();
-      const { rows } = await next.query<{ open: boolean }>("SELECT now() = statement_timestamp() AS open");
+      const { rows } = await next.query<{ open: boolean }>('SELECT now() = statement_timestamp() AS open');
       // The broken connection's transaction was rolled back, not inherited.
       expect(rows[0]?.open).toBe(true);
       await next.end();
