@@ -59,8 +59,10 @@ export const ConfigSchema = Type.Object({
   // Turn bodies may carry base64 photos that are replaced before storage, so they get a larger limit.
   MEMORY_TURN_BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 10_485_760 }),
 
-  // Who gets memory on /memoryChat (docs/privacy.md#rollout); turns are stored for everyone.
+  // Who gets memory on /memoryChat (docs/privacy.md#rollout); turns are stored for everyone unless
+  // MEMORY_STORE_OUTSIDE_ROLLOUT=false.
   MEMORY_ENABLED: Type.Boolean({ default: true }),
+  MEMORY_STORE_OUTSIDE_ROLLOUT: Type.Boolean({ default: true }),
   MEMORY_ROLLOUT_PERCENT: Type.Integer({ minimum: 0, maximum: 100, default: 100 }),
   // Per-tenant percentages replacing MEMORY_ROLLOUT_PERCENT: `acme=100,globex=10`.
   MEMORY_ROLLOUT_TENANTS: Type.Optional(Type.String({ pattern: '^[^=,]+=\\d{1,3}(,[^=,]+=\\d{1,3})*$' })),

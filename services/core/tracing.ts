@@ -1,4 +1,4 @@
-import { type Attributes, context, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import type { JobKind, Processors } from './jobs/job-queue.js';
 
@@ -10,9 +10,14 @@ export const tracingState = { enabled: false, captureContent: false };
 
 const tracer = () => trace.getTracer('memorychat');
 
-export function traced<T>(name: string, attributes: Attributes, work: (span?: Span) => Promise<T>): Promise<T> {
+export function traced<T>(
+  name: string,
+  attributes: Attributes,
+  work: (span?: Span) => Promise<T>,
+  kind: SpanKind = SpanKind.INTERNAL,
+): Promise<T> {
   if (!tracingState.enabled) return work();
-  return tracer().startActiveSpan(name, { attributes }, context.active(), async (span) => {
+  return tracer().startActiveSpan(name, { attributes, kind }, context.active(), async (span) => {
     try {
       return await work(span);
     } catch (err) {
@@ -66,12 +71,44 @@ export function tracedLlm(llm: ChatLlm, purpose: 'rewrite' | 'summary'): ChatLlm
   };
 }
 
-/** Each job run is a `job <kind>` span (a trace of its own: the enqueuing request's context is not carried yet). */
+/** W3C trace context as it travels in a job's payload (`traceContext`): ids only, never content. */
+export interface TraceCarrier {
+  traceparent?: string;
+  tracestate?: string;
+}
+
+/**
+ * The job payload with the active trace context added as `traceContext`, so that the job's span
+ * joins the trace of the request that queued it, across Redis, the Postgres outbox and a worker
+ * process. Unchanged when tracing is off or no span is active.
+ */
+export function withTraceContext<T extends object>(data: T): T {
+  if (!tracingState.enabled) return data;
+  const carrier: TraceCarrier = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ? { ...data, traceContext: carrier } : data;
+}
+
+/**
+ * Each job run is a `job <kind>` consumer span: a child of the context its payload carries
+ * (withTraceContext), or the root of a trace of its own for scheduled jobs (cleanup).
+ */
 export function tracedProcessors(processors: Processors): Processors {
   const wrapped = {} as Record<JobKind, (data: unknown, ctx: never) => Promise<unknown>>;
   for (const kind of Object.keys(processors) as JobKind[]) {
     const run = processors[kind] as (data: unknown, ctx: never) => Promise<unknown>;
-    wrapped[kind] = (data, ctx) => traced(`job ${kind}`, { 'memorychat.job_kind': kind }, () => run(data, ctx));
+    wrapped[kind] = (data, ctx) => {
+      const job = () =>
+        traced(
+          `job ${kind}`,
+          { 'memorychat.job_kind': kind, 'memorychat.job_attempt': (ctx as { attempt: number }).attempt },
+          () => run(data, ctx),
+          SpanKind.CONSUMER,
+        );
+      if (!tracingState.enabled) return job();
+      const carrier = (data as { traceContext?: TraceCarrier } | undefined)?.traceContext;
+      return context.with(carrier ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT, job);
+    };
   }
   return wrapped as unknown as Processors;
 }

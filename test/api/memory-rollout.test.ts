@@ -77,3 +77,67 @@ describe('memory switched off (MEMORY_ENABLED=false)', () => {
     }
   });
 });
+
+describe('turns outside the rollout not stored (MEMORY_ROLLOUT_PERCENT=50, MEMORY_STORE_OUTSIDE_ROLLOUT=false)', () => {
+  let t: TestApp;
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, MEMORY_ROLLOUT_PERCENT: '50', MEMORY_STORE_OUTSIDE_ROLLOUT: 'false' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+
+  it('when a user is outside the rollout, then the question is proxied as asked and nothing of theirs is stored', async () => {
+    const token = t.token(userWhere('proxied', false));
+    const asked = await t.request('POST', '/memoryChat', {
+      token,
+      body: { question: 'Show me total sales by region for 2024', session_key: 'slack:C1:1700000000.1' },
+    });
+    expect(asked.status).toBe(200);
+    expect(asked.body.conversation_metadata).toBeNull();
+    expect(asked.body.memory_context_used).toMatchObject({ applied: false, reason: 'outside_rollout', history_messages_count: 0 });
+    expect(upstream.lastBody().question).toBe('Show me total sales by region for 2024');
+
+    // A memory command has no memory to answer from: it goes to the answerer like any question.
+    const command = await t.request('POST', '/memoryChat', { token, body: { question: 'show me the SQL' } });
+    expect(command.body.memory_command).toBeUndefined();
+    expect(upstream.lastBody().question).toBe('show me the SQL');
+
+    const sessions = await t.request('GET', '/sessions', { token });
+    expect(sessions.body.sessions).toEqual([]);
+    const { rows } = await t.admin.query('SELECT count(*)::int AS n FROM turns WHERE user_id = $1', [userWhere('proxied', false)]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('when such a request carries an Idempotency-Key, then a retry replays the reply without asking again', async () => {
+    const token = t.token(userWhere('proxied', false));
+    const send = () =>
+      t.request('POST', '/memoryChat', {
+        token,
+        headers: { 'idempotency-key': 'outside-rollout-1' },
+        body: { question: 'Revenue by product for 2023' },
+      });
+    const calls = upstream.requests.length;
+    const first = await send();
+    const retry = await send();
+    expect([first.status, retry.status]).toEqual([200, 200]);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body).toEqual(first.body);
+    expect(upstream.requests.length - calls).toBe(1);
+  });
+
+  it('when a user is inside the rollout, then their turns are stored and used as before', async () => {
+    const token = t.token(userWhere('kept', true));
+    const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
+    const second = await t.request('POST', '/memoryChat', {
+      token,
+      body: { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id },
+    });
+    expect(second.body.memory_context_used).toMatchObject({ applied: true, history_messages_count: 1 });
+    expect(second.body.conversation_metadata.message_count).toBe(2);
+  });
+});

@@ -28,16 +28,16 @@ describe('the typed client', () => {
     });
     expect(first.error).toBeUndefined();
     expect(first.response.status).toBe(200);
-    const sessionId = first.data!.conversation_metadata.conversation_id;
-    expect(first.data!.conversation_metadata.message_count).toBe(1);
+    const sessionId = first.data!.conversation_metadata!.conversation_id;
+    expect(first.data!.conversation_metadata!.message_count).toBe(1);
 
     const second = await client.POST('/memoryChat', {
       body: { question: 'What about 2023?', session_id: sessionId, use_memory: true },
     });
     expect(second.error).toBeUndefined();
     const reply = second.data!;
-    expect(reply.conversation_metadata.conversation_id).toBe(sessionId);
-    expect(reply.conversation_metadata.message_count).toBe(2);
+    expect(reply.conversation_metadata!.conversation_id).toBe(sessionId);
+    expect(reply.conversation_metadata!.message_count).toBe(2);
     expect(reply.memory_context_used.history_messages_count).toBe(1);
     expect(reply.tables_used).toEqual(['sales']);
     // The follow-up reached the upstream with the first turn's SQL as context.

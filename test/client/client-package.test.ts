@@ -32,7 +32,7 @@ describe('the memorychat-client package', () => {
   it('when a user asks, follows up, lists sessions without a limit and reads the SQL, then every reply is typed and right', async () => {
     const first = await memorychat.POST('/memoryChat', { body: { question: 'Show me total sales by region for 2024' } });
     expect(first.error).toBeUndefined();
-    const sessionId = first.data!.conversation_metadata.conversation_id;
+    const sessionId = first.data!.conversation_metadata!.conversation_id;
     const followUp: Reply<'memoryChat'> | undefined = (
       await memorychat.POST('/memoryChat', { body: { question: 'What about 2023?', session_id: sessionId } })
     ).data;
@@ -53,10 +53,10 @@ describe('the memorychat-client package', () => {
     const frontend = createMemorychatClient(service.baseUrl, service.token('keyed-frontend'));
     await frontend.POST('/memoryChat', { body: { question: 'Total sales by region for 2024?', session_key: 'thread-42' } });
     const next = await frontend.POST('/memoryChat', { body: { question: 'And 2023?', session_key: 'thread-42' } });
-    expect(next.data?.conversation_metadata.message_count).toBe(2);
+    expect(next.data?.conversation_metadata?.message_count).toBe(2);
 
     const { data: found } = await frontend.GET('/sessions', { params: { query: { key: 'thread-42' } } });
-    expect(found?.sessions.map((s) => s.session_id)).toEqual([next.data?.conversation_metadata.conversation_id]);
+    expect(found?.sessions.map((s) => s.session_id)).toEqual([next.data?.conversation_metadata?.conversation_id]);
   });
 
   it('when a chatbot runs its own LLM, then it gets the context in its format and stores the finished turn', async () => {

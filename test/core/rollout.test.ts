@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { memoryDecision, type RolloutSettings, rolloutBucket } from '../../services/core/memory/rollout.js';
+import { memoryDecision, type RolloutSettings, rolloutBucket, storesTurns } from '../../services/core/memory/rollout.js';
 
 const settings = (percent: number, tenants: [string, number][] = []): RolloutSettings => ({
   enabled: true,
   percent,
   tenantPercent: new Map(tenants),
+  storeOutside: true,
 });
 const users = Array.from({ length: 1000 }, (_, i) => ({ tenantId: 'acme', userId: `user-${i}` }));
 
@@ -41,5 +42,13 @@ describe('memory rollout', () => {
   it('when memory is disabled or the request declines it, then that is the reason', () => {
     expect(memoryDecision({ ...settings(100), enabled: false }, users[0]!, true)).toEqual({ applied: false, reason: 'memory_disabled' });
     expect(memoryDecision(settings(100), users[0]!, false)).toEqual({ applied: false, reason: 'use_memory_false' });
+  });
+
+  it('when storing outside the rollout is off, then only users inside it have their turns stored, whatever the request asks', () => {
+    const s = { ...settings(50), storeOutside: false };
+    const stored = users.filter((u) => storesTurns(s, u));
+    expect(stored).toEqual(users.filter((u) => memoryDecision(s, u, true).applied));
+    expect(users.every((u) => storesTurns(settings(50), u))).toBe(true);
+    expect(users.some((u) => storesTurns({ ...settings(100), enabled: false, storeOutside: false }, u))).toBe(false);
   });
 });

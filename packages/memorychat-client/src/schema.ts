@@ -622,6 +622,7 @@ export interface operations {
                         vector_store_search_time?: unknown;
                         llm_time?: unknown;
                         total_execution_time?: unknown;
+                        /** @description Null when the turn was not stored: the caller is outside the memory rollout and MEMORY_STORE_OUTSIDE_ROLLOUT=false */
                         conversation_metadata: {
                             /** Format: uuid */
                             conversation_id: string;
@@ -638,7 +639,7 @@ export interface operations {
                             is_summarized: boolean;
                             /** @description The last turn the summary covers */
                             summary_through_turn: number | null;
-                        };
+                        } | null;
                         memory_context_used: {
                             history_messages_count: number;
                             similar_queries_count: number;

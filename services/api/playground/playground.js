@@ -215,14 +215,21 @@ async function ask() {
     el('p', { className: 'question', text: question }),
     el('p', { className: 'answer', text: reply.answer }),
     typeof reply.sql_query === 'string' && reply.sql_query ? el('pre', { className: 'sql', text: reply.sql_query }) : null,
-    el('p', { className: 'turn-meta', text: `${meta.session_name} · turn ${meta.message_count}` }),
+    el('p', {
+      className: 'turn-meta',
+      text: meta ? `${meta.session_name} · turn ${meta.message_count}` : 'not stored (outside the memory rollout)',
+    }),
     reply.warnings?.length ? el('p', { className: 'error', text: `Warnings: ${reply.warnings.join('; ')}` }) : null,
     memoryUsed(reply, roundTripMs),
   );
   $('transcript').prepend(item);
   $('question').value = '';
-  await loadSessions(meta.conversation_id);
-  say(`Answered (turn ${meta.message_count} of “${meta.session_name}”).`);
+  await loadSessions(meta?.conversation_id);
+  say(
+    meta
+      ? `Answered (turn ${meta.message_count} of “${meta.session_name}”).`
+      : 'Answered; this account is outside the memory rollout, so nothing was stored.',
+  );
 }
 
 // ---- sessions

@@ -88,7 +88,9 @@ export const MemoryChatResponse = Type.Object(
     vector_store_search_time: Type.Optional(Type.Unknown()),
     llm_time: Type.Optional(Type.Unknown()),
     total_execution_time: Type.Optional(Type.Unknown()),
-    conversation_metadata: ConversationMetadata,
+    conversation_metadata: Type.Union([ConversationMetadata, Type.Null()], {
+      description: 'Null when the turn was not stored: the caller is outside the memory rollout and MEMORY_STORE_OUTSIDE_ROLLOUT=false',
+    }),
     memory_context_used: Type.Object({
       history_messages_count: Type.Integer(),
       similar_queries_count: Type.Integer(),

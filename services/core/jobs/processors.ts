@@ -6,7 +6,7 @@ import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { runGdprErase } from '../gdpr/erase.js';
 import { runGdprExport } from '../gdpr/export.js';
 import { instrumentProcessors, type Metrics } from '../metrics.js';
-import { tracedProcessors } from '../tracing.js';
+import { tracedLlm, tracedProcessors } from '../tracing.js';
 import { type JobContext, type JobQueue, PermanentJobError, type Processors } from './job-queue.js';
 import { runReEmbedding } from './re-embedding.js';
 import { runRetentionCleanup } from './retention-cleanup.js';
@@ -34,6 +34,8 @@ export function createProcessors(deps: ProcessorDeps): Processors {
 
 function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
   const { config, db, clock } = deps;
+  // Here rather than at each entry point, so that the worker's summaries are generations too.
+  const summaryLlm = deps.summaryLlm && tracedLlm(deps.summaryLlm, 'summary');
   return {
     cleanup: (_data, ctx) =>
       runRetentionCleanup({
@@ -46,7 +48,7 @@ function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
 
     summarize: (data, ctx) =>
       summarizeSession(
-        { db, clock, log: ctx.log, llm: deps.summaryLlm, settings: summarizationSettingsFrom(config) },
+        { db, clock, log: ctx.log, llm: summaryLlm, settings: summarizationSettingsFrom(config) },
         requireIds(data, ['tenantId', 'userId', 'sessionId']),
       ),
 

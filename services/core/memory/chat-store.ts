@@ -1,3 +1,4 @@
+import { ClaimTakenOverError, completeIdempotencyKey } from '../../../db/repositories/idempotency.js';
 import { type AppendTurnRequest, appendTurn, type StoredTurn } from '../../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
@@ -33,6 +34,27 @@ export async function store<R>(
   const result = await storeTurn(deps.db, appendRequest(deps, target, turn), claim, (stored) => respond(stored.session));
   if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
   return result;
+}
+
+/**
+ * The reply to a request whose turn is not stored (outside the rollout, MEMORY_STORE_OUTSIDE_ROLLOUT=false).
+ * With no turn's transaction to carry it, an Idempotency-Key is completed with the reply on its own.
+ */
+export async function respondWithoutStoring<R>(deps: MemoryDeps, claim: IdempotencyClaim | undefined, response: R): Promise<R> {
+  if (!claim) return response;
+  const completed = await completeIdempotencyKey(deps.db.asUser(claim.ref), {
+    ...claim.ref,
+    claimId: claim.claimId,
+    responseStatus: claim.status,
+    responseBody: response,
+  }).catch((err: unknown) => {
+    throw new AppError('memory-store-unavailable', 'the reply could not be recorded under its Idempotency-Key; please retry', {
+      cause: err,
+    });
+  });
+  if (!completed) throw new ClaimTakenOverError(claim.ref.key);
+  claim.completed = true;
+  return response;
 }
 
 /**

@@ -15,12 +15,12 @@ import { buildAugmentedRequest } from './augment.js';
 import { buildMemoryContext } from './chat-block.js';
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
-import { conversationMetadata, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
+import { conversationMetadata, respondWithoutStoring, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
 import { recallMemory } from './recall.js';
-import { memoryDecision } from './rollout.js';
+import { memoryDecision, storesTurns } from './rollout.js';
 
 /**
  * One proxied question (docs/design.md §4): resolve memory, ask the answerer with it, store the turn.
@@ -29,11 +29,14 @@ import { memoryDecision } from './rollout.js';
  */
 export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, stream?: ChatStream) {
   const started = performance.now();
+  // Outside the rollout with MEMORY_STORE_OUTSIDE_ROLLOUT=false the service is a plain proxy: no
+  // session is found or made, no command recognised, nothing stored (docs/privacy.md#rollout).
+  const storing = storesTurns(deps.settings.rollout, asked.identity);
   const req = {
     ...asked,
-    sessionId: await sessionIdForWrite(deps, asked.identity, asked, asked),
+    sessionId: storing ? await sessionIdForWrite(deps, asked.identity, asked, asked) : undefined,
   };
-  const command = req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
+  const command = storing && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
   if (command) return runMemoryCommand(deps, req, command, stream);
 
   const { settings } = deps;
@@ -68,8 +71,8 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   });
   warnings.push(...augmented.warnings);
 
-  const sessionId = req.sessionId ?? randomUUID();
-  const target = turnTarget(deps, req, sessionId, now);
+  const sessionId = storing ? (req.sessionId ?? randomUUID()) : null;
+  const target = sessionId ? turnTarget(deps, req, sessionId, now) : undefined;
   // The answerer gets the question as asked; what is stored and embedded is cut and masked: storableTurn (docs/privacy.md).
   const turnBase = {
     question: req.question,
@@ -121,10 +124,12 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     answer = await traced('answerer.answer', { 'memorychat.answerer': deps.answerer.kind }, () => ask(deps, request, onText));
   } catch (err) {
     if (stream?.signal.aborted) {
-      await storeUnfinishedTurn(deps, target, { ...turnBase, status: 'incomplete', answer: streamed.join('') }, { incomplete: true });
+      if (target) {
+        await storeUnfinishedTurn(deps, target, { ...turnBase, status: 'incomplete', answer: streamed.join('') }, { incomplete: true });
+      }
       throw new ClientGoneError('the client went away before the answer was complete');
     }
-    if (err instanceof AppError && err.code.startsWith('upstream-')) {
+    if (target && err instanceof AppError && err.code.startsWith('upstream-')) {
       await storeUnfinishedTurn(
         deps,
         target,
@@ -137,6 +142,17 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
       err.extra.extensions = { ...err.extra.extensions, conversation_id: sessionId };
     }
     throw err;
+  }
+
+  if (!target) {
+    return respondWithoutStoring(deps, req.idempotency, {
+      ...answer.fields,
+      conversation_metadata: null,
+      memory_context_used: memoryContextUsed,
+      memory_retrieval_time: round(memoryRetrievalSeconds, 4),
+      duplicate_of: null,
+      warnings,
+    });
   }
 
   const text = storableTurn(
@@ -183,7 +199,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   );
   await deps.afterTurnStored?.({
     identity: req.identity,
-    sessionId,
+    sessionId: target.sessionId,
     turnCount: stored.session.turn_count,
     lastTurnNumber: stored.turnNumber,
     summaryThroughTurn: stored.session.summary_through_turn,

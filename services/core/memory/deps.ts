@@ -42,7 +42,12 @@ export function memorySettingsFrom(config: Config): MemorySettings {
     maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
     dedupSimilarity: config.MEMORY_DEDUP_SIMILARITY,
     storedResult: { maxRows: config.MEMORY_STORE_RESULT_ROWS, maxBytes: config.MEMORY_STORE_RESULT_BYTES },
-    rollout: { enabled: config.MEMORY_ENABLED, percent: config.MEMORY_ROLLOUT_PERCENT, tenantPercent: config.rolloutTenantPercent },
+    rollout: {
+      enabled: config.MEMORY_ENABLED,
+      percent: config.MEMORY_ROLLOUT_PERCENT,
+      tenantPercent: config.rolloutTenantPercent,
+      storeOutside: config.MEMORY_STORE_OUTSIDE_ROLLOUT,
+    },
   };
 }
 

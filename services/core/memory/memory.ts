@@ -133,7 +133,7 @@ export function createMemory(parts: MemoryParts) {
       config,
       db,
       embedder,
-      summaryLlm: parts.summaryLlm && tracedLlm(parts.summaryLlm, 'summary'),
+      summaryLlm: parts.summaryLlm,
       clock,
       queue,
       metrics,

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Identity } from '../../model/identity.js';
 
-/** MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT and MEMORY_ROLLOUT_TENANTS (docs/privacy.md#rollout). */
+/** MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS and MEMORY_STORE_OUTSIDE_ROLLOUT (docs/privacy.md#rollout). */
 export interface RolloutSettings {
   enabled: boolean;
   percent: number;
   /** Per-tenant percentages that replace `percent` for that tenant. */
   tenantPercent: ReadonlyMap<string, number>;
+  /** Whether the turns of users outside the rollout are stored (for later memory and comparison). */
+  storeOutside: boolean;
 }
 
 /** Why memory was or was not used for a request; the reply and the metrics carry it. */
@@ -21,6 +23,13 @@ export function rolloutBucket(identity: Pick<Identity, 'tenantId' | 'userId'>): 
   return createHash('sha256').update(`${identity.tenantId}\u0000${identity.userId}`).digest().readUInt32BE(0) % 100;
 }
 
+function inRollout(settings: RolloutSettings, identity: Pick<Identity, 'tenantId' | 'userId'>): boolean {
+  const percent = settings.tenantPercent.get(identity.tenantId) ?? settings.percent;
+  // The hash is only worth computing for a partial rollout.
+  if (percent >= 100) return true;
+  return percent > 0 && rolloutBucket(identity) < percent;
+}
+
 /** Whether memory may be used for this caller's request, and if not, why. */
 export function memoryDecision(
   settings: RolloutSettings,
@@ -29,9 +38,14 @@ export function memoryDecision(
 ): { applied: boolean; reason: MemoryReason } {
   if (!settings.enabled) return { applied: false, reason: 'memory_disabled' };
   if (!requested) return { applied: false, reason: 'use_memory_false' };
-  const percent = settings.tenantPercent.get(identity.tenantId) ?? settings.percent;
-  // The hash is only worth computing for a partial rollout.
-  if (percent >= 100) return { applied: true, reason: 'applied' };
-  if (percent <= 0 || rolloutBucket(identity) >= percent) return { applied: false, reason: 'outside_rollout' };
+  if (!inRollout(settings, identity)) return { applied: false, reason: 'outside_rollout' };
   return { applied: true, reason: 'applied' };
+}
+
+/**
+ * Whether /memoryChat keeps this caller's turns: always inside the rollout, and outside it unless
+ * MEMORY_STORE_OUTSIDE_ROLLOUT=false. A request's own `use_memory: false` never stops storage.
+ */
+export function storesTurns(settings: RolloutSettings, identity: Pick<Identity, 'tenantId' | 'userId'>): boolean {
+  return settings.storeOutside || (settings.enabled && inRollout(settings, identity));
 }

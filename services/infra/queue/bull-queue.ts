@@ -14,6 +14,7 @@ import {
   type JobState,
   QUEUE_NAME,
 } from '../../core/jobs/job-queue.js';
+import { withTraceContext } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
 import { redisOptions } from '../redis-connection.js';
 import { jobPolicy } from './job-policy.js';
@@ -85,7 +86,8 @@ export class BullJobQueue implements JobQueue {
     }
   }
 
-  async enqueue<K extends JobKind>(kind: K, data: JobPayloads[K], options: EnqueueOptions = {}): Promise<void> {
+  async enqueue<K extends JobKind>(kind: K, payload: JobPayloads[K], options: EnqueueOptions = {}): Promise<void> {
+    const data = withTraceContext(payload);
     const policy = jobPolicy(kind, data, this.config);
     // Chosen before the first try, so a late add and the held copy make one job.
     const jobId = policy.jobId ?? `${kind}-${randomUUID()}`;

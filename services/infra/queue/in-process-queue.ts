@@ -10,6 +10,7 @@ import {
   PermanentJobError,
   type Processors,
 } from '../../core/jobs/job-queue.js';
+import { withTraceContext } from '../../core/tracing.js';
 import { type JobPolicy, jobPolicy } from './job-policy.js';
 
 export type ParentLogger = JobLogger & { child(bindings: Record<string, unknown>): JobLogger };
@@ -60,7 +61,13 @@ export class InProcessQueue implements JobQueue {
     const key = policy.dedupKey ?? policy.jobId;
     if (key && this.dedup.has(key)) return;
     if (key) this.dedup.add(key);
-    this.pending.push({ id: policy.jobId ?? randomUUID(), kind, data: data as Record<string, unknown>, policy, attempt: 0 });
+    this.pending.push({
+      id: policy.jobId ?? randomUUID(),
+      kind,
+      data: withTraceContext(data) as Record<string, unknown>,
+      policy,
+      attempt: 0,
+    });
     this.pump();
   }
 
