@@ -45,7 +45,12 @@ describe('LLM and job spans', () => {
   it('when a job runs, then it is a span named by its kind', async () => {
     exporter.reset();
     const processors = tracedProcessors({ cleanup: async () => 'cleaned' } as unknown as Processors);
-    expect(await (processors.cleanup as (data: unknown, ctx: never) => Promise<unknown>)({}, undefined as never)).toBe('cleaned');
-    expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['memorychat.job_kind']])).toEqual([['job cleanup', 'cleanup']]);
+    const ctx = { jobId: 'j1', attempt: 2, finalAttempt: false, log: { info() {}, warn() {}, error() {} } };
+    expect(await processors.cleanup({}, ctx)).toBe('cleaned');
+    expect(
+      exporter.getFinishedSpans().map((s) => [s.name, s.attributes['memorychat.job_kind'], s.attributes['memorychat.job_attempt']]),
+    ).toEqual([['job cleanup', 'cleanup', 2]]);
+    // Without a carried context the job's span starts a trace of its own.
+    expect(exporter.getFinishedSpans()[0]?.parentSpanContext).toBeUndefined();
   });
 });
