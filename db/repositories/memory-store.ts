@@ -3,6 +3,7 @@ import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
+import { FUSED_LIST_DEPTH, lexicalMatch, RRF_RANK_CONSTANT } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -41,15 +42,6 @@ export interface Retrieved {
   /** Most similar first. */
   similar: SimilarTurn[];
 }
-
-/**
- * Similar turns are ranked twice, by cosine distance and by lexical match, and the two rankings fused
- * by reciprocal rank (each list's top FUSED_LIST_DEPTH; score = sum of 1 / (60 + rank)), as hybrid
- * search does (Cormack et al. 2009; Zep, Elasticsearch): ranks, unlike scores, compare across signals
- * and languages, where one absolute cosine floor does not.
- */
-const FUSED_LIST_DEPTH = 20;
-const RRF_RANK_CONSTANT = 60;
 
 export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
   summary_text, summary_through_turn, slots`;
@@ -98,7 +90,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      ), scored AS (
        SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
               t.search_terms, 1 + (t.embedding <#> ${vector}::vector) AS distance,
-              COALESCE(ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${tablesNamed(queryTerms)}) / 2, 0) AS lexical
+              ${lexicalMatch(query, queryTerms)} AS lexical
        FROM turns t
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.embedding_model = ${req.embeddingModel}
          AND ${vector}::vector IS NOT NULL AND t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
@@ -153,15 +145,6 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   out.window.sort((a, b) => b.turn_number - a.turn_number);
   out.similar = similar.sort((a, b) => b.score - a.score).map((s) => s.turn);
   return out;
-}
-
-/**
- * The share of a turn's table terms (weight A) that the question names, 0 when it has none: a turn
- * over exactly the tables a question names beats one that also read others.
- */
-function tablesNamed(queryTerms: Param): SqlFragment {
-  const tables = sql`ts_filter(t.search_terms, '{a}')`;
-  return sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
 }
 
 /**

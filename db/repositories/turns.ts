@@ -2,6 +2,7 @@ import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
+import { FUSED_LIST_DEPTH, lexicalMatch, RRF_RANK_CONSTANT } from './hybrid-rank.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
@@ -109,6 +110,8 @@ export interface SearchRequest {
   embeddingModel: string;
   k: number;
   minSimilarity: number;
+  /** The query's lexical terms (questionSearch); null when it has none. */
+  search: { query: string; terms: string[] } | null;
   sessionId?: string;
   scope: DatabaseScope;
 }
@@ -122,8 +125,10 @@ export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
 }
 
 /**
- * The caller's turns nearest to a query (docs/design.md §9: exact per-user search), within the database
- * scope, in live sessions only, with one turn of each near-duplicate pair. Memory commands and
+ * The caller's turns that best match a query (docs/design.md §9: exact per-user search), within the
+ * database scope, in live sessions only, with one turn of each near-duplicate pair: the nearest by
+ * cosine and the best lexical matches, fused by reciprocal rank as /memoryChat's retrieval does
+ * (hybrid-rank.ts). The floor applies to the cosine; a lexical match passes it. Memory commands and
  * incomplete streams are not answers to search for (re-embedding may give them a vector).
  */
 export async function searchTurns(db: Queryable, req: SearchRequest): Promise<SearchHit[]> {
@@ -131,23 +136,38 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
   const user = param(req.identity.userId);
   const vector = param(vectorParam(req.embedding));
   const session = param(req.sessionId ?? null);
+  const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   const { rows } = await db.query<SearchHit>(
-    toQuery(sql`SELECT * FROM (
+    toQuery(sql`WITH scored AS (
        SELECT t.session_id::text AS session_id, s.session_name, t.turn_number, t.created_at, t.status, t.question,
               t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating,
-              -(t.embedding <#> ${vector}::vector) AS similarity
+              -- Inner product: cosine similarity for the unit vectors every embedder stores (docs/design.md, Search).
+              -(t.embedding <#> ${vector}::vector) AS similarity,
+              ${lexicalMatch(param(req.search?.query ?? null), param(req.search?.terms ?? null))} AS lexical
        FROM turns t
        JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user}
-         AND t.embedding_model = ${req.embeddingModel} AND s.expires_at > ${req.now}
+         AND t.embedding_model = ${req.embeddingModel} AND t.embedding IS NOT NULL AND s.expires_at > ${req.now}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
          AND t.status NOT IN ('memory_command', 'incomplete')
-       -- Inner product: cosine similarity for the unit vectors every embedder stores (docs/design.md, Search).
-       ORDER BY t.embedding <#> ${vector}::vector
-       LIMIT ${req.k}
-     ) nearest WHERE similarity >= ${req.minSimilarity}
-     ORDER BY similarity DESC`),
+     ), ranked AS (
+       SELECT *, row_number() OVER (ORDER BY similarity DESC) AS r
+       FROM (SELECT * FROM scored ORDER BY similarity DESC LIMIT ${depth}) nearest
+       UNION ALL
+       SELECT *, row_number() OVER (ORDER BY lexical DESC, similarity DESC) AS r
+       FROM (SELECT * FROM scored WHERE lexical > 0 ORDER BY lexical DESC, similarity DESC LIMIT ${depth}) matching
+     ), fused AS (
+       SELECT DISTINCT ON (session_id, turn_number) *, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn AS score
+       FROM ranked
+       WINDOW turn AS (PARTITION BY session_id, turn_number)
+       ORDER BY session_id, turn_number
+     )
+     SELECT session_id, session_name, turn_number, created_at, status, question, answer, sql_query, tables_used,
+            vdp_database_names, feedback_rating, similarity
+     FROM fused WHERE similarity >= ${req.minSimilarity} OR lexical > 0
+     ORDER BY score DESC, similarity DESC, session_id, turn_number
+     LIMIT ${req.k}`),
   );
   return rows.map((r) => ({ ...r, similarity: Number(r.similarity) }));
 }

@@ -73,4 +73,24 @@ describe('hybrid retrieval in /memoryChat', () => {
     expect(reply.body.memory_context_used.similar_queries_count).toBe(0);
     expect(upstream.lastBody().custom_instructions).toBeUndefined();
   });
+
+  async function search(sub: string, query: string, k = 2) {
+    const reply = await t.request('POST', '/memory/search', { token: t.token(sub), body: { query, k } });
+    expect(reply.status).toBe(200);
+    return (reply.body.results as { sql_query: string }[]).map((r) => r.sql_query);
+  }
+
+  it('when /memory/search names a table in a question shaped like other turns, then the turn whose SQL read it is found', async () => {
+    await ask('searcher', 'List everyone older than forty');
+    await ask('searcher', 'How many concerts were held in total?');
+    await ask('searcher', 'How many pets are there in total?');
+    // By cosine alone the two "How many ... in total" turns are the two nearest.
+    const found = await search('searcher', 'How many singer records are there in total?');
+    expect(found).toContain('SELECT name FROM singer WHERE age > 40');
+  });
+
+  it('when /memory/search is asked in Chinese, then the Chinese turns about the same thing come first', async () => {
+    const found = await search('分析师', '歌手有哪些');
+    expect(found.sort()).toEqual(['SELECT count(*) FROM singer', 'SELECT name FROM singer']);
+  });
 });

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../db/repositories/queryable.js';
 import { searchTurns } from '../../db/repositories/turns.js';
+import { questionSearch } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { seedSession } from '../support/seed-memory.js';
@@ -92,6 +93,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
       scope: {},
       k: 100,
       minSimilarity: -1,
+      search: questionSearch('sales'),
     };
     const scoped = await searchTurns(strippingFilter(t.app.db.asUser(alice)), request);
     const unscoped = await searchTurns(strippingFilter(t.admin), request);

@@ -207,7 +207,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** My turns ranked by similarity to a query */
+        /**
+         * My turns that best match a query
+         * @description Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes.
+         */
         post: operations["searchMemory"];
         delete?: never;
         options?: never;
@@ -2291,6 +2294,7 @@ export interface operations {
                     /** Format: uuid */
                     session_id?: string;
                     vdp_database_names?: string[] | string;
+                    /** @description A floor on the cosine similarity; a turn that matches the query lexically passes it */
                     min_similarity?: number;
                 };
             };
@@ -2342,7 +2346,7 @@ export interface operations {
                             vdp_database_names: string[];
                             /** @description The turn's latest rating (POST /sessions/{id}/turns/{n}/feedback) */
                             feedback_rating: "up" | "down" | null;
-                            /** @description Cosine similarity, 1 = identical */
+                            /** @description Cosine similarity, 1 = identical (results are ordered by the fused rank, so it need not decrease) */
                             similarity: number;
                         }[];
                     };

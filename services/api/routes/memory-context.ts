@@ -40,7 +40,9 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['memory'],
         operationId: 'searchMemory',
-        summary: 'My turns ranked by similarity to a query',
+        summary: 'My turns that best match a query',
+        description:
+          "Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes.",
         security: [{ bearerAuth: [] }],
         body: MemorySearchBody,
         response: { 200: MemorySearchReply, ...problemResponses(400, 401, 404, 413, 415, 503) },

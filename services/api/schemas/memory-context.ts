@@ -82,7 +82,13 @@ export const MemorySearchBody = Type.Object(
     k: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
     session_id: Type.Optional(Type.String({ format: 'uuid' })),
     vdp_database_names: Type.Optional(StringOrList),
-    min_similarity: Type.Optional(Type.Number({ minimum: -1, maximum: 1 })),
+    min_similarity: Type.Optional(
+      Type.Number({
+        minimum: -1,
+        maximum: 1,
+        description: 'A floor on the cosine similarity; a turn that matches the query lexically passes it',
+      }),
+    ),
   },
   { examples: [memorySearchRequestExample] },
 );
@@ -104,7 +110,9 @@ export const MemorySearchReply = Type.Object(
         feedback_rating: Type.Union([Type.Literal('up'), Type.Literal('down'), Type.Null()], {
           description: "The turn's latest rating (POST /sessions/{id}/turns/{n}/feedback)",
         }),
-        similarity: Type.Number({ description: 'Cosine similarity, 1 = identical' }),
+        similarity: Type.Number({
+          description: 'Cosine similarity, 1 = identical (results are ordered by the fused rank, so it need not decrease)',
+        }),
       }),
     ),
   },

@@ -5,6 +5,7 @@ import type { Identity } from '../../model/identity.js';
 import { notFound } from '../sessions/sessions.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
+import { questionSearch } from './lexical-terms.js';
 
 export interface SearchRequest {
   query: string;
@@ -14,7 +15,7 @@ export interface SearchRequest {
   minSimilarity?: number;
 }
 
-/** `POST /memory/search`: the caller's turns ranked by similarity to `query`, with scores. */
+/** `POST /memory/search`: the caller's turns that best match `query` (vector and lexical ranks fused), with their cosine similarity. */
 export async function searchMemory(deps: MemoryDeps, identity: Identity, req: SearchRequest) {
   const now = deps.clock();
   if (req.sessionId && !(await findLiveSession(deps.db.asUser(identity), identity, req.sessionId, now))) throw notFound(req.sessionId);
@@ -33,6 +34,7 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
     k: req.k,
     // No floor by default: a search asks for the k best, however weak.
     minSimilarity: req.minSimilarity ?? -1,
+    search: questionSearch(req.query),
     sessionId: req.sessionId,
     scope: { requested: databaseNames(req.vdpDatabaseNames), allowed: identity.databases },
   });
