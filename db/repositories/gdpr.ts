@@ -56,6 +56,19 @@ export async function markAuditFinished(
 }
 
 /**
+ * Requests of every tenant still queued or running that were made before `before`, oldest first: a
+ * cross-tenant maintenance read for the cleanup, which queues their jobs again (requeue-gdpr.ts).
+ */
+export async function listUnfinishedAuditRows(db: Queryable, before: Date, limit: number): Promise<AuditRow[]> {
+  const { rows } = await db.query<AuditRow>(
+    `SELECT * FROM gdpr_audit WHERE status IN ('queued', 'running') AND requested_at < $1
+     ORDER BY requested_at LIMIT $2`,
+    [before, limit],
+  );
+  return rows;
+}
+
+/**
  * The user's live sessions (expired data is invisible, docs/design.md §7), oldest first. Every column is
  * exported (to_jsonb), so columns added later are exported without touching this code.
  */

@@ -228,4 +228,26 @@ describe('GDPR without Redis (in-process queue)', () => {
     expect((await finished(t, erase.body.request_id, token)).counts).toMatchObject({ turns: 12, sessions: 1, exports: 1 });
     expect(Object.values(await rowsMentioning(t.admin, 'solo', ['gdpr_audit'])).every((n) => n === 0)).toBe(true);
   });
+
+  it('when the process died between recording a request and queueing its job, then the cleanup queues it again', async () => {
+    await seedSession(t.admin, { userId: 'interrupted', turns: 3, expiresAt: new Date(t.clock.now.getTime() + HOUR) });
+    const record = async (requestedAt: Date) => {
+      const requestId = crypto.randomUUID();
+      await t.admin.query(
+        `INSERT INTO gdpr_audit (tenant_id, request_id, action, actor_user_id, subject_user_id, status, requested_at)
+         VALUES ('default', $1, 'export', 'interrupted', 'interrupted', 'queued', $2)`,
+        [requestId, requestedAt],
+      );
+      return requestId;
+    };
+    // Recorded, committed, never queued: as a crash right after the audit row leaves it.
+    const lost = await record(new Date(t.clock.now.getTime() - 10 * 60_000));
+    // Recorded a moment ago: its own request is about to queue it.
+    const recent = await record(t.clock.now);
+
+    await t.app.queue.enqueue('cleanup', {});
+    const token = t.token('interrupted');
+    expect(await finished(t, lost, token)).toMatchObject({ status: 'completed', counts: { sessions: 1, turns: 3 } });
+    expect((await t.request('GET', `/gdpr/requests/${recent}`, { token })).body.status).toBe('queued');
+  });
 });

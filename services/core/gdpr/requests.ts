@@ -51,12 +51,7 @@ export async function requestGdpr(
     return inserted;
   });
   try {
-    // With Redis down the job waits in Postgres under its subject; this fails only if that fails too.
-    await deps.queue.enqueue(
-      action === 'export' ? 'gdpr-export' : 'gdpr-erase',
-      { tenantId: row.tenant_id, requestId: row.request_id },
-      { owner: { tenantId: row.tenant_id, userId: row.subject_user_id } },
-    );
+    await enqueueGdprJob(deps.queue, row);
   } catch (err) {
     await markAuditFinished(deps.db.asUser(actor), row.tenant_id, row.request_id, {
       status: 'failed',
@@ -66,6 +61,22 @@ export async function requestGdpr(
     throw new AppError('queue-unavailable', 'the request could not be queued; please retry', { cause: err });
   }
   return row;
+}
+
+/**
+ * Queues the request's job, under a job id made from the request id, so queueing it again while it
+ * waits or runs adds nothing. With Redis down the job waits in Postgres under its subject; this fails
+ * only if that fails too.
+ */
+export function enqueueGdprJob(
+  queue: Pick<JobQueue, 'enqueue'>,
+  row: Pick<AuditRow, 'tenant_id' | 'request_id' | 'action' | 'subject_user_id'>,
+) {
+  return queue.enqueue(
+    row.action === 'export' ? 'gdpr-export' : 'gdpr-erase',
+    { tenantId: row.tenant_id, requestId: row.request_id },
+    { owner: { tenantId: row.tenant_id, userId: row.subject_user_id } },
+  );
 }
 
 /**

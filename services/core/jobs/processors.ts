@@ -5,6 +5,7 @@ import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { runGdprErase } from '../gdpr/erase.js';
 import { runGdprExport } from '../gdpr/export.js';
+import { requeueUnfinishedGdprRequests } from '../gdpr/requeue.js';
 import { instrumentProcessors, type Metrics } from '../metrics.js';
 import { tracedLlm, tracedProcessors } from '../tracing.js';
 import { type JobContext, type JobQueue, PermanentJobError, type Processors } from './job-queue.js';
@@ -18,8 +19,8 @@ export interface ProcessorDeps {
   embedder: Embedder;
   summaryLlm?: ChatLlm;
   clock: () => Date;
-  /** Erase removes the user's queued jobs through it. */
-  queue: Pick<JobQueue, 'removeUserJobs'>;
+  /** Erase removes the user's queued jobs through it; the cleanup queues unfinished GDPR requests again. */
+  queue: Pick<JobQueue, 'removeUserJobs' | 'enqueue'>;
   /** Job counts and durations by kind, when given. */
   metrics?: Metrics;
 }
@@ -37,14 +38,16 @@ function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
   // Here rather than at each entry point, so that the worker's summaries are generations too.
   const summaryLlm = deps.summaryLlm && tracedLlm(deps.summaryLlm, 'summary');
   return {
-    cleanup: (_data, ctx) =>
-      runRetentionCleanup({
+    cleanup: async (_data, ctx) => {
+      const cleaned = await runRetentionCleanup({
         db,
         clock,
         log: ctx.log,
         batchSize: config.MEMORY_CLEANUP_BATCH_SIZE,
         accessAuditRetentionMs: config.accessAuditRetentionMs,
-      }),
+      });
+      return { ...cleaned, gdprRequeued: await requeueUnfinishedGdprRequests({ db, queue: deps.queue, clock, log: ctx.log }) };
+    },
 
     summarize: (data, ctx) =>
       summarizeSession(
