@@ -21,11 +21,17 @@ const HANDOVER_WAIT_MS = 2000;
 class OneConnectionAtATime extends PGLiteSocketServer {
   async handleConnection(socket) {
     const deadline = Date.now() + HANDOVER_WAIT_MS;
-    while (this.handlers.size > 0 && Date.now() < deadline && !socket.destroyed) {
+    while (this.active && this.handlers.size > 0 && Date.now() < deadline && !socket.destroyed) {
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     if (socket.destroyed) return;
+    // A refused socket is destroyed, not just ended: the base class's end() left a client that never
+    // closed its side connected, and stopping the server then waited for it for ever.
     // Checked in the same tick as the base class attaches, so two waiting connections never both get in.
+    if (!this.active) {
+      socket.destroy();
+      return;
+    }
     if (this.handlers.size > 0) {
       socket.end('Too many connections\n', () => socket.destroy());
       return;

@@ -2,7 +2,10 @@
 // whose connection broke reconnects at once, before the database process has handled the old close;
 // that reconnect must wait for the handover rather than be refused, and a second live connection is
 // still refused once the wait is over.
+import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
@@ -40,6 +43,23 @@ describe('the embedded database across a broken connection', () => {
       // The broken connection's transaction was rolled back, not inherited.
       expect(rows[0]?.open).toBe(true);
       await next.end();
+    }
+  });
+
+  it('when a refused client never closes its side, then the database still stops', async () => {
+    const ownDir = await freshDataDir();
+    const own = await startEmbeddedPostgres(ownDir);
+    try {
+      const holder = new pg.Client(own.connection);
+      await holder.connect();
+      // A client that keeps its side open after the server's FIN (allowHalfOpen): only a destroyed
+      // socket lets the server close.
+      const refused = net.connect({ path: path.join(own.connection.host, '.s.PGSQL.5432'), allowHalfOpen: true }).resume();
+      await once(refused, 'end');
+      await holder.end();
+      await own.stop();
+    } finally {
+      await rm(ownDir, { recursive: true, force: true });
     }
   });
 
