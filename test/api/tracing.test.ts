@@ -44,4 +44,28 @@ describe('OpenTelemetry tracing of /memoryChat', () => {
     expect(attributes).not.toContain('secret-question-text');
     expect(attributes).not.toContain('traced-user');
   });
+
+  it('when a bot uses the memory API, then recording, context and search have their own spans under each request', async () => {
+    const token = t.token('api-traced-user');
+    const spansOf = (route: string) => {
+      const root = exporter
+        .getFinishedSpans()
+        .filter((s) => s.name === route)
+        .at(-1);
+      expect(root, route).toBeDefined();
+      return exporter
+        .getFinishedSpans()
+        .filter((s) => s.parentSpanContext?.spanId === root!.spanContext().spanId)
+        .map((s) => s.name)
+        .sort();
+    };
+    expect((await t.request('POST', '/sessions/turns', { token, body: { question: 'Sales by region?', answer: 'Here.' } })).status).toBe(
+      201,
+    );
+    expect(spansOf('POST /sessions/turns')).toEqual(['auth', 'embedding', 'memory.store']);
+    expect((await t.request('POST', '/memory/context', { token, body: { question: 'And by year?' } })).status).toBe(200);
+    expect(spansOf('POST /memory/context')).toEqual(['auth', 'memory.retrieval']);
+    expect((await t.request('POST', '/memory/search', { token, body: { query: 'sales' } })).status).toBe(200);
+    expect(spansOf('POST /memory/search')).toEqual(['auth', 'embedding', 'memory.search']);
+  });
 });

@@ -1,6 +1,7 @@
 import type { Identity } from '../../model/identity.js';
 import { sessionIdForRead } from '../sessions/session-keys.js';
 import { notFound } from '../sessions/sessions.js';
+import { traced } from '../tracing.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { buildFormattedContext, type ContextFormat } from './formats.js';
@@ -25,23 +26,25 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
   const now = deps.clock();
   const warnings: string[] = [];
   const sessionId = await sessionIdForRead(deps, identity, req);
-  const retrieved = await recallMemory(
-    deps,
-    {
-      identity,
-      question: req.question,
-      sessionId,
-      now,
-      windowSize: deps.settings.maxTurnsPerSession,
-      k: req.k ?? deps.settings.semanticSearchK,
-      databases: databaseNames(req.vdpDatabaseNames),
-      tags: databaseNames(req.vdpTagNames),
-      withMessages: true,
-    },
-    (err) => {
-      deps.log.warn({ err }, 'embedding the question failed; context without related memories');
-      warnings.push('related memories are unavailable: the embeddings provider failed');
-    },
+  const retrieved = await traced('memory.retrieval', {}, () =>
+    recallMemory(
+      deps,
+      {
+        identity,
+        question: req.question,
+        sessionId,
+        now,
+        windowSize: deps.settings.maxTurnsPerSession,
+        k: req.k ?? deps.settings.semanticSearchK,
+        databases: databaseNames(req.vdpDatabaseNames),
+        tags: databaseNames(req.vdpTagNames),
+        withMessages: true,
+      },
+      (err) => {
+        deps.log.warn({ err }, 'embedding the question failed; context without related memories');
+        warnings.push('related memories are unavailable: the embeddings provider failed');
+      },
+    ),
   );
   if (req.sessionId && !retrieved.session) throw notFound(req.sessionId);
 

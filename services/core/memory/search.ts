@@ -3,6 +3,7 @@ import { searchTurns } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import { notFound } from '../sessions/sessions.js';
+import { traced } from '../tracing.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { questionSearch } from './lexical-terms.js';
@@ -21,23 +22,27 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
   if (req.sessionId && !(await findLiveSession(deps.db.asUser(identity), identity, req.sessionId, now))) throw notFound(req.sessionId);
   let embedding: number[] | null;
   try {
-    [embedding = null] = await deps.embedder.embed([req.query]);
+    [embedding = null] = await traced('embedding', { 'memorychat.embedding_model': deps.embedder.modelId }, () =>
+      deps.embedder.embed([req.query]),
+    );
   } catch (err) {
     throw new AppError('embeddings-unavailable', 'the query could not be embedded; please retry', { cause: err });
   }
   if (!embedding) return { results: [] };
-  const hits = await searchTurns(deps.db.asUser(identity), {
-    identity,
-    now,
-    embedding,
-    embeddingModel: deps.embedder.modelId,
-    k: req.k,
-    // No floor by default: a search asks for the k best, however weak.
-    minSimilarity: req.minSimilarity ?? -1,
-    search: questionSearch(req.query),
-    sessionId: req.sessionId,
-    scope: { requested: databaseNames(req.vdpDatabaseNames), allowed: identity.databases },
-  });
+  const hits = await traced('memory.search', {}, () =>
+    searchTurns(deps.db.asUser(identity), {
+      identity,
+      now,
+      embedding,
+      embeddingModel: deps.embedder.modelId,
+      k: req.k,
+      // No floor by default: a search asks for the k best, however weak.
+      minSimilarity: req.minSimilarity ?? -1,
+      search: questionSearch(req.query),
+      sessionId: req.sessionId,
+      scope: { requested: databaseNames(req.vdpDatabaseNames), allowed: identity.databases },
+    }),
+  );
   return {
     results: hits.map((h) => ({
       ...h,

@@ -7,6 +7,7 @@ import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import { databaseNames } from '../memory/database-names.js';
 import type { MemoryDeps } from '../memory/deps.js';
 import { turnSearchTerms } from '../memory/lexical-terms.js';
+import { traced } from '../tracing.js';
 import { type ChainFormat, prepareMessageChain } from './chains.js';
 import { nearDuplicate } from './near-duplicate.js';
 import { sessionIdForWrite } from './session-keys.js';
@@ -94,41 +95,42 @@ export async function recordTurn(
   // One embedding call: the turn's text for search, then the question and recent questions for dedup.
   let vectors: (number[] | null)[] = [];
   try {
-    vectors = await deps.embedder.embed([
-      embeddedTurnText(turn),
-      ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : []),
-    ]);
+    vectors = await traced('embedding', { 'memorychat.embedding_model': deps.embedder.modelId }, () =>
+      deps.embedder.embed([embeddedTurnText(turn), ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : [])]),
+    );
   } catch (err) {
     deps.log.warn({ err }, 'embedding the turn failed; storing it without an embedding');
     warnings.push('this turn was stored without an embedding: search will not find it until it is re-embedded');
   }
   const duplicateOf = nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity);
 
-  const result = await storeTurn(
-    deps.db,
-    {
-      identity,
-      sessionId,
-      createWithName:
-        'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
-      now,
-      ttlMs: deps.settings.ttlMs,
-      ttlMode: deps.settings.ttlMode,
-      turn: {
-        ...turn,
-        embedding: vectors[0] ?? null,
-        embeddingModel: deps.embedder.modelId,
-        duplicateOf,
-        // From the masked turn: no personal data reaches the lexical index either.
-        searchTerms: turnSearchTerms({ question: turn.question, sqlQuery: turn.sqlQuery, tablesUsed: turn.tablesUsed }),
+  const result = await traced('memory.store', {}, () =>
+    storeTurn(
+      deps.db,
+      {
+        identity,
+        sessionId,
+        createWithName:
+          'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
+        now,
+        ttlMs: deps.settings.ttlMs,
+        ttlMode: deps.settings.ttlMode,
+        turn: {
+          ...turn,
+          embedding: vectors[0] ?? null,
+          embeddingModel: deps.embedder.modelId,
+          duplicateOf,
+          // From the masked turn: no personal data reaches the lexical index either.
+          searchTerms: turnSearchTerms({ question: turn.question, sqlQuery: turn.sqlQuery, tablesUsed: turn.tablesUsed }),
+        },
       },
-    },
-    claim,
-    (stored) => ({
-      session: sessionView(stored.session),
-      turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: duplicateOf },
-      warnings,
-    }),
+      claim,
+      (stored) => ({
+        session: sessionView(stored.session),
+        turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: duplicateOf },
+        warnings,
+      }),
+    ),
   );
   if (!result) throw notFound(sessionId);
   const { stored, response } = result;
