@@ -55,5 +55,15 @@ describe('per-turn accounting and tags', () => {
     expect(sent).not.toContain('untagged');
     expect(reply.body.memory_context_used.similar_queries_count).toBe(1);
     expect(upstream.lastBody().vdp_tag_names).toBe('retail');
+
+    const search = await t.request('POST', '/memory/search', {
+      token: t.token('tagger'),
+      body: { query: 'Total loans per branch', k: 10, vdp_tag_names: ['retail'] },
+    });
+    expect(search.status).toBe(200);
+    expect(search.body.results.map((r: { question: string }) => r.question).sort()).toEqual([
+      'Total loans per branch',
+      'Total loans per branch in the retail bank',
+    ]);
   });
 });

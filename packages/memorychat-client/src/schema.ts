@@ -2294,6 +2294,8 @@ export interface operations {
                     /** Format: uuid */
                     session_id?: string;
                     vdp_database_names?: string[] | string;
+                    /** @description Only turns whose recorded tags lie within these */
+                    vdp_tag_names?: string[] | string;
                     /** @description A floor on the cosine similarity; a turn that matches the query lexically passes it */
                     min_similarity?: number;
                 };

@@ -55,6 +55,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         k: body.k,
         sessionId: body.session_id,
         vdpDatabaseNames: body.vdp_database_names,
+        vdpTagNames: body.vdp_tag_names,
         minSimilarity: body.min_similarity,
       });
     },

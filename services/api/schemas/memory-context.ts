@@ -82,6 +82,9 @@ export const MemorySearchBody = Type.Object(
     k: Type.Integer({ minimum: 1, maximum: 50, default: 5 }),
     session_id: Type.Optional(Type.String({ format: 'uuid' })),
     vdp_database_names: Type.Optional(StringOrList),
+    vdp_tag_names: Type.Optional(
+      Type.Union([Type.Array(Type.String()), Type.String()], { description: 'Only turns whose recorded tags lie within these' }),
+    ),
     min_similarity: Type.Optional(
       Type.Number({
         minimum: -1,

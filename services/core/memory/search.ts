@@ -13,6 +13,8 @@ export interface SearchRequest {
   k: number;
   sessionId?: string;
   vdpDatabaseNames?: string | string[];
+  /** Only turns recorded within these tags, as `/memoryChat` and `/memory/context` bound memory. */
+  vdpTagNames?: string | string[];
   minSimilarity?: number;
 }
 
@@ -29,6 +31,7 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
     throw new AppError('embeddings-unavailable', 'the query could not be embedded; please retry', { cause: err });
   }
   if (!embedding) return { results: [] };
+  const tags = databaseNames(req.vdpTagNames);
   const hits = await traced('memory.search', {}, () =>
     searchTurns(deps.db.asUser(identity), {
       identity,
@@ -40,7 +43,11 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
       minSimilarity: req.minSimilarity ?? -1,
       search: questionSearch(req.query),
       sessionId: req.sessionId,
-      scope: { requested: databaseNames(req.vdpDatabaseNames), allowed: identity.databases },
+      scope: {
+        requested: databaseNames(req.vdpDatabaseNames),
+        allowed: identity.databases,
+        ...(tags ? { tags } : {}),
+      },
     }),
   );
   return {
