@@ -57,7 +57,7 @@ export async function markAuditFinished(
 
 /**
  * Requests of every tenant still queued or running that were made before `before`, oldest first: a
- * cross-tenant maintenance read for the cleanup, which queues their jobs again (requeue-gdpr.ts).
+ * cross-tenant maintenance read for the cleanup, which queues their jobs again (services/core/gdpr/requeue.ts).
  */
 export async function listUnfinishedAuditRows(db: Queryable, before: Date, limit: number): Promise<AuditRow[]> {
   const { rows } = await db.query<AuditRow>(
