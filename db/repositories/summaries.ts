@@ -26,7 +26,7 @@ export async function loadSummaryState(db: Queryable, key: SessionKey, now: Date
   return rows[0];
 }
 
-/** Turns numbered in (afterTurn, throughTurn], oldest first, at most `limit`. */
+/** Turns numbered in (afterTurn, throughTurn], oldest first, at most `limit`; a down-rated turn without its SQL, as in the window. */
 export async function loadTurnsToSummarize(
   db: Queryable,
   key: SessionKey,
@@ -35,7 +35,8 @@ export async function loadTurnsToSummarize(
   limit: number,
 ): Promise<TurnToSummarize[]> {
   const { rows } = await db.query<TurnToSummarize>(
-    `SELECT turn_number, status, question, answer, sql_query, tables_used FROM turns
+    `SELECT turn_number, status, question, answer, CASE WHEN feedback_rating = 'down' THEN NULL ELSE sql_query END AS sql_query,
+            tables_used FROM turns
      WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND turn_number > $4 AND turn_number <= $5
      ORDER BY turn_number LIMIT $6`,
     [key.tenantId, key.userId, key.sessionId, afterTurn, throughTurn, limit],

@@ -1,7 +1,7 @@
 import type { Identity } from '../../services/model/identity.js';
 import type { SessionRow } from '../../services/model/sessions.js';
 import type { TurnStatus } from '../../services/model/turns.js';
-import { param, sql, toQuery } from '../sql.js';
+import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
 import type { Queryable } from './queryable.js';
@@ -44,7 +44,9 @@ export interface TurnCorrection {
 
 /**
  * Replaces a turn's SQL, answer and status, with its new embedding and dedup mark, and clears its
- * rating: a corrected turn is judged afresh. Counts as a write of the session (sliding expiry).
+ * rating: a corrected turn is judged afresh. Counts as a write of the session (sliding expiry). A
+ * summary that covers the turn is dropped, since it may quote what was corrected; the session is
+ * summarized again when next due.
  */
 export async function correctTurn(
   db: Queryable,
@@ -68,7 +70,8 @@ export async function correctTurn(
                      AND x.session_id = ${sessionId} AND x.expires_at > ${now})
        RETURNING ${STORED_TURN_COLUMNS}
      ), s AS (
-       UPDATE sessions SET updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
+       UPDATE sessions SET updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)},
+              ${forgetSummaryCovering(turnNumber)}
        WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${sessionId} AND EXISTS (SELECT 1 FROM t)
        RETURNING ${SESSION_COLUMNS}
      )
@@ -80,7 +83,8 @@ export async function correctTurn(
 
 /**
  * Deletes one turn of a live session. The other turns keep their numbers (last_turn_number never
- * goes down); a turn marked as its duplicate then stands in for it in search.
+ * goes down); a turn marked as its duplicate then stands in for it in search. A summary that covers
+ * the turn is dropped with it, so nothing of a deleted turn lives on in memory.
  */
 export async function deleteTurn(db: Queryable, identity: Identity, sessionId: string, turnNumber: number, retention: Retention) {
   const tenant = param(identity.tenantId);
@@ -94,7 +98,8 @@ export async function deleteTurn(db: Queryable, identity: Identity, sessionId: s
                      AND x.session_id = ${sessionId} AND x.expires_at > ${now})
        RETURNING turn_number
      ), s AS (
-       UPDATE sessions SET turn_count = turn_count - 1, updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
+       UPDATE sessions SET turn_count = turn_count - 1, updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)},
+              ${forgetSummaryCovering(turnNumber)}
        WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${sessionId} AND EXISTS (SELECT 1 FROM gone)
        RETURNING ${SESSION_COLUMNS}
      )
@@ -103,7 +108,11 @@ export async function deleteTurn(db: Queryable, identity: Identity, sessionId: s
   return rows[0] ? sessionFromJson(rows[0].session) : undefined;
 }
 
-/** Records the caller's rating of a turn (the latest replaces an earlier one). Not a write of the conversation. */
+/**
+ * Records the caller's rating of a turn (the latest replaces an earlier one). Not a write of the
+ * conversation. A down rating drops a summary that covers the turn: it may carry the turn's SQL,
+ * which must steer nothing now.
+ */
 export async function rateTurn(
   db: Queryable,
   identity: Identity,
@@ -121,8 +130,25 @@ export async function rateTurn(
          AND EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = ${tenant} AND x.user_id = ${user}
                      AND x.session_id = ${sessionId} AND x.expires_at > ${now})
        RETURNING ${STORED_TURN_COLUMNS}
-     )
+     )${feedback.rating === 'down' ? forgetSummaryOf(tenant, user, sessionId, turnNumber) : sql``}
      SELECT to_jsonb(t) AS turn FROM t`),
   );
   return rows[0] ? storedTurnFromJson(rows[0].turn) : undefined;
+}
+
+/**
+ * SET assignments that drop the session's summary when it covers `turnNumber`: it may quote the turn
+ * as it was. The session is summarized again when next due.
+ */
+function forgetSummaryCovering(turnNumber: number): SqlFragment {
+  return sql`summary_text = CASE WHEN summary_through_turn >= ${turnNumber} THEN NULL ELSE summary_text END,
+    summary_through_turn = CASE WHEN summary_through_turn >= ${turnNumber} THEN NULL ELSE summary_through_turn END`;
+}
+
+/** For a down rating: the same, in a data-modifying CTE (it runs though nothing reads it), after the turn's update `t`. */
+function forgetSummaryOf(tenant: Param, user: Param, sessionId: string, turnNumber: number): SqlFragment {
+  return sql`, forgotten AS (
+       UPDATE sessions SET ${forgetSummaryCovering(turnNumber)}
+       WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${sessionId} AND EXISTS (SELECT 1 FROM t)
+     )`;
 }

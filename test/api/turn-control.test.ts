@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
+import { seedSession } from '../support/seed-memory.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+
+const HOUR = 3_600_000;
 
 describe('per-turn control: correct, delete, rate', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
@@ -104,6 +107,33 @@ describe('per-turn control: correct, delete, rate', () => {
     await user.call('DELETE', `/sessions/${sessionId}/turns/1`);
     const corrected = await user.call('PATCH', `/sessions/${sessionId}/turns/2`, { answer: 'Six singers.' });
     expect(corrected.body.turn).toMatchObject({ answer: 'Six singers.', duplicate_of: null, status: 'ok' });
+  });
+
+  it('when a turn the summary covers is rated down, corrected or deleted, then the summary is dropped and steers nothing', async () => {
+    const summary = 'SUMMARY-QUOTING-TURN-1: SELECT wrong FROM sales';
+    const summarized = async (sub: string) =>
+      seedSession(t.admin, { userId: sub, turns: 3, expiresAt: new Date(t.clock.now.getTime() + HOUR), summary }); // covers turn 1
+    const summaryOf = async (sub: string, sessionId: string) => {
+      const detail = await as(sub).call('GET', `/sessions/${sessionId}`);
+      return [detail.body.is_summarized, detail.body.summary_through_turn];
+    };
+
+    const rated = await summarized('summary-rater');
+    await as('summary-rater').call('POST', `/sessions/${rated}/turns/2/feedback`, { rating: 'down' }); // not covered
+    await as('summary-rater').call('POST', `/sessions/${rated}/turns/1/feedback`, { rating: 'up' });
+    expect(await summaryOf('summary-rater', rated)).toEqual([true, 1]);
+    await as('summary-rater').call('POST', `/sessions/${rated}/turns/1/feedback`, { rating: 'down' });
+    expect(await summaryOf('summary-rater', rated)).toEqual([false, null]);
+    await as('summary-rater').chat({ question: 'And for 2024?', session_id: rated });
+    expect(sent()).not.toContain('SUMMARY-QUOTING-TURN-1');
+
+    const corrected = await summarized('summary-corrector');
+    await as('summary-corrector').call('PATCH', `/sessions/${corrected}/turns/1`, { sql_query: 'SELECT right FROM sales' });
+    expect(await summaryOf('summary-corrector', corrected)).toEqual([false, null]);
+
+    const deleted = await summarized('summary-deleter');
+    await as('summary-deleter').call('DELETE', `/sessions/${deleted}/turns/1`);
+    expect(await summaryOf('summary-deleter', deleted)).toEqual([false, null]);
   });
 
   it('when a correction is empty or a rating unknown, then the request is refused with a problem', async () => {

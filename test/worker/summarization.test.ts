@@ -195,4 +195,16 @@ describe('summarizeSession (core)', () => {
     expect(lines[0]).toMatch(/^- Question 1 from plain .*\[tables: sales\] SQL: SELECT/);
     expect(await summarizeSession(deps, key)).toMatchObject({ outcome: 'up-to-date', throughTurn: 6 });
   });
+
+  it('when a turn was rated down, then the summary keeps its question but not its SQL', async () => {
+    const sessionId = await seedSession(t.admin, { userId: 'rated-down', turns: 16, expiresAt: new Date(Date.now() + HOUR) });
+    await t.admin.query(`UPDATE turns SET feedback_rating = 'down' WHERE session_id = $1 AND turn_number = 2`, [sessionId]);
+    const deps = { db: t.database.scoped, clock: () => new Date(), log: silentLog, settings: settings({}) };
+    await summarizeSession(deps, { tenantId: 'default', userId: 'rated-down', sessionId });
+    const { rows } = await t.admin.query('SELECT summary_text FROM sessions WHERE session_id = $1', [sessionId]);
+    const lines = (rows[0].summary_text as string).split('\n');
+    expect(lines[0]).toMatch(/^- Question 1 from rated-down .*SQL: SELECT/);
+    expect(lines[1]).toMatch(/^- Question 2 from rated-down/);
+    expect(lines[1]).not.toContain('SQL:');
+  });
 });
