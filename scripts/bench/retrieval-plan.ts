@@ -1,5 +1,6 @@
-// The work of the retrieval statement as Postgres plans it: used by `bench:heavy-user` and by
-// test/api/heavy-user-retrieval.test.ts, which bounds it.
+// The work of a scoped statement (the retrieval statement, /memory/search's) as Postgres plans it:
+// used by `bench:heavy-user` and by test/api/heavy-user-retrieval.test.ts, which bounds it.
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
@@ -30,10 +31,14 @@ function literal(client: pg.PoolClient, v: unknown): string {
 }
 
 /**
- * Runs the retrieval statement for `req` under the user's scope as the generic plan a prepared
- * statement ends up with, and returns the rows its plan examined and the similar turns it found.
+ * Runs the statement that `issue` sends, under `identity`'s scope, as the generic plan a prepared
+ * statement ends up with, and returns the rows its plan examined and the rows it returned.
  */
-export async function explainRetrieval(pool: pg.Pool, req: RetrievalRequest): Promise<{ examined: number; similar: number }> {
+export async function explainScoped(
+  pool: pg.Pool,
+  identity: { tenantId: string; userId: string },
+  issue: (db: Queryable) => Promise<unknown>,
+): Promise<{ examined: number; rows: Record<string, unknown>[] }> {
   let statement: pg.QueryConfig | undefined;
   const capture: Queryable = {
     query: async (s) => {
@@ -41,23 +46,28 @@ export async function explainRetrieval(pool: pg.Pool, req: RetrievalRequest): Pr
       return { rows: [] } as never;
     },
   };
-  await retrieveMemory(capture, req);
+  await issue(capture);
   const client = await pool.connect();
   try {
     await client.query(`BEGIN; SELECT set_config('role', 'memorychat_app', true),
-      set_config('memorychat.tenant_id', ${client.escapeLiteral(req.identity.tenantId)}, true),
-      set_config('memorychat.user_id', ${client.escapeLiteral(req.identity.userId)}, true);
+      set_config('memorychat.tenant_id', ${client.escapeLiteral(identity.tenantId)}, true),
+      set_config('memorychat.user_id', ${client.escapeLiteral(identity.userId)}, true);
       SET LOCAL plan_cache_mode = force_generic_plan`);
-    await client.query({ name: 'explained_retrieval', text: statement!.text, values: statement!.values });
+    // pg remembers a name per connection with its text: one name per statement explained.
+    const name = `explained_${randomUUID().replaceAll('-', '')}`;
+    await client.query({ name, text: statement!.text, values: statement!.values });
     const literals = statement!.values!.map((v) => literal(client, v));
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE explained_retrieval(${literals.join(', ')})`);
+    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${name}(${literals.join(', ')})`);
     const result = await client.query({ text: statement!.text, values: statement!.values });
-    return {
-      examined: rowsExamined(rows[0]['QUERY PLAN'][0].Plan),
-      similar: result.rows.filter((r: { source: string }) => r.source === 'similar').length,
-    };
+    return { examined: rowsExamined(rows[0]['QUERY PLAN'][0].Plan), rows: result.rows };
   } finally {
     await client.query('ROLLBACK');
     client.release();
   }
+}
+
+/** The retrieval statement for `req` (explainScoped), with the similar turns it found. */
+export async function explainRetrieval(pool: pg.Pool, req: RetrievalRequest): Promise<{ examined: number; similar: number }> {
+  const { examined, rows } = await explainScoped(pool, req.identity, (db) => retrieveMemory(db, req));
+  return { examined, similar: rows.filter((r) => r.source === 'similar').length };
 }

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../db/pool.js';
-import { explainRetrieval } from '../../scripts/bench/retrieval-plan.js';
+import { searchTurns } from '../../db/repositories/turns.js';
+import { explainRetrieval, explainScoped } from '../../scripts/bench/retrieval-plan.js';
+import { questionSearch } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { seedSession } from '../support/seed-memory.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /**
- * The retrieval statement's work for a user with a long history must grow with the user's turns, not
+ * The retrieval statement's (and /memory/search's) work for a user with a long history must grow with the user's turns, not
  * with turns x sessions (a join to `sessions` once examined 399,000 rows for 2,000 turns in 400
  * sessions). The embedded database has no statistics (PGlite runs no autovacuum), the worst case for
  * the planner; on the server the tables are new, before autovacuum has analyzed them. The statement
@@ -47,5 +49,26 @@ describe('memory retrieval for a user with a long history', () => {
     expect(similar).toBe(3);
     // Each live turn is read and ranked once, each session checked once: a few rows per turn at most.
     expect(examined).toBeLessThan(5 * 2100);
+  });
+
+  it('when the same user searches their memory, then /memory/search examines rows in proportion to the turns too', async () => {
+    const { examined, rows } = await explainScoped(database.pool, user, (db) =>
+      searchTurns(db, {
+        identity: user,
+        now: new Date(),
+        embedding: embedText('sales analyst', 384)!,
+        embeddingModel: 'local-hash-v1@384',
+        k: 5,
+        minSimilarity: -1,
+        search: questionSearch('sales analyst'),
+        scope: {},
+      }),
+    );
+    expect(rows).toHaveLength(5);
+    expect(rows.every((r) => typeof r.session_name === 'string')).toBe(true);
+    // Each turn is read once and its scored row once by each of the two ranked lists: a few rows per
+    // turn (10,840 when written). The join to sessions this replaced examined 812,840 rows here, on
+    // both databases: it grew with turns x sessions.
+    expect(examined).toBeLessThan(6 * 2100);
   });
 });
