@@ -31,6 +31,15 @@ export function traced<T>(
 }
 
 /**
+ * Adds what a user asked or got to a span, only with OTEL_CAPTURE_CONTENT=true: otherwise no
+ * question or SQL is in any attribute (docs/tracing.md).
+ */
+export function recordContent(span: Span, content: Record<string, string | null | undefined>): void {
+  if (!tracingState.captureContent) return;
+  for (const [key, value] of Object.entries(content)) if (value) span.setAttribute(key, value);
+}
+
+/**
  * An LLM whose calls are `chat` spans with GenAI semantic-convention attributes (provider, model,
  * max tokens), so Langfuse and similar backends show them as generations. Prompts and completions are
  * added only with OTEL_CAPTURE_CONTENT=true: they hold the user's questions.

@@ -1,6 +1,7 @@
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config/config.js';
+import { tracingState } from '../../services/core/tracing.js';
 import { startTracing } from '../../services/infra/tracing.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -67,5 +68,21 @@ describe('OpenTelemetry tracing of /memoryChat', () => {
     expect(spansOf('POST /memory/context')).toEqual(['auth', 'memory.retrieval']);
     expect((await t.request('POST', '/memory/search', { token, body: { query: 'sales' } })).status).toBe(200);
     expect(spansOf('POST /memory/search')).toEqual(['auth', 'embedding', 'memory.search']);
+  });
+
+  it('when OTEL_CAPTURE_CONTENT is on, then the answerer span carries the question sent and the SQL returned', async () => {
+    tracingState.captureContent = true;
+    try {
+      const question = 'Show me total sales by region for 2024 (captured-question-text)';
+      expect((await t.request('POST', '/memoryChat', { token: t.token('captured-user'), body: { question } })).status).toBe(200);
+      const span = exporter
+        .getFinishedSpans()
+        .filter((s) => s.name === 'answerer.answer')
+        .at(-1);
+      expect(span?.attributes['memorychat.question']).toContain('captured-question-text');
+      expect(span?.attributes['memorychat.sql_query']).toMatch(/^SELECT /);
+    } finally {
+      tracingState.captureContent = false;
+    }
   });
 });

@@ -10,7 +10,7 @@ import { nearDuplicate } from '../sessions/near-duplicate.js';
 import { sessionIdForWrite } from '../sessions/session-keys.js';
 import { storableTurn } from '../sessions/storable-turn.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
-import { traced } from '../tracing.js';
+import { recordContent, traced } from '../tracing.js';
 import { buildAugmentedRequest } from './augment.js';
 import { buildMemoryContext } from './chat-block.js';
 import { runMemoryCommand } from './chat-command.js';
@@ -121,7 +121,11 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
           stream.text(text);
         }
       : undefined;
-    answer = await traced('answerer.answer', { 'memorychat.answerer': deps.answerer.kind }, () => ask(deps, request, onText));
+    answer = await traced('answerer.answer', { 'memorychat.answerer': deps.answerer.kind }, async (span) => {
+      const answered = await ask(deps, request, onText);
+      if (span) recordContent(span, { 'memorychat.question': request.question, 'memorychat.sql_query': answered.sqlQuery });
+      return answered;
+    });
   } catch (err) {
     if (stream?.signal.aborted) {
       if (target) {
