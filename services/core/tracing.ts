@@ -1,5 +1,5 @@
 import { type Attributes, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import type { ChatLlm, TokenUsage } from '../providers/llm/chat-llm.js';
 import type { JobKind, Processors } from './jobs/job-queue.js';
 
 /**
@@ -53,18 +53,22 @@ export function tracedLlm(llm: ChatLlm, purpose: 'rewrite' | 'summary'): ChatLlm
     'gen_ai.request.max_tokens': maxTokens,
     'memorychat.llm_purpose': purpose,
   });
+  const recordUsage = (span: Span | undefined, usage: TokenUsage) => {
+    span?.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
+    span?.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
+  };
   return {
     name: llm.name,
     completeStructured: (request) =>
       traced(`chat ${model}`, attributes(request.maxTokens), async (span) => {
         const output = await llm.completeStructured(request);
-        span?.setAttribute('gen_ai.usage.input_tokens', output.usage.inputTokens);
-        span?.setAttribute('gen_ai.usage.output_tokens', output.usage.outputTokens);
+        recordUsage(span, output.usage);
         return output;
       }),
     complete: (request) =>
       traced(`chat ${model}`, attributes(request.maxTokens), async (span) => {
         const output = await llm.complete(request);
+        recordUsage(span, output.usage);
         if (span && tracingState.captureContent) {
           span.setAttribute(
             'gen_ai.input.messages',
@@ -73,7 +77,7 @@ export function tracedLlm(llm: ChatLlm, purpose: 'rewrite' | 'summary'): ChatLlm
               { role: 'user', content: request.user },
             ]),
           );
-          span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', content: output }]));
+          span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', content: output.text }]));
         }
         return output;
       }),

@@ -12,7 +12,7 @@ describe('LLM and job spans', () => {
   const llm = tracedLlm(
     {
       name: 'openai:gpt-4o-mini',
-      complete: async () => 'rewritten question',
+      complete: async () => ({ text: 'rewritten question', usage: { inputTokens: 40, outputTokens: 5 } }),
       completeStructured: async () => ({ value: {}, usage: { inputTokens: 12, outputTokens: 3 } }),
     },
     'rewrite',
@@ -20,7 +20,7 @@ describe('LLM and job spans', () => {
   const request = { system: 'rewrite it', user: 'what about jane@example.com?', maxTokens: 200 };
 
   it('when the rewrite LLM is called, then a chat span carries the GenAI attributes and no content', async () => {
-    expect(await llm.complete(request)).toBe('rewritten question');
+    expect((await llm.complete(request)).text).toBe('rewritten question');
     const [span] = exporter.getFinishedSpans();
     expect(span?.name).toBe('chat gpt-4o-mini');
     expect(span?.attributes).toEqual({
@@ -28,6 +28,8 @@ describe('LLM and job spans', () => {
       'gen_ai.provider.name': 'openai',
       'gen_ai.request.model': 'gpt-4o-mini',
       'gen_ai.request.max_tokens': 200,
+      'gen_ai.usage.input_tokens': 40,
+      'gen_ai.usage.output_tokens': 5,
       'memorychat.llm_purpose': 'rewrite',
     });
   });

@@ -89,5 +89,7 @@ describe('tracing through the job queue (BullMQ)', () => {
     const generation = exporter.getFinishedSpans().find((s) => s.name === 'chat gpt-summary-test');
     expect(generation?.spanContext().traceId).toBe(traceId);
     expect(generation?.parentSpanContext?.spanId).toBe(job.spanContext().spanId);
+    // The usage the (fake) OpenAI API reported, through the real SDK.
+    expect(generation?.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 5 });
   });
 });

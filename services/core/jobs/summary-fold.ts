@@ -76,13 +76,13 @@ export function chunkTurns(turns: TurnToSummarize[], turnBudget: number): Chunk[
 
 /** One LLM call: the previous summary plus a chunk of new turns becomes the new summary. */
 export async function foldWithLlm(llm: ChatLlm, previous: string | null, chunk: Chunk, maxTokens: number): Promise<string> {
-  const summary = await llm.complete({
+  const { text } = await llm.complete({
     system: SUMMARY_SYSTEM_PROMPT,
     user: llmUserPrompt(previous, chunk.rendered),
     maxTokens,
   });
-  if (!summary.trim()) throw new Error('the summary LLM returned an empty summary');
-  return summary.trim();
+  if (!text) throw new Error('the summary LLM returned an empty summary');
+  return text;
 }
 
 /**

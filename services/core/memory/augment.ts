@@ -65,7 +65,7 @@ export async function buildAugmentedRequest(input: AugmentInput): Promise<Augmen
     };
   }
   try {
-    const rewritten = await input.llm.complete({
+    const { text: rewritten } = await input.llm.complete({
       system: REWRITE_SYSTEM_PROMPT,
       user: `${context.text}\n\nFollow-up question: ${question}`,
       maxTokens: 300,

@@ -1,4 +1,4 @@
-import type { ChatLlm } from './chat-llm.js';
+import type { ChatLlm, TokenUsage } from './chat-llm.js';
 import { anthropicClient } from './sdk-clients.js';
 
 export function createAnthropicChat(options: { apiKey: string; baseURL?: string; model: string; timeoutMs: number }): ChatLlm {
@@ -12,10 +12,13 @@ export function createAnthropicChat(options: { apiKey: string; baseURL?: string;
         system,
         messages: [{ role: 'user', content: user }],
       });
-      return response.content
-        .flatMap((block) => (block.type === 'text' ? [block.text] : []))
-        .join('')
-        .trim();
+      return {
+        text: response.content
+          .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+          .join('')
+          .trim(),
+        usage: anthropicUsage(response.usage),
+      };
     },
     // Anthropic's structured output is a tool the model is made to call; its input is the object.
     async completeStructured({ system, user, maxTokens, output }) {
@@ -29,7 +32,11 @@ export function createAnthropicChat(options: { apiKey: string; baseURL?: string;
       });
       const call = response.content.find((block) => block.type === 'tool_use' && block.name === output.name);
       if (call?.type !== 'tool_use') throw new Error(`the model did not call ${output.name}`);
-      return { value: call.input, usage: { inputTokens: response.usage.input_tokens, outputTokens: response.usage.output_tokens } };
+      return { value: call.input, usage: anthropicUsage(response.usage) };
     },
   };
+}
+
+function anthropicUsage(usage: { input_tokens: number; output_tokens: number }): TokenUsage {
+  return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
 }

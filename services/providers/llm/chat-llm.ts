@@ -15,7 +15,8 @@ export interface TokenUsage {
 /** Single-shot completions: question rewriting and summaries (text), the sql answerer's SQL (structured). */
 export interface ChatLlm {
   readonly name: string;
-  complete(request: { system: string; user: string; maxTokens: number }): Promise<string>;
+  /** The model's text, trimmed, and what the call cost. */
+  complete(request: { system: string; user: string; maxTokens: number }): Promise<{ text: string; usage: TokenUsage }>;
   /** The object the model produced, not yet validated beyond being JSON, and what the call cost. */
   completeStructured(request: {
     system: string;

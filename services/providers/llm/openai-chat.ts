@@ -1,4 +1,4 @@
-import type { ChatLlm } from './chat-llm.js';
+import type { ChatLlm, TokenUsage } from './chat-llm.js';
 import { openAIClient } from './sdk-clients.js';
 
 export function createOpenAIChat(options: { apiKey: string; baseURL?: string; model: string; timeoutMs: number }): ChatLlm {
@@ -15,7 +15,7 @@ export function createOpenAIChat(options: { apiKey: string; baseURL?: string; mo
         max_completion_tokens: maxTokens,
         messages: messages(system, user),
       });
-      return response.choices[0]?.message?.content?.trim() ?? '';
+      return { text: response.choices[0]?.message?.content?.trim() ?? '', usage: openAIUsage(response.usage) };
     },
     async completeStructured({ system, user, maxTokens, output }) {
       const response = await (await client()).chat.completions.create({
@@ -31,8 +31,12 @@ export function createOpenAIChat(options: { apiKey: string; baseURL?: string; mo
       if (message?.refusal) throw new Error(`the model refused: ${message.refusal}`);
       return {
         value: JSON.parse(message?.content ?? ''),
-        usage: { inputTokens: response.usage?.prompt_tokens ?? 0, outputTokens: response.usage?.completion_tokens ?? 0 },
+        usage: openAIUsage(response.usage),
       };
     },
   };
+}
+
+function openAIUsage(usage: { prompt_tokens?: number; completion_tokens?: number } | undefined): TokenUsage {
+  return { inputTokens: usage?.prompt_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0 };
 }
