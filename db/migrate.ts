@@ -97,7 +97,9 @@ async function assertPgvectorAvailable(client: pg.PoolClient): Promise<void> {
     const major = Math.floor(Number(rows[0]!.version) / 10000);
     throw new MigrationError(
       'the database at DATABASE_URL has no pgvector extension. Install it on the database server ' +
-        `(Debian/Ubuntu: apt-get install postgresql-${major}-pgvector; or use the pgvector/pgvector image; ` +
+        `(Debian 13+, Ubuntu, or the PostgreSQL apt repository: apt-get install postgresql-${major}-pgvector; ` +
+        "Debian 12's own repositories lack it: scripts/install-pgvector.sh in memorychat's repository builds Debian's package; " +
+        'or use the pgvector/pgvector image; ' +
         'managed services: enable the "vector" extension), or unset DATABASE_URL to use the embedded database.',
     );
   }
