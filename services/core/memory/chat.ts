@@ -6,7 +6,7 @@ import type { NewTurn } from '../../model/turns.js';
 import type { Answer, AnswerRequest } from '../../providers/answerers/answerer.js';
 import { recogniseMemoryCommand } from '../commands/recognise.js';
 import type { StoredTurnText } from '../privacy/mask-turn.js';
-import { nearDuplicate } from '../sessions/near-duplicate.js';
+import { embedWithDedup } from '../sessions/near-duplicate.js';
 import { sessionIdForWrite } from '../sessions/session-keys.js';
 import { storableTurn } from '../sessions/storable-turn.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
@@ -173,16 +173,12 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     },
     warnings,
   );
-  const { embedding, embeddingModel, duplicateOf } = await traced(
-    'embedding',
-    { 'memorychat.embedding_model': deps.embedder.modelId },
-    () => embedTurn(deps, req, text, now, warnings),
-  );
+  const { embedding, duplicateOf } = await embedTurn(deps, req, text, now, warnings);
   const turn: NewTurn = {
     ...text,
     searchTerms: turnSearchTerms(text),
     embedding,
-    embeddingModel,
+    embeddingModel: deps.embedder.modelId,
     duplicateOf,
     accounting: {
       tokens: answer.fields.tokens ?? null,
@@ -257,8 +253,8 @@ async function readMemory(
 }
 
 /**
- * The turn's embedding, and the recent turn of its session whose question it nearly repeats (as the
- * turns API marks them), from one embedding call. Neither failing stops the turn.
+ * The turn's embedding and the recent turn of its session whose question it nearly repeats
+ * (embedWithDedup). Neither failing stops the turn: recent questions that cannot be read leave it unmarked.
  */
 async function embedTurn(deps: MemoryDeps, req: MemoryChatRequest, turn: StoredTurnText, now: Date, warnings: string[]) {
   const recent = req.sessionId
@@ -269,19 +265,5 @@ async function embedTurn(deps: MemoryDeps, req: MemoryChatRequest, turn: StoredT
         },
       )
     : [];
-  try {
-    const vectors = await deps.embedder.embed([
-      embeddedTurnText(turn),
-      ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : []),
-    ]);
-    return {
-      embedding: vectors[0] ?? null,
-      embeddingModel: deps.embedder.modelId,
-      duplicateOf: nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity),
-    };
-  } catch (err) {
-    deps.log.warn({ err }, 'embedding the turn failed; storing it without an embedding');
-    warnings.push('this turn was stored without an embedding: semantic search will not find it until it is re-embedded');
-    return { embedding: null, embeddingModel: deps.embedder.modelId, duplicateOf: null };
-  }
+  return embedWithDedup(deps, { text: embeddedTurnText(turn), question: turn.question }, recent, { warnings, subject: 'this turn' });
 }

@@ -5,7 +5,7 @@ import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';
 import type { MemoryDeps } from '../memory/deps.js';
 import { turnSearchTerms } from '../memory/lexical-terms.js';
-import { nearDuplicate } from './near-duplicate.js';
+import { embedWithDedup } from './near-duplicate.js';
 import { sessionView } from './session-view.js';
 import { notFound } from './sessions.js';
 import { embeddedTurnText } from './turn-text.js';
@@ -39,23 +39,19 @@ export async function correctUserTurn(deps: MemoryDeps, identity: Identity, sess
   const earlier = (await recentQuestions(db, identity, sessionId, now, deps.settings.maxTurnsPerSession + 1)).filter(
     (r) => r.turn_number < turnNumber,
   );
-  let vectors: (number[] | null)[] = [];
-  try {
-    vectors = await deps.embedder.embed([
-      embeddedTurnText({ question: turn.question, sqlQuery, tablesUsed: turn.tables_used, answer }),
-      ...(earlier.length ? [turn.question, ...earlier.map((r) => r.question)] : []),
-    ]);
-  } catch (err) {
-    deps.log.warn({ err }, 'embedding the corrected turn failed; storing it without an embedding');
-    warnings.push('the corrected turn was stored without an embedding: search will not find it until it is re-embedded');
-  }
+  const { embedding, duplicateOf } = await embedWithDedup(
+    deps,
+    { text: embeddedTurnText({ question: turn.question, sqlQuery, tablesUsed: turn.tables_used, answer }), question: turn.question },
+    earlier,
+    { warnings, subject: 'the corrected turn' },
+  );
   const corrected = await correctTurn(db, identity, sessionId, turnNumber, retention(deps, now), {
     sqlQuery,
     answer,
     status,
-    embedding: vectors[0] ?? null,
+    embedding,
     embeddingModel: deps.embedder.modelId,
-    duplicateOf: nearDuplicate(vectors.slice(1), earlier, deps.settings.dedupSimilarity),
+    duplicateOf,
     searchTerms: turnSearchTerms({ question: turn.question, sqlQuery, tablesUsed: turn.tables_used }),
   });
   if (!corrected) throw notFound(sessionId);

@@ -9,7 +9,7 @@ import type { MemoryDeps } from '../memory/deps.js';
 import { turnSearchTerms } from '../memory/lexical-terms.js';
 import { traced } from '../tracing.js';
 import { type ChainFormat, prepareMessageChain } from './chains.js';
-import { nearDuplicate } from './near-duplicate.js';
+import { embedWithDedup } from './near-duplicate.js';
 import { sessionIdForWrite } from './session-keys.js';
 import { newSessionName } from './session-name.js';
 import { sessionView } from './session-view.js';
@@ -92,17 +92,10 @@ export async function recordTurn(
     },
     warnings,
   );
-  // One embedding call: the turn's text for search, then the question and recent questions for dedup.
-  let vectors: (number[] | null)[] = [];
-  try {
-    vectors = await traced('embedding', { 'memorychat.embedding_model': deps.embedder.modelId }, () =>
-      deps.embedder.embed([embeddedTurnText(turn), ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : [])]),
-    );
-  } catch (err) {
-    deps.log.warn({ err }, 'embedding the turn failed; storing it without an embedding');
-    warnings.push('this turn was stored without an embedding: search will not find it until it is re-embedded');
-  }
-  const duplicateOf = nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity);
+  const { embedding, duplicateOf } = await embedWithDedup(deps, { text: embeddedTurnText(turn), question: turn.question }, recent, {
+    warnings,
+    subject: 'this turn',
+  });
 
   const result = await traced('memory.store', {}, () =>
     storeTurn(
@@ -117,7 +110,7 @@ export async function recordTurn(
         ttlMode: deps.settings.ttlMode,
         turn: {
           ...turn,
-          embedding: vectors[0] ?? null,
+          embedding,
           embeddingModel: deps.embedder.modelId,
           duplicateOf,
           // From the masked turn: no personal data reaches the lexical index either.
