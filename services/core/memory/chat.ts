@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Retrieved } from '../../../db/repositories/memory-store.js';
 import { recentQuestions } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
+import type { SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';
 import type { Answer, AnswerRequest } from '../../providers/answerers/answerer.js';
 import { recogniseMemoryCommand } from '../commands/recognise.js';
@@ -148,16 +149,16 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     throw err;
   }
 
-  if (!target) {
-    return respondWithoutStoring(deps, req.idempotency, {
-      ...answer.fields,
-      conversation_metadata: null,
-      memory_context_used: memoryContextUsed,
-      memory_retrieval_time: round(memoryRetrievalSeconds, 4),
-      duplicate_of: null,
-      warnings,
-    });
-  }
+  // The reply, the same whether the turn is stored (with its session) or not (null).
+  const reply = (session: SessionRow | null, duplicateOf: number | null) => ({
+    ...answer.fields,
+    conversation_metadata: session && conversationMetadata(session),
+    memory_context_used: memoryContextUsed,
+    memory_retrieval_time: round(memoryRetrievalSeconds, 4),
+    duplicate_of: duplicateOf,
+    warnings,
+  });
+  if (!target) return respondWithoutStoring(deps, req.idempotency, reply(null, null));
 
   const text = storableTurn(
     deps,
@@ -188,14 +189,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     },
   };
   const { stored, response } = await traced('memory.store', {}, () =>
-    store(deps, target, turn, req.idempotency, (session) => ({
-      ...answer.fields,
-      conversation_metadata: conversationMetadata(session),
-      memory_context_used: memoryContextUsed,
-      memory_retrieval_time: round(memoryRetrievalSeconds, 4),
-      duplicate_of: duplicateOf,
-      warnings,
-    })),
+    store(deps, target, turn, req.idempotency, (session) => reply(session, duplicateOf)),
   );
   await deps.afterTurnStored?.({
     identity: req.identity,
