@@ -1,11 +1,7 @@
 // The published contract: what generated clients and linters rely on, for every operation (routes
 // added later included), and the same document whatever the deployment's configuration.
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../services/api/app.js';
-import { loadConfig } from '../../services/config/config.js';
-import { createAnswerer } from '../../services/providers/answerers/index.js';
-import { createEmbedder } from '../../services/providers/embeddings/index.js';
+import { withAppWithoutDatabase } from '../support/app-without-database.js';
 
 type Operation = {
   operationId?: string;
@@ -17,23 +13,8 @@ type Document = { paths: Record<string, Record<string, Operation>>; servers?: un
 
 const PUBLIC_PATHS = ['/healthz', '/readyz'];
 
-async function withApp<T>(env: Record<string, string>, use: (app: App) => Promise<T>): Promise<T> {
-  const config = loadConfig({ JWT_SECRET: 'x'.repeat(32), ...env });
-  // Never queried: building the document runs no statement.
-  const db = new pg.Pool({ max: 1 });
-  const deps = { config, db, embedder: createEmbedder(config), answerer: createAnswerer(config), localSecret: 'l'.repeat(32) };
-  const app = await buildApp(deps);
-  try {
-    await app.ready();
-    return await use(app);
-  } finally {
-    await app.close();
-    await db.end();
-  }
-}
-
 function documentFor(env: Record<string, string>): Promise<Document> {
-  return withApp(env, async (app) => structuredClone(app.swagger()) as Document);
+  return withAppWithoutDatabase({ JWT_SECRET: 'x'.repeat(32), ...env }, async (app) => structuredClone(app.swagger()) as Document);
 }
 
 function operations(document: Document): [string, Operation][] {
@@ -89,7 +70,10 @@ describe('the OpenAPI document', () => {
   });
 
   it('when Swagger UI is loaded, then it keeps the token typed into "Authorize" across reloads', async () => {
-    const initializer = await withApp({}, async (app) => (await app.inject('/docs/static/swagger-initializer.js')).body);
+    const initializer = await withAppWithoutDatabase(
+      { JWT_SECRET: 'x'.repeat(32) },
+      async (app) => (await app.inject('/docs/static/swagger-initializer.js')).body,
+    );
     expect(initializer).toMatch(/"persistAuthorization":\s*true/);
   });
 });

@@ -1,30 +1,14 @@
 // Where the memory playground is served, under which CSP, and who may get a local token.
 import { createVerifier } from 'fast-jwt';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../services/api/app.js';
+import type { App } from '../../services/api/app.js';
 import { PLAYGROUND_CSP } from '../../services/api/plugins/playground.js';
-import { loadConfig } from '../../services/config/config.js';
-import { createAnswerer } from '../../services/providers/answerers/index.js';
-import { createEmbedder } from '../../services/providers/embeddings/index.js';
+import { withAppWithoutDatabase } from '../support/app-without-database.js';
 
 const LOCAL_SECRET = 'local-secret-of-at-least-32-characters';
 const LOCAL_MODE = { JWT_SECRET: '' };
 const SECRET_MODE = { JWT_SECRET: 'x'.repeat(32) };
-
-async function withApp<T>(env: Record<string, string>, use: (app: App) => Promise<T>): Promise<T> {
-  const config = loadConfig(env);
-  // Never queried: these requests reach no table.
-  const db = new pg.Pool({ max: 1 });
-  const app = await buildApp({ config, db, embedder: createEmbedder(config), answerer: createAnswerer(config), localSecret: LOCAL_SECRET });
-  try {
-    await app.ready();
-    return await use(app);
-  } finally {
-    await app.close();
-    await db.end();
-  }
-}
+const withApp = <T>(env: Record<string, string>, use: (app: App) => Promise<T>) => withAppWithoutDatabase(env, use, LOCAL_SECRET);
 
 describe('the memory playground', () => {
   it('when in local mode, then the page is served with its strict CSP and offers a local token', async () => {
