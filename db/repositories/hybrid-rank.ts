@@ -8,7 +8,7 @@ import { type Param, type SqlFragment, sql } from '../sql.js';
  * /memory/search.
  */
 export const FUSED_LIST_DEPTH = 20;
-export const RRF_RANK_CONSTANT = 60;
+const RRF_RANK_CONSTANT = 60;
 
 /**
  * A turn's lexical match with the question's terms (services/core/memory/lexical-terms.ts), over
@@ -20,4 +20,28 @@ export function lexicalMatch(query: Param, queryTerms: Param): SqlFragment {
   const tables = sql`ts_filter(t.search_terms, '{a}')`;
   const named = sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
   return sql`COALESCE(ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${named}) / 2, 0)`;
+}
+
+/**
+ * The CTEs `ranked` and `fused`, over a CTE `scored` of turns with `session_id`, `turn_number`,
+ * `distance` (1 - cosine) and `lexical` (lexicalMatch): the `depth` nearest and the `depth` best
+ * lexical matches, one row per turn with its fused `score`, and `usable` when its cosine reaches
+ * `minSimilarity` or it matches lexically (a lexical match passes the floor).
+ */
+export function fusedRanking(depth: Param, minSimilarity: number): SqlFragment {
+  return sql`ranked AS (
+       SELECT *, row_number() OVER (ORDER BY distance) AS r, 1 - distance >= ${minSimilarity} OR lexical > 0 AS eligible
+       FROM (SELECT * FROM scored ORDER BY distance LIMIT ${depth}) nearest
+       UNION ALL
+       SELECT *, row_number() OVER (ORDER BY lexical DESC, distance) AS r, true AS eligible
+       FROM (SELECT * FROM scored WHERE lexical > 0 ORDER BY lexical DESC, distance LIMIT ${depth}) matching
+     ), fused AS (
+       -- Carried through rather than joined back to turns: without statistics the planner would not
+       -- use the primary key for that join.
+       SELECT DISTINCT ON (session_id, turn_number) *,
+              sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn AS score, bool_or(eligible) OVER turn AS usable
+       FROM ranked
+       WINDOW turn AS (PARTITION BY session_id, turn_number)
+       ORDER BY session_id, turn_number
+     )`;
 }

@@ -3,10 +3,10 @@ import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
-import { FUSED_LIST_DEPTH, lexicalMatch, RRF_RANK_CONSTANT } from './hybrid-rank.js';
+import { FUSED_LIST_DEPTH, fusedRanking, lexicalMatch } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
-import { databaseScopeSql, isBounded } from './sql-scope.js';
+import { databaseScopeSql, inLiveSessions, isBounded } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
 export interface RetrievalRequest {
@@ -63,12 +63,6 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const query = param(req.search?.query ?? null);
   const queryTerms = param(req.search?.terms ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
-  // The caller's expired sessions (not yet removed by retention cleanup), whose turns memory must not use.
-  // Written as `NOT IN` so Postgres checks each turn against one hash of these ids: a join to `sessions`
-  // let the planner probe the user's sessions once per turn (turns x sessions rows, 230 ms for a user with
-  // 2,000 turns in 400 sessions on a database without statistics), which grows with a user's history.
-  const expiredSessions = sql`SELECT x.session_id FROM sessions x
-    WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${now}`;
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(
     prepared(
@@ -94,24 +88,10 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        FROM turns t
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.embedding_model = ${req.embeddingModel}
          AND ${vector}::vector IS NOT NULL AND t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
-         AND t.session_id NOT IN (${expiredSessions})
+         AND ${inLiveSessions(tenant, user, now)}
          AND ${VISIBLE_IN_SEARCH}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
-     ), ranked AS (
-       SELECT *, row_number() OVER (ORDER BY distance) AS r, 1 - distance >= ${req.minSimilarity} OR lexical > 0 AS eligible
-       FROM (SELECT * FROM scored ORDER BY distance LIMIT ${depth}) nearest
-       UNION ALL
-       SELECT *, row_number() OVER (ORDER BY lexical DESC, distance) AS r, true AS eligible
-       FROM (SELECT * FROM scored WHERE lexical > 0 ORDER BY lexical DESC, distance LIMIT ${depth}) matching
-     ), fused AS (
-       -- Carried through rather than joined back to turns: without statistics the planner would not
-       -- use the primary key for that join.
-       SELECT DISTINCT ON (session_id, turn_number) *,
-              sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn AS score, bool_or(eligible) OVER turn AS usable
-       FROM ranked
-       WINDOW turn AS (PARTITION BY session_id, turn_number)
-       ORDER BY session_id, turn_number
-     ), sim AS (
+     ), ${fusedRanking(depth, req.minSimilarity)}, sim AS (
        -- The best turn of each set of tables first: three turns over one table tell the answerer less
        -- than the best turns over three.
        SELECT session_id, turn_number, status, question, answer, sql_query, tables_used, created_at,

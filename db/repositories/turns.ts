@@ -2,9 +2,9 @@ import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
-import { FUSED_LIST_DEPTH, lexicalMatch, RRF_RANK_CONSTANT } from './hybrid-rank.js';
+import { FUSED_LIST_DEPTH, fusedRanking, lexicalMatch } from './hybrid-rank.js';
 import type { Queryable } from './queryable.js';
-import { databaseScopeSql } from './sql-scope.js';
+import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
 /**
@@ -141,42 +141,26 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
     toQuery(sql`WITH scored AS (
        SELECT t.session_id, t.turn_number, t.created_at, t.status, t.question,
               t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating,
-              -- Inner product: cosine similarity for the unit vectors every embedder stores (docs/design.md, Search).
-              -(t.embedding <#> ${vector}::vector) AS similarity,
+              -- Inner product: 1 - cosine for the unit vectors every embedder stores (docs/design.md, Search).
+              1 + (t.embedding <#> ${vector}::vector) AS distance,
               ${lexicalMatch(param(req.search?.query ?? null), param(req.search?.terms ?? null))} AS lexical
        FROM turns t
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user}
          AND t.embedding_model = ${req.embeddingModel} AND t.embedding IS NOT NULL
-         -- Not a join to sessions: the planner probed the user's sessions once per turn, 1.1 s for a user
-         -- with 5,000 turns in 1,000 sessions (as retrieveMemory, db/repositories/memory-store.ts).
-         AND t.session_id NOT IN (SELECT x.session_id FROM sessions x
-                                  WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${req.now})
+         AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
          AND t.status NOT IN ('memory_command', 'incomplete')
-     ), ranked AS (
-       SELECT *, row_number() OVER (ORDER BY similarity DESC) AS r
-       FROM (SELECT * FROM scored ORDER BY similarity DESC LIMIT ${depth}) nearest
-       UNION ALL
-       SELECT *, row_number() OVER (ORDER BY lexical DESC, similarity DESC) AS r
-       FROM (SELECT * FROM scored WHERE lexical > 0 ORDER BY lexical DESC, similarity DESC LIMIT ${depth}) matching
-     ), fused AS (
-       SELECT DISTINCT ON (session_id, turn_number) *, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn AS score
-       FROM ranked
-       WINDOW turn AS (PARTITION BY session_id, turn_number)
-       ORDER BY session_id, turn_number
-     ), found AS (
-       SELECT * FROM fused WHERE similarity >= ${req.minSimilarity} OR lexical > 0
-       ORDER BY score DESC, similarity DESC, session_id, turn_number
-       LIMIT ${req.k}
+     ), ${fusedRanking(depth, req.minSimilarity)}, found AS (
+       SELECT * FROM fused WHERE usable ORDER BY score DESC, distance, session_id, turn_number LIMIT ${req.k}
      )
      SELECT f.session_id::text AS session_id,
             (SELECT s.session_name FROM sessions s
              WHERE s.tenant_id = ${tenant} AND s.user_id = ${user} AND s.session_id = f.session_id) AS session_name,
             f.turn_number, f.created_at, f.status, f.question, f.answer, f.sql_query, f.tables_used,
-            f.vdp_database_names, f.feedback_rating, f.similarity
+            f.vdp_database_names, f.feedback_rating, 1 - f.distance AS similarity
      FROM found f
-     ORDER BY f.score DESC, f.similarity DESC, f.session_id, f.turn_number`),
+     ORDER BY f.score DESC, f.distance, f.session_id, f.turn_number`),
   );
   return rows.map((r) => ({ ...r, similarity: Number(r.similarity) }));
 }
