@@ -19,7 +19,9 @@ const RRF_RANK_CONSTANT = 60;
 export function lexicalMatch(query: Param, queryTerms: Param): SqlFragment {
   const tables = sql`ts_filter(t.search_terms, '{a}')`;
   const named = sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
-  return sql`COALESCE(ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${named}) / 2, 0)`;
+  // Ranked only where a term matches: most of a user's turns share no term with a question, and
+  // ranking them (ts_rank, ts_filter, ts_delete) cost more than their inner product.
+  return sql`CASE WHEN t.search_terms @@ ${query}::tsquery THEN ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${named}) / 2 ELSE 0 END`;
 }
 
 /**

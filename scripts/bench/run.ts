@@ -58,6 +58,7 @@ const { values: args } = parseArgs({
   },
 });
 const SERVER = args.server!;
+const SETTLE_MS = 20_000;
 /** The server's pools: the service's default DATABASE_POOL_MAX. */
 const SERVER_POOL = 10;
 const USERS = Number(args.users);
@@ -260,6 +261,10 @@ async function main() {
   await warm.turn({ user: 0, database: 'concert_singer', question: 'How many singers are there?', sql: 'SELECT count(*) FROM singer' });
   await warm.close();
   const idleWarm = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
+  // V8 gives back what start-up left behind only once the process has been idle for a while (its
+  // memory reducer, ~10-15 s here): what an idle replica holds is read after that.
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const idleSettled = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
 
   const serverCpu = SERVER ? await serverCpuMs() : undefined;
   /** Opens a copy and says how to read its database's CPU: the embedded process it starts, or the server's. */
@@ -328,6 +333,8 @@ async function main() {
     maxService: sampler.max.get(service.pid),
     maxDb: sampler.max.get(service.dbPid),
   };
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const loadedSettled = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
   await service.stop();
   await floorDb.close();
   await lcDb?.close();
@@ -376,7 +383,7 @@ async function main() {
     cpuPerTurn: Object.fromEntries(cpuPerTurn),
     embedMsPerTurn: embedMs,
     scale,
-    rss: { idle, idleWarm, loaded },
+    rss: { idle, idleWarm, idleSettled, loaded, loadedSettled },
     seconds: (performance.now() - started) / 1000,
   };
   if (args.json) await writeFile(args.json, JSON.stringify(results, null, 2));
@@ -401,6 +408,8 @@ type Results = {
   rss: {
     idle: { service?: Memory; db?: Memory };
     idleWarm: { service?: Memory; db?: Memory };
+    idleSettled: { service?: Memory; db?: Memory };
+    loadedSettled: { service?: Memory; db?: Memory };
     loaded: { service?: Memory; db?: Memory; maxService?: number; maxDb?: number };
   };
   seconds: number;
@@ -498,8 +507,10 @@ function report(r: Results): string {
   lines.push('| --- | ---: | ---: |');
   lines.push(`| idle, after start | ${m(r.rss.idle.service)} | ${m(r.rss.idle.db)} |`);
   lines.push(`| idle, after one request | ${m(r.rss.idleWarm.service)} | ${m(r.rss.idleWarm.db)} |`);
+  lines.push(`| idle, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.idleSettled.service)} | ${m(r.rss.idleSettled.db)} |`);
   lines.push(`| after load (peak = VmHWM) | ${m(r.rss.loaded.service)} | ${m(r.rss.loaded.db)} |`);
   lines.push(`| max VmRSS sampled under load | ${f(r.rss.loaded.maxService, 0)} MB | ${f(r.rss.loaded.maxDb, 0)} MB |`);
+  lines.push(`| after load, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.loadedSettled.service)} | ${m(r.rss.loadedSettled.db)} |`);
   return lines.join('\n');
 }
 
