@@ -510,7 +510,9 @@ function report(r: Results): string {
   lines.push(`| idle, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.idleSettled.service)} | ${m(r.rss.idleSettled.db)} |`);
   lines.push(`| after load (peak = VmHWM) | ${m(r.rss.loaded.service)} | ${m(r.rss.loaded.db)} |`);
   lines.push(`| max VmRSS sampled under load | ${f(r.rss.loaded.maxService, 0)} MB | ${f(r.rss.loaded.maxDb, 0)} MB |`);
-  lines.push(`| after load, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.loadedSettled.service)} | ${m(r.rss.loadedSettled.db)} |`);
+  lines.push(
+    `| after load, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.loadedSettled.service)} | ${m(r.rss.loadedSettled.db)} |`,
+  );
   return lines.join('\n');
 }
 
