@@ -1,6 +1,6 @@
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { SessionRow } from '../../services/model/sessions.js';
-import type { HistoryTurn, NewTurn, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
+import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { FUSED_LIST_DEPTH, fusedRanking, lexicalMatch } from './hybrid-rank.js';
@@ -8,6 +8,7 @@ import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } f
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions, isBounded } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
+import { NOT_ASKED } from './turns.js';
 
 export interface RetrievalRequest {
   identity: Identity;
@@ -25,6 +26,8 @@ export interface RetrievalRequest {
   scope: DatabaseScope;
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
+  /** Also read up to this many of the session's latest questions, as recentQuestions does (for dedup). */
+  recentQuestions?: number;
 }
 
 export interface Retrieved {
@@ -41,6 +44,8 @@ export interface Retrieved {
   window: HistoryTurn[];
   /** Most similar first. */
   similar: SimilarTurn[];
+  /** The session's latest questions, newest first, when `recentQuestions` asked for them. */
+  recent: RecentQuestion[];
 }
 
 export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
@@ -64,7 +69,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const queryTerms = param(req.search?.terms ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
 
-  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar'; row: Record<string, unknown> }>(
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent'; row: Record<string, unknown> }>(
     prepared(
       sql`WITH sess AS (
        SELECT ${SESSION_COLUMNS},
@@ -79,8 +84,14 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        FROM turns t, sess
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
          AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
-         AND t.status NOT IN ('upstream_error', 'memory_command', 'incomplete') AND ${scope}
+         AND t.status NOT IN ${NOT_ASKED} AND ${scope}
        ORDER BY t.turn_number DESC LIMIT ${req.windowSize}
+     ), recent AS (
+       SELECT t.turn_number, t.question, t.duplicate_of
+       FROM turns t, sess
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+         AND t.status NOT IN ${NOT_ASKED}
+       ORDER BY t.turn_number DESC LIMIT ${req.recentQuestions ?? 0}
      ), scored AS (
        SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
               t.search_terms, 1 + (t.embedding <#> ${vector}::vector) AS distance,
@@ -103,11 +114,12 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      )
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
-     UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim`,
+     UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
+     UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent`,
     ),
   );
 
-  const out: Retrieved = { window: [], similar: [], summary: null, slots: {} };
+  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {} };
   const similar: { turn: SimilarTurn; score: number }[] = [];
   for (const { source, row } of rows) {
     if (source === 'session') {
@@ -115,6 +127,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       out.summary = (row.usable_summary as string | null) ?? null;
       out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
     } else if (source === 'window') out.window.push(turnFromJson(row));
+    else if (source === 'recent') out.recent.push(row as unknown as RecentQuestion);
     else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },
@@ -123,6 +136,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     }
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
+  out.recent.sort((a, b) => b.turn_number - a.turn_number);
   out.similar = similar.sort((a, b) => b.score - a.score).map((s) => s.turn);
   return out;
 }

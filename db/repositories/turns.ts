@@ -1,5 +1,5 @@
 import type { DatabaseScope, Identity } from '../../services/model/identity.js';
-import type { HistoryTurn, TurnRef, TurnStatus } from '../../services/model/turns.js';
+import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../services/model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { FUSED_LIST_DEPTH, fusedRanking, lexicalMatch } from './hybrid-rank.js';
@@ -8,9 +8,15 @@ import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 
 /**
- * The latest turns of a live session that can be an original, newest first: what a new question is
- * checked against for dedup. Failed calls, memory commands and incomplete streams are not: a question
- * asked again after one of them must stay visible in search and as a similar turn.
+ * Turns that are no question answered: failed calls, memory commands and incomplete streams. They are
+ * never history, and never the original a question nearly repeats: a question asked again after one
+ * of them must stay visible in search and as a similar turn.
+ */
+export const NOT_ASKED = sql`('upstream_error', 'memory_command', 'incomplete')`;
+
+/**
+ * The latest turns of a live session that can be an original (not NOT_ASKED), newest first: what a
+ * new question is checked against for dedup. /memoryChat reads them with its retrieval instead.
  */
 export async function recentQuestions(
   db: Queryable,
@@ -18,15 +24,14 @@ export async function recentQuestions(
   sessionId: string,
   now: Date,
   limit: number,
-): Promise<{ turn_number: number; question: string; duplicate_of: number | null }[]> {
-  const { rows } = await db.query(
-    `SELECT t.turn_number, t.question, t.duplicate_of
+): Promise<RecentQuestion[]> {
+  const { rows } = await db.query<RecentQuestion>(
+    toQuery(sql`SELECT t.turn_number, t.question, t.duplicate_of
      FROM turns t
      JOIN sessions s ON s.tenant_id = t.tenant_id AND s.user_id = t.user_id AND s.session_id = t.session_id
-     WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND s.expires_at > $4
-       AND t.status NOT IN ('upstream_error', 'memory_command', 'incomplete')
-     ORDER BY t.turn_number DESC LIMIT $5`,
-    [identity.tenantId, identity.userId, sessionId, now, limit],
+     WHERE t.tenant_id = ${identity.tenantId} AND t.user_id = ${identity.userId} AND t.session_id = ${sessionId}
+       AND s.expires_at > ${now} AND t.status NOT IN ${NOT_ASKED}
+     ORDER BY t.turn_number DESC LIMIT ${limit}`),
   );
   return rows;
 }

@@ -30,6 +30,13 @@ export interface SimilarTurn extends HistoryTurn {
   similarity: number;
 }
 
+/** A recent question of a session: what a new turn of it may nearly repeat (dedup). */
+export interface RecentQuestion {
+  turn_number: number;
+  question: string;
+  duplicate_of: number | null;
+}
+
 export interface NewTurn {
   status: TurnStatus;
   question: string;

@@ -174,7 +174,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     },
     warnings,
   );
-  const { embedding, duplicateOf } = await embedTurn(deps, req, text, now, warnings);
+  const { embedding, duplicateOf } = await embedTurn(deps, req, retrieved, text, now, warnings);
   const turn: NewTurn = {
     ...text,
     searchTerms: turnSearchTerms(text),
@@ -233,6 +233,8 @@ async function readMemory(
         k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
         databases,
         tags: databaseNames(req.params.vdp_tag_names),
+        // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
+        recentQuestions: settings.maxTurnsPerSession,
       },
       (err) => {
         deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');
@@ -248,16 +250,26 @@ async function readMemory(
 
 /**
  * The turn's embedding and the recent turn of its session whose question it nearly repeats
- * (embedWithDedup). Neither failing stops the turn: recent questions that cannot be read leave it unmarked.
+ * (embedWithDedup), among the recent questions read with memory, or read now when memory could not be.
+ * Neither failing stops the turn: recent questions that cannot be read leave it unmarked.
  */
-async function embedTurn(deps: MemoryDeps, req: MemoryChatRequest, turn: StoredTurnText, now: Date, warnings: string[]) {
-  const recent = req.sessionId
-    ? await recentQuestions(deps.db.asUser(req.identity), req.identity, req.sessionId, now, deps.settings.maxTurnsPerSession).catch(
-        (err: unknown) => {
-          deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
-          return [];
-        },
-      )
-    : [];
+async function embedTurn(
+  deps: MemoryDeps,
+  req: MemoryChatRequest,
+  retrieved: Retrieved | undefined,
+  turn: StoredTurnText,
+  now: Date,
+  warnings: string[],
+) {
+  const recent = retrieved
+    ? retrieved.recent
+    : req.sessionId
+      ? await recentQuestions(deps.db.asUser(req.identity), req.identity, req.sessionId, now, deps.settings.maxTurnsPerSession).catch(
+          (err: unknown) => {
+            deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
+            return [];
+          },
+        )
+      : [];
   return embedWithDedup(deps, { text: embeddedTurnText(turn), question: turn.question }, recent, { warnings, subject: 'this turn' });
 }

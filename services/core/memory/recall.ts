@@ -18,6 +18,8 @@ export interface RecallRequest {
   tags?: string[];
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
+  /** Also read up to this many of the session's latest questions (dedup of the turn to be stored). */
+  recentQuestions?: number;
 }
 
 /**
@@ -52,5 +54,6 @@ export async function recallMemory(
     search: questionSearch(req.question),
     scope: { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) },
     ...(req.withMessages ? { withMessages: true } : {}),
+    ...(req.recentQuestions ? { recentQuestions: req.recentQuestions } : {}),
   });
 }

@@ -1,12 +1,7 @@
 import type { MemoryDeps } from '../memory/deps.js';
+import type { RecentQuestion } from '../../model/turns.js';
 import { traced } from '../tracing.js';
 
-/** A recent question of the session, as `recentQuestions` reads it: what a new turn may repeat. */
-export interface RecentQuestion {
-  turn_number: number;
-  question: string;
-  duplicate_of: number | null;
-}
 
 /**
  * One embedding call for a turn about to be stored (or stored again, corrected): its text for search,
