@@ -1,12 +1,14 @@
-// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR]`: runs the service
-// with --cpu-prof on a copy of a seeded directory, drives /memoryChat, and prints where the service
-// process spends its CPU (self time by function and by package).
+// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR | --server]`: runs
+// the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded server
+// database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints where
+// the service process spends its CPU (self time by function and by package).
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { copyDataDir } from './database.js';
 import { runLoad } from './load.js';
+import { databaseUrl, dropDatabase, recreateDatabase } from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { conversationClient, startInstantAnswerer } from './workload.js';
 
@@ -17,6 +19,7 @@ const { values: args } = parseArgs({
     data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v1-1000x100') },
     users: { type: 'string', default: '1000' },
     top: { type: 'string', default: '25' },
+    server: { type: 'boolean', default: false },
   },
 });
 
@@ -28,10 +31,16 @@ interface Node {
 
 const profDir = await mkdtemp(path.join(tmpdir(), 'memorychat-prof-'));
 const dataDir = path.join(profDir, 'data');
-await copyDataDir(args.data!, dataDir);
+const serverCopy = 'mc_bench_profile';
+if (args.server) await recreateDatabase(serverCopy, `mc_bench_v2_${args.users}x100`);
+else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
 process.env.BENCH_CPU_PROF = profDir;
-const service = await startService(dataDir, answerer.url);
+const service = await startService(
+  dataDir,
+  answerer.url,
+  args.server ? { DATABASE_URL: databaseUrl(serverCopy), DATABASE_POOL_MAX: '10' } : {},
+);
 const clients = Number(args.clients);
 const { turn, close } = serviceTurns(service.baseUrl, clients);
 const r = await runLoad({ clients, warmupMs: 1500, durationMs: Number(args.seconds) * 1000, maxRequests: 1e6 }, (i) =>
@@ -40,6 +49,7 @@ const r = await runLoad({ clients, warmupMs: 1500, durationMs: Number(args.secon
 await close();
 await service.stop();
 answerer.server.close();
+if (args.server) await dropDatabase(serverCopy);
 console.log(`c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r.p95.toFixed(2)} ms (${r.requests} requests)`);
 
 const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
