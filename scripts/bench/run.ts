@@ -58,7 +58,7 @@ const { values: args } = parseArgs({
   },
 });
 const SERVER = args.server!;
-const SETTLE_MS = 20_000;
+const SETTLE_MS = 30_000;
 /** The server's pools: the service's default DATABASE_POOL_MAX. */
 const SERVER_POOL = 10;
 const USERS = Number(args.users);
@@ -262,7 +262,7 @@ async function main() {
   await warm.close();
   const idleWarm = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
   // V8 gives back what start-up left behind only once the process has been idle for a while (its
-  // memory reducer, ~10-15 s here): what an idle replica holds is read after that.
+  // memory reducer: 12-21 s after the last request here): what an idle replica holds is read after that.
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const idleSettled = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
 
