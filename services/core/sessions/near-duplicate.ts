@@ -1,7 +1,6 @@
-import type { MemoryDeps } from '../memory/deps.js';
 import type { RecentQuestion } from '../../model/turns.js';
+import type { MemoryDeps } from '../memory/deps.js';
 import { traced } from '../tracing.js';
-
 
 /**
  * One embedding call for a turn about to be stored (or stored again, corrected): its text for search,
