@@ -167,4 +167,23 @@ describe('memory in /memoryChat', () => {
     // The write went through on a new connection: the turn is not lost.
     expect(second.body.conversation_metadata.message_count).toBe(2);
   });
+
+  it('when the memory store fails while reading a question that repeats one of its session, then the turn is still marked as its duplicate', async () => {
+    const testDatabase = await freshTestDatabase();
+    const { database, proxy } = await databaseBehindFaultProxy(testDatabase);
+    const app = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database });
+    apps.push(app);
+    const first = await chat(app, 'faulty', { question: 'How many singers come from France?' });
+    expect(first.status).toBe(200);
+
+    // The recent questions come with the memory read; when that read fails they are read on their own.
+    proxy.resetOnNextRequest();
+    const repeat = await chat(app, 'faulty', {
+      question: 'How many singers come from France ?',
+      session_id: first.body.conversation_metadata.conversation_id,
+    });
+    expect(repeat.status).toBe(200);
+    expect(repeat.body.warnings.join(' ')).toMatch(/memory is unavailable/);
+    expect(repeat.body.duplicate_of).toBe(1);
+  });
 });
