@@ -23,6 +23,24 @@ describe('memory in /memoryChat', () => {
     return app.request('POST', '/memoryChat', { token: app.token(sub, claims), body });
   }
 
+  /**
+   * Asks `first`, then `second` in the same session with the memory read failing (the database
+   * connection is reset under it); the second reply must still be a 200 that says memory was unavailable.
+   */
+  async function followUpWhenReadFails(first: string, second: string) {
+    const testDatabase = await freshTestDatabase();
+    const { database, proxy } = await databaseBehindFaultProxy(testDatabase);
+    const app = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database });
+    apps.push(app);
+    const asked = await chat(app, 'faulty', { question: first });
+    expect(asked.status).toBe(200);
+    proxy.resetOnNextRequest();
+    const reply = await chat(app, 'faulty', { question: second, session_id: asked.body.conversation_metadata.conversation_id });
+    expect(reply.status).toBe(200);
+    expect(reply.body.warnings.join(' ')).toMatch(/memory is unavailable/);
+    return reply;
+  }
+
   it('when a user asks about something asked in another session, then semantic search brings that turn', async () => {
     await chat(t, 'searcher', { question: 'How many singers come from France?' });
     const reply = await chat(t, 'searcher', { question: 'How many singers are from France?' });
@@ -148,20 +166,7 @@ describe('memory in /memoryChat', () => {
   });
 
   it('when the memory store fails while reading, then the answer comes without memory and with a warning', async () => {
-    const testDatabase = await freshTestDatabase();
-    const { database, proxy } = await databaseBehindFaultProxy(testDatabase);
-    const app = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database });
-    apps.push(app);
-    const first = await chat(app, 'faulty', { question: 'Show me total sales by region for 2024' });
-    expect(first.status).toBe(200);
-
-    proxy.resetOnNextRequest();
-    const second = await chat(app, 'faulty', {
-      question: 'What about 2023?',
-      session_id: first.body.conversation_metadata.conversation_id,
-    });
-    expect(second.status).toBe(200);
-    expect(second.body.warnings.join(' ')).toMatch(/memory is unavailable/);
+    const second = await followUpWhenReadFails('Show me total sales by region for 2024', 'What about 2023?');
     expect(second.body.memory_context_used.history_messages_count).toBe(0);
     expect(upstream.lastBody().custom_instructions).toBeUndefined();
     // The write went through on a new connection: the turn is not lost.
@@ -169,21 +174,8 @@ describe('memory in /memoryChat', () => {
   });
 
   it('when the memory store fails while reading a question that repeats one of its session, then the turn is still marked as its duplicate', async () => {
-    const testDatabase = await freshTestDatabase();
-    const { database, proxy } = await databaseBehindFaultProxy(testDatabase);
-    const app = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database });
-    apps.push(app);
-    const first = await chat(app, 'faulty', { question: 'How many singers come from France?' });
-    expect(first.status).toBe(200);
-
     // The recent questions come with the memory read; when that read fails they are read on their own.
-    proxy.resetOnNextRequest();
-    const repeat = await chat(app, 'faulty', {
-      question: 'How many singers come from France ?',
-      session_id: first.body.conversation_metadata.conversation_id,
-    });
-    expect(repeat.status).toBe(200);
-    expect(repeat.body.warnings.join(' ')).toMatch(/memory is unavailable/);
+    const repeat = await followUpWhenReadFails('How many singers come from France?', 'How many singers come from France ?');
     expect(repeat.body.duplicate_of).toBe(1);
   });
 });
