@@ -8,8 +8,28 @@ import { startBullWorker } from '../../services/infra/queue/bull-worker.js';
 import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createEmbedder } from '../../services/providers/embeddings/index.js';
 import { createSummaryLlm } from '../../services/providers/llm/summary-llm.js';
+import { TEST_REDIS_URL } from './redis.js';
 
 export const silentLog = pino({ level: 'silent' });
+
+/**
+ * An app's settings for summarization through BullMQ: jobs in the test Redis under `queuePrefix`, a
+ * session due at its fourth turn (the two newest stay verbatim), summaries by the OpenAI-compatible
+ * fake at `llmBaseURL` as model `gpt-summary-test`.
+ */
+export function summarizingAppSettings(options: { answerUrl: string; llmBaseURL: string; queuePrefix: string }): Record<string, string> {
+  return {
+    ANSWER_URL: options.answerUrl,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: options.queuePrefix,
+    MEMORY_SUMMARIZATION_THRESHOLD: '4',
+    MEMORY_MAX_HISTORY_MESSAGES: '2',
+    SUMMARY_PROVIDER: 'openai',
+    SUMMARY_MODEL: 'gpt-summary-test',
+    OPENAI_API_KEY: 'sk-test',
+    OPENAI_BASE_URL: options.llmBaseURL,
+  };
+}
 
 /**
  * A BullMQ worker in the test process over the test's database, as `npm run worker` builds it

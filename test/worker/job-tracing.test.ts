@@ -9,9 +9,9 @@ import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startTracing } from '../../services/infra/tracing.js';
 import { startFakeOpenAI } from '../support/fake-llm.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
-import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
+import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/redis.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { startTestWorker } from '../support/test-worker.js';
+import { startTestWorker, summarizingAppSettings } from '../support/test-worker.js';
 
 describe('tracing through the job queue (BullMQ)', () => {
   const exporter = new InMemorySpanExporter();
@@ -27,17 +27,7 @@ describe('tracing through the job queue (BullMQ)', () => {
     tracing = startTracing(loadConfig({}), new SimpleSpanProcessor(exporter));
     upstream = await startFakeUpstream();
     llm = await startFakeOpenAI(() => 'a summary of the earlier turns');
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      MEMORY_SUMMARIZATION_THRESHOLD: '4',
-      MEMORY_MAX_HISTORY_MESSAGES: '2',
-      SUMMARY_PROVIDER: 'openai',
-      SUMMARY_MODEL: 'gpt-summary-test',
-      OPENAI_API_KEY: 'sk-test',
-      OPENAI_BASE_URL: llm.baseURL,
-    });
+    t = await startTestApp(summarizingAppSettings({ answerUrl: upstream.answerUrl, llmBaseURL: llm.baseURL, queuePrefix: prefix }));
   });
   afterAll(async () => {
     await worker?.close();

@@ -7,10 +7,10 @@ import { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { createAnthropicChat } from '../../services/providers/llm/anthropic-chat.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../support/fake-llm.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
-import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
+import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/redis.js';
 import { seedSession } from '../support/seed-memory.js';
 import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/test-app.js';
-import { silentLog, startTestWorker } from '../support/test-worker.js';
+import { silentLog, startTestWorker, summarizingAppSettings } from '../support/test-worker.js';
 
 const HOUR = 3_600_000;
 
@@ -32,15 +32,7 @@ describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
         : `SUMMARY-${++summaries}: sales by region, years 2020-2024`,
     );
     t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      MEMORY_SUMMARIZATION_THRESHOLD: '4',
-      MEMORY_MAX_HISTORY_MESSAGES: '2',
-      SUMMARY_PROVIDER: 'openai',
-      SUMMARY_MODEL: 'gpt-summary-test',
-      OPENAI_API_KEY: 'sk-test',
-      OPENAI_BASE_URL: llm.baseURL,
+      ...summarizingAppSettings({ answerUrl: upstream.answerUrl, llmBaseURL: llm.baseURL, queuePrefix: prefix }),
       JOB_ATTEMPTS: '2',
       JOB_BACKOFF_MS: '20',
     });
