@@ -119,7 +119,8 @@ export interface IdempotencyClaim {
  * Runs `run` at most once per (tenant, user, key) within the TTL and returns its response, or the
  * stored response of the earlier run. Only 2xx responses are stored; when `run` throws or answers
  * otherwise, the claim is released so that the client may retry with the same key. The run completes
- * the claim itself, with the turn it stores (storeTurn), so the two commit together.
+ * the claim itself, with the turn it stores (storeTurn), so the two commit together; a reply that
+ * stores no turn completes it on its own (respondWithoutStoring).
  */
 export async function runIdempotently(
   deps: IdempotencyDeps,
@@ -147,7 +148,6 @@ export async function runIdempotently(
   } finally {
     stopRenewing();
   }
-  // Every idempotent route stores a turn, and storeTurn completes the claim in the turn's transaction.
   if (!claim.completed) {
     await release(deps, ref, claim.claimId);
     throw new Error(`${req.route}: an idempotent run returned without completing its claim`);
