@@ -26,11 +26,16 @@ export function lexicalMatch(query: Param, queryTerms: Param): SqlFragment {
 
 /**
  * The CTEs `ranked` and `fused`, over a CTE `scored` of turns with `session_id`, `turn_number`,
- * `distance` (1 - cosine) and `lexical` (lexicalMatch): the `depth` nearest and the `depth` best
- * lexical matches, one row per turn with its fused `score`, and `usable` when its cosine reaches
- * `minSimilarity` or it matches lexically (a lexical match passes the floor).
+ * `search_terms`, `distance` (1 - cosine) and `lexical` (lexicalMatch): the `depth` nearest and the
+ * `depth` best lexical matches, one row per turn with its fused `score`, and `usable` when its cosine
+ * reaches `minSimilarity` or it matches lexically (a lexical match passes the floor).
+ *
+ * A turn whose question has exactly the question's terms (the same question asked again, in another
+ * session, whatever its punctuation, case or word order) scores 1 more, above any fused sum (at most
+ * 2 / 61): its stored vector also holds its SQL and answer, so the cosine alone may rank it below
+ * other questions, but no turn tells the answerer more about this question than that one.
  */
-export function fusedRanking(depth: Param, minSimilarity: number): SqlFragment {
+export function fusedRanking(depth: Param, minSimilarity: number, queryTerms: Param): SqlFragment {
   return sql`ranked AS (
        SELECT *, row_number() OVER (ORDER BY distance) AS r, 1 - distance >= ${minSimilarity} OR lexical > 0 AS eligible
        FROM (SELECT * FROM scored ORDER BY distance LIMIT ${depth}) nearest
@@ -41,7 +46,9 @@ export function fusedRanking(depth: Param, minSimilarity: number): SqlFragment {
        -- Carried through rather than joined back to turns: without statistics the planner would not
        -- use the primary key for that join.
        SELECT DISTINCT ON (session_id, turn_number) *,
-              sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn AS score, bool_or(eligible) OVER turn AS usable
+              sum(1.0 / (${RRF_RANK_CONSTANT} + r)) OVER turn
+                + CASE WHEN lexical > 0 AND strip(ts_filter(search_terms, '{c}')) = array_to_tsvector(${queryTerms}::text[]) THEN 1 ELSE 0 END AS score,
+              bool_or(eligible) OVER turn AS usable
        FROM ranked
        WINDOW turn AS (PARTITION BY session_id, turn_number)
        ORDER BY session_id, turn_number

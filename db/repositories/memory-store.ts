@@ -102,14 +102,14 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
          AND ${inLiveSessions(tenant, user, now)}
          AND ${VISIBLE_IN_SEARCH}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
-     ), ${fusedRanking(depth, req.minSimilarity)}, sim AS (
-       -- The best turn of each set of tables first: three turns over one table tell the answerer less
-       -- than the best turns over three.
+     ), ${fusedRanking(depth, req.minSimilarity, queryTerms)}, sim AS (
+       -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
+       -- three turns over one table tell the answerer less than the best turns over three.
        SELECT session_id, turn_number, status, question, answer, sql_query, tables_used, created_at,
               1 - distance AS similarity, score
-       FROM (SELECT *, row_number() OVER (PARTITION BY strip(ts_filter(search_terms, '{a}')) ORDER BY score DESC) AS nth
+       FROM (SELECT *, row_number() OVER (PARTITION BY strip(ts_filter(search_terms, '{d}')) ORDER BY score DESC, distance) AS nth
              FROM fused WHERE usable) grouped
-       ORDER BY nth, score DESC, session_id, turn_number
+       ORDER BY nth, score DESC, distance, session_id, turn_number
        LIMIT ${req.k}
      )
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess

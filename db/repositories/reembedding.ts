@@ -16,27 +16,50 @@ export interface TurnToEmbed extends TurnKey {
   answer: string;
 }
 
-/** Whether any turn carries another model's embedding, or none (a failed embed), or no lexical terms yet. */
-export async function hasTurnsOfOtherModels(db: Queryable, modelId: string): Promise<boolean> {
-  const { rows } = await db.query<{ found: boolean }>(
-    'SELECT EXISTS (SELECT 1 FROM turns WHERE embedding_model IS DISTINCT FROM $1 OR search_terms IS NULL) AS found',
-    [modelId],
-  );
+/**
+ * Which turns need work: those not embedded with the model ($1), without lexical terms, or whose terms
+ * lack the current version's lexeme ($2, a tsquery: lexical-terms.ts TERMS_VERSION).
+ */
+export interface EmbeddingTarget {
+  modelId: string;
+  termsVersion: string;
+}
+const STALE = '(embedding_model IS DISTINCT FROM $1 OR search_terms IS NULL OR NOT search_terms @@ $2::tsquery)';
+
+/** Whether any turn carries another model's embedding, or none (a failed embed), or no or older lexical terms. */
+export async function hasTurnsOfOtherModels(db: Queryable, target: EmbeddingTarget): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM turns WHERE ${STALE}) AS found`, [
+    target.modelId,
+    target.termsVersion,
+  ]);
   return rows[0]!.found;
 }
 
 /**
- * The next turns (in primary-key order after `after`) not embedded with `modelId` or without lexical terms. A cross-user
+ * The next turns (in primary-key order after `after`) not embedded with `modelId` or without current lexical terms. A cross-user
  * maintenance read, keyed by the full primary key so that writes stay per (tenant, user).
  */
-export async function nextTurnsToEmbed(db: Queryable, modelId: string, after: TurnKey | null, limit: number): Promise<TurnToEmbed[]> {
+export async function nextTurnsToEmbed(
+  db: Queryable,
+  target: EmbeddingTarget,
+  after: TurnKey | null,
+  limit: number,
+): Promise<TurnToEmbed[]> {
   const { rows } = await db.query<TurnToEmbed>(
     `SELECT tenant_id, user_id, session_id, turn_number, embedding_model, question, sql_query, tables_used, answer FROM turns
-     WHERE (embedding_model IS DISTINCT FROM $1 OR search_terms IS NULL)
-       AND ($2::text IS NULL OR (tenant_id, user_id, session_id, turn_number) > ($2, $3, $4::uuid, $5::integer))
+     WHERE ${STALE}
+       AND ($3::text IS NULL OR (tenant_id, user_id, session_id, turn_number) > ($3, $4, $5::uuid, $6::integer))
      ORDER BY tenant_id, user_id, session_id, turn_number
-     LIMIT $6`,
-    [modelId, after?.tenant_id ?? null, after?.user_id ?? null, after?.session_id ?? null, after?.turn_number ?? null, limit],
+     LIMIT $7`,
+    [
+      target.modelId,
+      target.termsVersion,
+      after?.tenant_id ?? null,
+      after?.user_id ?? null,
+      after?.session_id ?? null,
+      after?.turn_number ?? null,
+      limit,
+    ],
   );
   return rows;
 }

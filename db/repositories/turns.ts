@@ -142,13 +142,14 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
   const vector = param(vectorParam(req.embedding));
   const session = param(req.sessionId ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
+  const queryTerms = param(req.search?.terms ?? null);
   const { rows } = await db.query<SearchHit>(
     toQuery(sql`WITH scored AS (
        SELECT t.session_id, t.turn_number, t.created_at, t.status, t.question,
-              t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating,
+              t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating, t.search_terms,
               -- Inner product: 1 - cosine for the unit vectors every embedder stores (docs/design.md, Search).
               1 + (t.embedding <#> ${vector}::vector) AS distance,
-              ${lexicalMatch(param(req.search?.query ?? null), param(req.search?.terms ?? null))} AS lexical
+              ${lexicalMatch(param(req.search?.query ?? null), queryTerms)} AS lexical
        FROM turns t
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user}
          AND t.embedding_model = ${req.embeddingModel} AND t.embedding IS NOT NULL
@@ -156,7 +157,7 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
          AND t.status NOT IN ('memory_command', 'incomplete')
-     ), ${fusedRanking(depth, req.minSimilarity)}, found AS (
+     ), ${fusedRanking(depth, req.minSimilarity, queryTerms)}, found AS (
        SELECT * FROM fused WHERE usable ORDER BY score DESC, distance, session_id, turn_number LIMIT ${req.k}
      )
      SELECT f.session_id::text AS session_id,

@@ -65,4 +65,19 @@ describe('turn bodies past the shape bounds', () => {
     const csv = await t.request('GET', `/sessions/${stored.body.session.session_id}/turns/1/result.csv`, { token });
     expect(String(csv.body).trim().split('\n')).toHaveLength(10_001);
   });
+
+  it('when a turn names a table of 3,000 characters and 10,000 tables, then it is stored and found', async () => {
+    const stored = await t.request('POST', '/sessions/turns', {
+      token,
+      body: {
+        question: 'Rows of the widest table',
+        answer: 'Here they are.',
+        sql_query: `SELECT * FROM "${'w'.repeat(3000)}"`,
+        tables_used: Array.from({ length: 10_000 }, (_, i) => `${'t'.repeat(100)}${i}`),
+      },
+    });
+    expect(stored.status).toBe(201);
+    const found = await t.request('POST', '/memory/search', { token, body: { query: 'Rows of the widest table', k: 1 } });
+    expect(found.body.results.map((r: { question: string }) => r.question)).toEqual(['Rows of the widest table']);
+  });
 });

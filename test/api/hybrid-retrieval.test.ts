@@ -15,6 +15,17 @@ const SQL: Record<string, string> = {
     'SELECT T2.name, count(*) FROM concert AS T1 JOIN stadium AS T2 ON T1.stadium_id = T2.stadium_id GROUP BY T2.name',
   显示所有宠物的平均年龄: 'SELECT avg(pet_age) FROM pets',
   有多少位歌手: 'SELECT count(*) FROM singer',
+  // Tables whose names start alike: their truncated terms are the same ("count").
+  'How many countries are there?': 'SELECT count(*) FROM country',
+  'How many languages are there?': 'SELECT count(DISTINCT language) FROM countrylanguage',
+  'How many cities are there?': 'SELECT count(*) FROM city',
+  'How many singers are there?': 'SELECT count(*) FROM singer',
+  'How many countries and languages are there?': 'SELECT count(*) FROM country JOIN countrylanguage ON code = countrycode',
+  // A question asked again, in a new session.
+  'Which students have pets?': 'SELECT * FROM student AS T1 JOIN has_pet AS T2 ON T1.stuid = T2.stuid',
+  'Which students have dogs?':
+    "SELECT * FROM student AS T1 JOIN has_pet AS T2 ON T1.stuid = T2.stuid JOIN pets AS T3 ON T3.petid = T2.petid WHERE T3.pettype = 'dog'",
+  'Which pets are older than three?': 'SELECT * FROM pets WHERE pet_age > 3',
   容量最大的体育场是哪个: 'SELECT name FROM stadium ORDER BY capacity DESC LIMIT 1',
 };
 
@@ -66,6 +77,24 @@ describe('hybrid retrieval in /memoryChat', () => {
     expect(similarSqlSent()[0]).toBe('SELECT name FROM singer');
     await ask('分析师', '容量最大的体育场是哪个');
     expect(similarSqlSent()[0]).toBe(SQL.每个体育场举办了多少场音乐会);
+  });
+
+  it('when two tables share the start of their names, then turns over each are sent as different sets of tables', async () => {
+    await ask('geographer', 'How many countries are there?');
+    await ask('geographer', 'How many languages are there?');
+    await ask('geographer', 'How many cities are there?');
+    await ask('geographer', 'How many singers are there?');
+    await ask('geographer', 'How many countries and languages are there?');
+    // One turn per set of tables: country and countrylanguage are two sets, though both truncate to "count".
+    expect(similarSqlSent()).toEqual(expect.arrayContaining([SQL['How many countries are there?'], SQL['How many languages are there?']]));
+  });
+
+  it('when a question was asked before in another session, then its turn comes first though others are nearer by cosine', async () => {
+    await ask('owner', 'Which students have dogs?');
+    await ask('owner', 'Which pets are older than three?');
+    await ask('owner', 'Which students have pets?');
+    await ask('owner', 'Which students have pets?');
+    expect(similarSqlSent()[0]).toBe(SQL['Which students have pets?']);
   });
 
   it('when another user asks the same Chinese question, then none of the first user’s turns is used', async () => {

@@ -27,10 +27,33 @@ describe('lexical terms', () => {
     expect(lexicalTerms('売上データ2024')).toEqual(['売上', '上デ', 'デー', 'ータ', '2024']);
   });
 
-  it('when a turn is stored, then its tables weigh most, then its columns, then its question', () => {
+  it('when a turn is stored, then its tables weigh most, then its columns, then its question, and its whole table names and the terms version weigh least', () => {
     expect(turnSearchTerms({ question: 'Oldest singer?', sqlQuery: 'SELECT name FROM singer ORDER BY age', tablesUsed: [] })).toBe(
-      "'singe':1A,5C 'name':2B 'age':3B 'oldes':4C",
+      "'singe':1A,5C 'name':2B 'age':3B 'oldes':4C 'table:singer':6D 'terms:2':7D",
     );
+  });
+
+  it('when tables share the start of their names, then their whole names still tell them apart', () => {
+    const terms = turnSearchTerms({
+      question: 'Languages per country',
+      sqlQuery: 'SELECT * FROM country JOIN countrylanguage ON code = countrycode',
+      tablesUsed: ['Country'],
+    });
+    expect(terms).toBe(
+      "'count':1A,2A,3A,5B,8C 'code':4B 'langu':6C 'per':7C 'table:country':9D,11D 'table:countrylanguage':10D 'terms:2':12D",
+    );
+  });
+
+  it('when a turn names very long or very many tables, then its terms stay within what a tsvector holds', () => {
+    const terms = turnSearchTerms({
+      question: 'q',
+      sqlQuery: `SELECT 1 FROM "${'x'.repeat(3000)}"`,
+      tablesUsed: Array.from({ length: 5000 }, (_, i) => `${'t'.repeat(100)}${i}`),
+    });
+    const lexemes = [...terms.matchAll(/'((?:[^']|'')*)':/g)].map((m) => m[1]!);
+    expect(Math.max(...lexemes.map((l) => Buffer.byteLength(l)))).toBeLessThanOrEqual(2047);
+    expect(lexemes.filter((l) => l.startsWith('table:'))).toHaveLength(100);
+    expect(lexemes).toContain(`table:${'x'.repeat(128)}`);
   });
 
   it('when a question has quotes or no words, then its query stays a safe literal or is absent', () => {

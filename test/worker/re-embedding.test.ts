@@ -97,6 +97,40 @@ describe('re-embedding job', () => {
     expect(missing).toEqual([{ n: 0 }]);
   });
 
+  it('when turns carry lexical terms of an older version, then a job is queued and writes them again, keeping their vectors', async () => {
+    const embedder = createLocalEmbedder('local-hash-v2', 256);
+    const sessionId = await seedSession(t.admin, {
+      userId: 'earlier-terms',
+      turns: 8,
+      expiresAt: new Date(Date.now() + HOUR),
+      model: 'local-hash-v2@256',
+    });
+    // The terms as written before the whole table names and the version lexeme were added.
+    await t.admin.query(`UPDATE turns SET search_terms = '''sales'':1A ''region'':2B' WHERE session_id = $1`, [sessionId]);
+    const vectors = () => t.admin.query('SELECT turn_number, embedding::text FROM turns WHERE session_id = $1 ORDER BY 1', [sessionId]);
+    const before = await vectors();
+
+    const queue = new InProcessQueue({
+      config: t.config,
+      log: silentLog,
+      processors: (q) => createProcessors({ config: t.config, db: t.database.scoped, embedder, clock: () => new Date(), queue: q }),
+    });
+    try {
+      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(true);
+      await waitFor(async () => (await queue.counts()).completed === 1, 20_000, 're-embedding');
+      expect((await queue.counts()).failed).toBe(0);
+      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
+    } finally {
+      await queue.close();
+    }
+    expect((await vectors()).rows).toEqual(before.rows);
+    const { rows } = await t.admin.query<{ whole: string }>(
+      `SELECT strip(ts_filter(search_terms, '{d}'))::text AS whole FROM turns WHERE session_id = $1 AND turn_number = 3`,
+      [sessionId],
+    );
+    expect(rows).toEqual([{ whole: "'table:sales' 'table:sales_3' 'terms:2'" }]);
+  });
+
   it('when a remote provider is rate-limited, then batches are paced to REEMBED_MAX_PER_MINUTE', async () => {
     await seedSession(t.admin, { userId: 'paced', turns: 30, expiresAt: new Date(Date.now() + HOUR), model: 'old@384' });
     const waits: number[] = [];

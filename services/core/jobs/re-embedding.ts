@@ -1,7 +1,7 @@
 import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../../db/repositories/reembedding.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
-import { turnSearchTerms } from '../memory/lexical-terms.js';
+import { TERMS_VERSION_QUERY, turnSearchTerms } from '../memory/lexical-terms.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 
@@ -15,22 +15,22 @@ export interface ReEmbedDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** At start: queue a re-embedding when stored turns carry another model than the active one. */
+/** At start: queue a re-embedding when stored turns carry another model than the active one, or older lexical terms. */
 export async function enqueueReEmbeddingIfNeeded(
   db: ScopedDatabase,
   queue: JobQueue,
   embedder: Embedder,
   log: JobLogger,
 ): Promise<boolean> {
-  if (!(await hasTurnsOfOtherModels(db.asMaintenance(), embedder.modelId))) return false;
-  log.info({ model: embedder.modelId }, 'turns carry another embedding model: queueing re-embedding');
+  if (!(await hasTurnsOfOtherModels(db.asMaintenance(), { modelId: embedder.modelId, termsVersion: TERMS_VERSION_QUERY }))) return false;
+  log.info({ model: embedder.modelId }, 'turns carry another embedding model or older lexical terms: queueing re-embedding');
   await queue.enqueue('re-embed', { modelId: embedder.modelId });
   return true;
 }
 
 /**
  * Re-embeds every turn not embedded with the active model, and writes the lexical terms of every
- * turn that lacks them (turns stored before migration 008), batch by batch in primary-key order
+ * turn that lacks them (turns stored before migration 008) or has an older version of them, batch by batch in primary-key order
  * (docs/design.md §7). Search already compares only embeddings of the active model, so until a turn is
  * re-embedded it is simply not found by similarity; nothing mixes models. A job for a model that is
  * no longer the active one stops at once (a newer deployment will queue its own).
@@ -48,9 +48,14 @@ export async function runReEmbedding(deps: ReEmbedDeps, job: { modelId: string }
   let batches = 0;
   for (;;) {
     const started = performance.now();
-    const turns = await nextTurnsToEmbed(deps.db.asMaintenance(), job.modelId, after, deps.batchSize);
+    const turns = await nextTurnsToEmbed(
+      deps.db.asMaintenance(),
+      { modelId: job.modelId, termsVersion: TERMS_VERSION_QUERY },
+      after,
+      deps.batchSize,
+    );
     if (!turns.length) break;
-    // Turns already of the model only lack their lexical terms: they are not sent to the embedder.
+    // Turns already of the model only need their lexical terms: they are not sent to the embedder.
     const stale = turns.filter((t) => t.embedding_model !== job.modelId);
     const vectors = stale.length
       ? await deps.embedder.embed(

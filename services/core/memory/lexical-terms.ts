@@ -10,12 +10,30 @@ import { sqlIdentifiers } from './sql-identifiers.js';
  *
  * Stored as a tsvector written here and cast, so no text-search configuration (and no language)
  * takes part: the weights say where a term came from, tables (A) over columns (B) over the question's
- * words (C), so a question naming a table ranks the turns whose SQL read it first.
+ * words (C), so a question naming a table ranks the turns whose SQL read it first. Weight D holds what
+ * no question term can match: each table's whole name (`table:countrylanguage`, which the truncated
+ * terms cannot tell from `country`), the key by which retrieval gives the answerer one turn per set
+ * of tables, and TERMS_VERSION.
  */
 export const TERM_CHARS = 5;
 
+/**
+ * In every tsvector turnSearchTerms writes. Turns whose terms lack it were written by an older
+ * version, and the re-embedding job writes them again; change it whenever the terms change.
+ */
+export const TERMS_VERSION = 'terms:2';
+/** TERMS_VERSION as a tsquery literal. */
+export const TERMS_VERSION_QUERY = quoteLexeme(TERMS_VERSION);
+
 /** Lexemes a tsvector position may carry (PostgreSQL caps positions at 16383). */
 const MAX_POSITION = 16_383;
+/**
+ * A whole table name is cut to this many characters (PostgreSQL refuses a lexeme over 2047 bytes), and
+ * only a turn's first MAX_TABLES tables take part (a tsvector holds at most 1 MB): both bound what an
+ * answerer's SQL or a stored turn's tables_used can put into one turn's terms.
+ */
+const MAX_TABLE_NAME_CHARS = 128;
+const MAX_TABLES = 100;
 
 const WORD = /[\p{L}\p{M}\p{N}_]+/gu;
 /** Scripts written without spaces between words (with the long-vowel mark ー and the iteration mark 々, which Unicode files under no script). */
@@ -51,15 +69,18 @@ function wordTerms(word: string, out: string[]) {
 
 /**
  * A stored turn's terms as a tsvector literal: the tables its SQL reads (weight A), the other
- * identifiers it names (B) and its question (C). '' (an empty tsvector) when there are none: a NULL
- * column means "not computed yet" (the re-embedding job fills it).
+ * identifiers it names (B), its question (C), and the tables' whole names and TERMS_VERSION (D).
+ * A NULL column means "not computed yet" (the re-embedding job fills it).
  */
 export function turnSearchTerms(turn: { question: string; sqlQuery: string | null; tablesUsed: string[] }): string {
   const ids = sqlIdentifiers(turn.sqlQuery);
-  const weighted: [string[], 'A' | 'B' | 'C'][] = [
-    [[...ids.tables, ...turn.tablesUsed].flatMap(lexicalTerms), 'A'],
+  const tables = [...ids.tables, ...turn.tablesUsed].slice(0, MAX_TABLES);
+  const wholeNames = tables.map((table) => `table:${[...table.normalize('NFKC').toLowerCase()].slice(0, MAX_TABLE_NAME_CHARS).join('')}`);
+  const weighted: [string[], 'A' | 'B' | 'C' | 'D'][] = [
+    [tables.flatMap(lexicalTerms), 'A'],
     [ids.columns.flatMap(lexicalTerms), 'B'],
     [lexicalTerms(turn.question), 'C'],
+    [[...wholeNames, TERMS_VERSION], 'D'],
   ];
   const positions = new Map<string, string[]>();
   let position = 0;
