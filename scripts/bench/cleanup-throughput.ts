@@ -7,6 +7,7 @@ import path from 'node:path';
 import pgvector from 'pgvector';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
+import { LOCAL_MODEL } from '../../services/config/config.js';
 import { runRetentionCleanup } from '../../services/core/jobs/retention-cleanup.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 
@@ -36,9 +37,9 @@ try {
     `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
                         tables_used, embedding, embedding_model)
      SELECT s.tenant_id, s.user_id, s.session_id, n, now(), 'ok', 'What were total sales by region in ' || n,
-            'EMEA 100, AMER 200', 'SELECT region, SUM(amount) FROM sales GROUP BY region', ARRAY['sales'], $1::vector, 'local-hash-v1@384'
+            'EMEA 100, AMER 200', 'SELECT region, SUM(amount) FROM sales GROUP BY region', ARRAY['sales'], $1::vector, $3
      FROM sessions s CROSS JOIN generate_series(1, $2::integer) n`,
-    [vector, perSession],
+    [vector, perSession, `${LOCAL_MODEL}@384`],
   );
   const { rows } = await db.query<{ expired: number; live: number }>(
     `SELECT count(*) FILTER (WHERE s.expires_at <= now())::int AS expired, count(*) FILTER (WHERE s.expires_at > now())::int AS live

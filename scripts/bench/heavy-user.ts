@@ -17,6 +17,7 @@ import type pg from 'pg';
 import pgvector from 'pgvector';
 import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
 import { searchTurns } from '../../db/repositories/turns.js';
+import { LOCAL_MODEL } from '../../services/config/config.js';
 import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { TENANT, userId } from './data.js';
@@ -37,7 +38,7 @@ const { values: args } = parseArgs({
 });
 const HEAVY = 1;
 const LIGHT = 2;
-const MODEL = 'local-hash-v1@384';
+const MODEL = `${LOCAL_MODEL}@384`;
 const QUESTIONS = ['How many singers are there in region 3?', 'What about region 4?', 'And only those over 30?', 'Sorted by name?'];
 
 async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: number, expiresIn: string): Promise<string[]> {

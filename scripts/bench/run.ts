@@ -12,7 +12,7 @@
 //   --server             the databases on a PostgreSQL server with pgvector (BENCH_DATABASE_URL, default
 //                        postgres://postgres@127.0.0.1:5432/postgres) with a pool of 10, each system on
 //                        its own database of the same data; seeded stages are kept as databases
-//                        mc_bench_v1_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
+//                        mc_bench_v3_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
 // Seeded directories are cached under $BENCH_CACHE (default: <tmpdir>/memorychat-bench) and copied
 // for each phase, so every phase starts from the same state and the cache stays pristine.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -101,8 +101,9 @@ function seededStage(i: number): Promise<Stage> {
 
 async function seedStage(i: number): Promise<Stage> {
   const stage = stages[i]!;
-  // v2: seeded turns carry lexical terms (migration 008); a v1 copy would search without them.
-  const ref = SERVER ? `mc_bench_v2_${stage.users}x${TPU}` : path.join(CACHE, `v2-${stage.users}x${TPU}`);
+  // v3: seeded turns carry local-hash-v2 vectors and terms:2 lexical terms; an older copy would
+  // search vectors and terms the service no longer writes.
+  const ref = SERVER ? `mc_bench_v3_${stage.users}x${TPU}` : path.join(CACHE, `v3-${stage.users}x${TPU}`);
   if (!args.fresh) {
     const manifest = await readManifest(ref);
     if (manifest) return { ref, manifest };

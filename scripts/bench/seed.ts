@@ -6,12 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages } from '@langchain/core/messages';
 import type pg from 'pg';
+import { LOCAL_MODEL } from '../../services/config/config.js';
 import { turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, loadSparc, rng, TENANT, turnEmbeddingText, userDatabases, userId, varyQuestion } from './data.js';
 
 export const DIMENSIONS = 384;
-export const EMBEDDING_MODEL = `local-hash-v1@${DIMENSIONS}`;
+export const EMBEDDING_MODEL = `${LOCAL_MODEL}@${DIMENSIONS}`;
 export const LC_HISTORY_TABLE = 'langchain_chat_histories';
 export const LC_VECTOR_TABLE = 'langchain_pg_embedding';
 /** Wordings per SParC turn: 1,203 turns x 8 = ~9.6k distinct stored texts and vectors. */

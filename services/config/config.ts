@@ -199,7 +199,14 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const DEFAULT_MODELS = { local: 'local-hash-v1', openai: 'text-embedding-3-small' } as const;
+/**
+ * The local embedder's name (providers/embeddings/local-embedder.ts): a new one for every change to
+ * its features, so that stored turns are re-embedded. Retired names are refused with that provider.
+ */
+export const LOCAL_MODEL = 'local-hash-v2';
+/** Before each character of a Chinese, Japanese or Korean run became a word of its own. */
+const RETIRED_LOCAL_MODELS = ['local-hash-v1'];
+const DEFAULT_MODELS = { local: LOCAL_MODEL, openai: 'text-embedding-3-small' } as const;
 const DEFAULT_DIMENSIONS = { local: 384, openai: 1536 } as const;
 
 /** Validates the environment once; a bad value throws a ConfigError naming the variable. */
@@ -275,6 +282,13 @@ function deriveConfig(raw: RawConfig): Config {
   }
   if (parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE) < 1000) {
     throw new ConfigError(`IDEMPOTENCY_CLAIM_LEASE: must be at least 1s (got "${raw.IDEMPOTENCY_CLAIM_LEASE}")`);
+  }
+  if (raw.EMBEDDINGS_PROVIDER === 'local' && raw.EMBEDDINGS_MODEL && RETIRED_LOCAL_MODELS.includes(raw.EMBEDDINGS_MODEL)) {
+    // Its vectors are no longer what the local embedder computes: new ones under the old name would
+    // be compared with stored ones that differ.
+    throw new ConfigError(
+      `EMBEDDINGS_MODEL: ${raw.EMBEDDINGS_MODEL} was replaced by ${LOCAL_MODEL}; unset EMBEDDINGS_MODEL or set ${LOCAL_MODEL} (stored turns are re-embedded at start)`,
+    );
   }
   if (parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL) < 1000) {
     throw new ConfigError(`MEMORY_CLEANUP_INTERVAL: must be at least 1s (got "${raw.MEMORY_CLEANUP_INTERVAL}")`);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../db/pool.js';
 import { searchTurns } from '../../db/repositories/turns.js';
 import { explainRetrieval, explainScoped } from '../../scripts/bench/retrieval-plan.js';
+import { LOCAL_MODEL } from '../../services/config/config.js';
 import { questionSearch } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { seedSession } from '../support/seed-memory.js';
@@ -43,7 +44,7 @@ describe('memory retrieval for a user with a long history', () => {
       k: 3,
       minSimilarity: 0,
       embedding: embedText('sales analyst', 384),
-      embeddingModel: 'local-hash-v1@384',
+      embeddingModel: `${LOCAL_MODEL}@384`,
       scope: {},
     });
     expect(similar).toBe(3);
@@ -57,7 +58,7 @@ describe('memory retrieval for a user with a long history', () => {
         identity: user,
         now: new Date(),
         embedding: embedText('sales analyst', 384)!,
-        embeddingModel: 'local-hash-v1@384',
+        embeddingModel: `${LOCAL_MODEL}@384`,
         k: 5,
         minSimilarity: -1,
         search: questionSearch('sales analyst'),

@@ -49,7 +49,7 @@ describe('GET /metrics', () => {
     );
     expect(sample(after, 'memorychat_context_tokens_sum')).toBeGreaterThan(sample(before, 'memorychat_context_tokens_sum'));
     expect(sample(after, 'memorychat_upstream_request_duration_seconds_count', 'outcome="ok"')).toBe(2);
-    expect(sample(after, 'memorychat_embedding_duration_seconds_count', 'model="local-hash-v1@384"')).toBeGreaterThanOrEqual(3);
+    expect(sample(after, 'memorychat_embedding_duration_seconds_count', 'model="local-hash-v2@384"')).toBeGreaterThanOrEqual(3);
     expect(after).toMatch(/memorychat_http_request_duration_seconds_count\{method="POST",route="\/memoryChat",status_code="200"\} 2/);
     expect(after).toMatch(/memorychat_db_pool_connections\{state="total"\} 1/);
   });

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../db/repositories/queryable.js';
 import { searchTurns } from '../../db/repositories/turns.js';
+import { LOCAL_MODEL } from '../../services/config/config.js';
 import { questionSearch } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
@@ -89,7 +90,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
       identity: { ...alice, roles: [] },
       now: new Date(),
       embedding: embedText('sales', 384)!,
-      embeddingModel: 'local-hash-v1@384',
+      embeddingModel: `${LOCAL_MODEL}@384`,
       scope: {},
       k: 100,
       minSimilarity: -1,

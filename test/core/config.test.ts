@@ -17,7 +17,7 @@ describe('loadConfig', () => {
       MEMORY_MAX_CONTEXT_TOKENS: 4000,
       MEMORY_AUGMENTATION: 'instructions',
       memoryTtlMs: 7 * 86_400_000,
-      embeddingsModel: 'local-hash-v1',
+      embeddingsModel: 'local-hash-v2',
       embeddingsDimensions: 384,
     });
   });
@@ -47,6 +47,7 @@ describe('loadConfig', () => {
     [{ LLM_PROVIDER: 'openai', LLM_MODEL: 'm' }, /OPENAI_API_KEY/],
     [{ LLM_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'k' }, /LLM_MODEL/],
     [{ EMBEDDINGS_DIMENSIONS: '4096' }, /EMBEDDINGS_DIMENSIONS/],
+    [{ EMBEDDINGS_MODEL: 'local-hash-v1' }, /EMBEDDINGS_MODEL: local-hash-v1 was replaced by local-hash-v2/],
     [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
     [{ ANSWER_BACKEND: 'sql', ...SQL_LLM }, /SQL_DATABASE_URL: required/],
     [{ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo' }, /LLM_PROVIDER: required/],

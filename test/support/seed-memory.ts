@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import type { Queryable } from '../../db/repositories/queryable.js';
+import { LOCAL_MODEL } from '../../services/config/config.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 
 /**
@@ -21,7 +22,7 @@ export async function seedSession(
     [tenant, s.userId, sessionId, `session of ${s.userId}`, created, s.expiresAt, s.turns, s.summary ?? null, s.summary ? 1 : null],
   );
   if (s.turns > 0) {
-    const model = s.model ?? 'local-hash-v1@384';
+    const model = s.model ?? `${LOCAL_MODEL}@384`;
     const dims = Number(model.split('@')[1] ?? 384);
     await db.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,

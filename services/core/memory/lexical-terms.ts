@@ -1,3 +1,4 @@
+import { UNSPACED_RUN } from '../../model/unspaced-scripts.js';
 import { sqlIdentifiers } from './sql-identifiers.js';
 
 /*
@@ -36,8 +37,6 @@ const MAX_TABLE_NAME_CHARS = 128;
 const MAX_TABLES = 100;
 
 const WORD = /[\p{L}\p{M}\p{N}_]+/gu;
-/** Scripts written without spaces between words (with the long-vowel mark ー and the iteration mark 々, which Unicode files under no script). */
-const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30FC\u3005]+/gu;
 /** Case changes inside an identifier: "CarMakers" → "Car Makers", "HTTPServer" → "HTTP Server". */
 const CASE_CHANGE = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/gu;
 
@@ -47,7 +46,7 @@ export function lexicalTerms(text: string): string[] {
   for (const [word] of text.normalize('NFKC').matchAll(WORD)) {
     // Runs of unspaced scripts become character pairs; what lies between them is split as words.
     let last = 0;
-    for (const run of word.matchAll(UNSPACED)) {
+    for (const run of word.matchAll(UNSPACED_RUN)) {
       wordTerms(word.slice(last, run.index), terms);
       const chars = [...run[0]];
       if (chars.length === 1) terms.push(chars[0]!);

@@ -1,3 +1,4 @@
+import { UNSPACED_RUN } from '../../model/unspaced-scripts.js';
 import { type Embedder, l2Normalise } from './embedder.js';
 
 const WORD_WEIGHT = 1;
@@ -11,9 +12,11 @@ const SPACE = 32;
 /**
  * Deterministic, offline embeddings: signed feature hashing of words (`w:word`), adjacent word
  * pairs (`p:first second`) and character 2- and 3-grams (`c:gram`) with FNV-1a, L2-normalised.
- * Character grams make it work for scripts without spaces (Chinese, Japanese) and for inflections
- * ("region" ~ "regions"). Stored vectors depend on these exact features and hashes: changing them
- * needs a new model name (EMBEDDINGS_MODEL), which re-embeds stored turns.
+ * Character grams match inflections ("region" ~ "regions"). In scripts written without spaces
+ * (Chinese, Japanese, Korean) each character is a word, so adjacent characters make the pairs: the
+ * usual unigrams and bigrams of CJK retrieval, where a whole run as one word would match nothing.
+ * Stored vectors depend on these exact features and hashes: changing them needs a new model name
+ * (LOCAL_MODEL in config.ts), which re-embeds stored turns.
  */
 export function createLocalEmbedder(model: string, dimensions: number): Embedder {
   return {
@@ -37,11 +40,7 @@ export function embedText(text: string, dimensions: number): number[] | null {
     const h = hash >>> 0;
     vector[(h >>> 1) % dimensions]! += h & 1 ? -weight : weight;
   };
-  const words =
-    text
-      .normalize('NFKC')
-      .toLowerCase()
-      .match(/[\p{L}\p{M}\p{N}_]+/gu) ?? [];
+  const words = wordsOf(text.normalize('NFKC').toLowerCase());
   for (let i = 0; i < words.length; i++) {
     const word = words[i]!;
     add(fnv(WORD_PREFIX, word), WORD_WEIGHT);
@@ -54,6 +53,26 @@ export function embedText(text: string, dimensions: number): number[] | null {
     }
   }
   return l2Normalise(vector);
+}
+
+const WORD = /[\p{L}\p{M}\p{N}_]+/gu;
+const HAS_UNSPACED = new RegExp(UNSPACED_RUN.source, 'u');
+
+/** Words between spaces and punctuation, with each character of an unspaced script a word of its own. */
+function wordsOf(text: string): string[] {
+  // Most text has no such script: splitting every word again would cost a quarter of the embedding.
+  if (!HAS_UNSPACED.test(text)) return text.match(WORD) ?? [];
+  const words: string[] = [];
+  for (const [word] of text.matchAll(WORD)) {
+    let last = 0;
+    for (const run of word.matchAll(UNSPACED_RUN)) {
+      if (run.index > last) words.push(word.slice(last, run.index));
+      words.push(...run[0]);
+      last = run.index + run[0].length;
+    }
+    if (last < word.length) words.push(word.slice(last));
+  }
+  return words;
 }
 
 /** FNV-1a over UTF-16 code units, continued from `hash`. */
