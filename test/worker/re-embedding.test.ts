@@ -3,6 +3,7 @@ import { retrieveMemory } from '../../db/repositories/memory-store.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
 import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/jobs/re-embedding.js';
 import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
+import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';
 import { waitFor } from '../support/redis.js';
 import { seedSession } from '../support/seed-memory.js';
@@ -23,6 +24,23 @@ describe('re-embedding job', () => {
       'SELECT embedding_model AS model, count(*)::int AS n FROM turns GROUP BY 1 ORDER BY 1',
     );
     return Object.fromEntries(rows.map((r) => [r.model ?? 'none', r.n]));
+  }
+
+  /** Queues the re-embedding as a start does, waits for the job, and checks a second start queues none. */
+  async function reEmbedAsAtStart(embedder: Embedder) {
+    const queue = new InProcessQueue({
+      config: t.config,
+      log: silentLog,
+      processors: (q) => createProcessors({ config: t.config, db: t.database.scoped, embedder, clock: () => new Date(), queue: q }),
+    });
+    try {
+      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(true);
+      await waitFor(async () => (await queue.counts()).completed === 1, 20_000, 're-embedding');
+      expect((await queue.counts()).failed).toBe(0);
+      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
+    } finally {
+      await queue.close();
+    }
   }
 
   it('when the active model differs from what turns carry, then a job re-embeds them all in batches, and search sees only the active model meanwhile', async () => {
@@ -53,23 +71,11 @@ describe('re-embedding job', () => {
       });
     expect((await search()).similar).toEqual([]);
 
-    const queue = new InProcessQueue({
-      config: t.config,
-      log: silentLog,
-      processors: (q) => createProcessors({ config: t.config, db: t.database.scoped, embedder, clock: () => new Date(), queue: q }),
-    });
-    try {
-      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(true);
-      await waitFor(async () => (await queue.counts()).completed === 1, 20_000, 're-embedding');
-      expect((await queue.counts()).failed).toBe(0);
-    } finally {
-      await queue.close();
-    }
+    await reEmbedAsAtStart(embedder);
     expect(await models()).toEqual({ 'local-hash-v2@256': 100 });
     const { rows } = await t.admin.query('SELECT DISTINCT vector_dims(embedding) AS dims FROM turns');
     expect(rows).toEqual([{ dims: 256 }]);
     expect((await search()).similar).toHaveLength(3);
-    expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
   });
 
   it('when turns of the active model were stored before lexical terms existed, then the job writes their terms and keeps their vectors', async () => {
@@ -110,19 +116,7 @@ describe('re-embedding job', () => {
     const vectors = () => t.admin.query('SELECT turn_number, embedding::text FROM turns WHERE session_id = $1 ORDER BY 1', [sessionId]);
     const before = await vectors();
 
-    const queue = new InProcessQueue({
-      config: t.config,
-      log: silentLog,
-      processors: (q) => createProcessors({ config: t.config, db: t.database.scoped, embedder, clock: () => new Date(), queue: q }),
-    });
-    try {
-      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(true);
-      await waitFor(async () => (await queue.counts()).completed === 1, 20_000, 're-embedding');
-      expect((await queue.counts()).failed).toBe(0);
-      expect(await enqueueReEmbeddingIfNeeded(t.database.scoped, queue, embedder, silentLog)).toBe(false);
-    } finally {
-      await queue.close();
-    }
+    await reEmbedAsAtStart(embedder);
     expect((await vectors()).rows).toEqual(before.rows);
     const { rows } = await t.admin.query<{ whole: string }>(
       `SELECT strip(ts_filter(search_terms, '{d}'))::text AS whole FROM turns WHERE session_id = $1 AND turn_number = 3`,
