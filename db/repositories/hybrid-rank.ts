@@ -32,8 +32,9 @@ export function lexicalMatch(query: Param, queryTerms: Param): SqlFragment {
  *
  * A turn whose question has exactly the question's terms (the same question asked again, in another
  * session, whatever its punctuation, case or word order) scores 1 more, above any fused sum (at most
- * 2 / 61): its stored vector also holds its SQL and answer, so the cosine alone may rank it below
- * other questions, but no turn tells the answerer more about this question than that one.
+ * 2 / 61): its stored vector also holds its SQL and answer, and turns reading more of the tables
+ * the question names outrank it lexically, so both lists may rank it below others; but no turn
+ * tells the answerer more about this question than that one.
  */
 export function fusedRanking(depth: Param, minSimilarity: number, queryTerms: Param): SqlFragment {
   return sql`ranked AS (

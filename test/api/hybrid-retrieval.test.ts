@@ -89,7 +89,7 @@ describe('hybrid retrieval in /memoryChat', () => {
     expect(similarSqlSent()).toEqual(expect.arrayContaining([SQL['How many countries are there?'], SQL['How many languages are there?']]));
   });
 
-  it('when a question was asked before in another session, then its turn comes first though others are nearer by cosine', async () => {
+  it('when a question was asked before in another session, then its turn comes first though two others rank above it lexically', async () => {
     await ask('owner', 'Which students have dogs?');
     await ask('owner', 'Which pets are older than three?');
     await ask('owner', 'Which students have pets?');
