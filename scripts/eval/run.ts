@@ -1,7 +1,9 @@
 // `npm run eval [-- --data FILE] [--json FILE]`: replays multi-turn text-to-SQL dialogues (SParC's
 // format) through the real /memoryChat, in process on an embedded database in a temporary DATA_DIR,
 // with a local answerer that returns each turn's gold SQL, and measures what memory sent upstream.
-// One user per database_id, one session per dialogue, dialogues in file order.
+// One user per database_id, one session per dialogue, dialogues in file order. The embedder is the
+// service's default unless EMBEDDINGS_PROVIDER, EMBEDDINGS_MODEL, EMBEDDINGS_DIMENSIONS,
+// OPENAI_API_KEY and OPENAI_BASE_URL in the environment choose another (any OpenAI-compatible server).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,7 +51,9 @@ const answerer = createServer((req, res) => {
 await new Promise<void>((r) => answerer.listen(0, '127.0.0.1', r));
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'memorychat-eval-'));
+const EMBEDDER_SETTINGS = ['EMBEDDINGS_PROVIDER', 'EMBEDDINGS_MODEL', 'EMBEDDINGS_DIMENSIONS', 'OPENAI_API_KEY', 'OPENAI_BASE_URL'];
 const config = loadConfig({
+  ...Object.fromEntries(EMBEDDER_SETTINGS.map((name) => [name, process.env[name]])),
   DATA_DIR: dataDir,
   JWT_SECRET: SECRET,
   ANSWER_URL: `http://127.0.0.1:${(answerer.address() as AddressInfo).port}/answerQuestion`,
@@ -58,7 +62,8 @@ const config = loadConfig({
 });
 const database = await openDatabase(config);
 await migrate(database.pool);
-const app = await buildApp({ config, db: database.pool, ...createProviders(config) });
+const providers = createProviders(config);
+const app = await buildApp({ config, db: database.pool, ...providers });
 await app.ready();
 const sign = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 86_400_000 });
 
@@ -130,6 +135,7 @@ const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const allParts = Object.values(parts).reduce((a, b) => a + b, 0);
 const figures = {
   data: dataFile,
+  embedding_model: providers.embedder.modelId,
   dialogues: dialogues.length,
   turns: retrievalMs.length,
   follow_up_carry: {
@@ -155,7 +161,9 @@ const figures = {
   seconds: (performance.now() - started) / 1000,
 };
 
-console.log(`eval: ${figures.dialogues} dialogues, ${figures.turns} turns from ${path.relative(process.cwd(), dataFile)}`);
+console.log(
+  `eval: ${figures.dialogues} dialogues, ${figures.turns} turns from ${path.relative(process.cwd(), dataFile)}, embeddings ${figures.embedding_model}`,
+);
 console.log(
   `follow-up carry (${followUps.total} follow-ups): previous turn's SQL ${pct(figures.follow_up_carry.previous_sql)}, all earlier turns' SQL ${pct(figures.follow_up_carry.all_earlier_sql)}`,
 );

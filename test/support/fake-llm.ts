@@ -1,3 +1,4 @@
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from './fake-http-server.js';
 
 /**
@@ -6,9 +7,30 @@ import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServe
  */
 export type LlmReply = (request: RecordedRequest) => string | { status: number; body: unknown } | { structured: unknown };
 
+/**
+ * The vectors the fake Embeddings API returns for its inputs: by default the local embedder's, at the
+ * requested `dimensions` (64 when none), so that similar texts are near as with a real model.
+ */
+export type EmbeddingsReply = (inputs: string[], dimensions: number) => number[][];
+const localVectors: EmbeddingsReply = (inputs, dimensions) =>
+  inputs.map((text) => embedText(text, dimensions) ?? new Array(dimensions).fill(0));
+
 /** Speaks the OpenAI Chat Completions and Embeddings APIs; point the SDK at `baseURL`. */
-export async function startFakeOpenAI(reply: LlmReply): Promise<FakeHttpServer & { baseURL: string }> {
+export async function startFakeOpenAI(
+  reply: LlmReply,
+  embeddings: EmbeddingsReply = localVectors,
+): Promise<FakeHttpServer & { baseURL: string }> {
   const server = await startFakeHttpServer((req, res) => {
+    if (req.path === '/v1/embeddings') {
+      const inputs: string[] = typeof req.body.input === 'string' ? [req.body.input] : req.body.input;
+      const vectors = embeddings(inputs, req.body.dimensions ?? 64);
+      return sendJson(res, 200, {
+        object: 'list',
+        data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+        model: req.body.model,
+        usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
+      });
+    }
     if (req.path === '/v1/chat/completions') {
       const scripted = reply(req);
       if (typeof scripted === 'object' && 'status' in scripted) return sendJson(res, scripted.status, scripted.body);
