@@ -1,4 +1,4 @@
-import { UNSPACED_RUN } from '../../model/unspaced-scripts.js';
+import { forEachSegment } from '../../model/text-segments.js';
 import { sqlIdentifiers } from './sql-identifiers.js';
 
 /*
@@ -36,25 +36,18 @@ const MAX_POSITION = 16_383;
 const MAX_TABLE_NAME_CHARS = 128;
 const MAX_TABLES = 100;
 
-const WORD = /[\p{L}\p{M}\p{N}_]+/gu;
 /** Case changes inside an identifier: "CarMakers" → "Car Makers", "HTTPServer" → "HTTP Server". */
 const CASE_CHANGE = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/gu;
 
 /** The terms of a text: truncated words and identifier parts, and character pairs of unspaced scripts. */
 export function lexicalTerms(text: string): string[] {
   const terms: string[] = [];
-  for (const [word] of text.normalize('NFKC').matchAll(WORD)) {
-    // Runs of unspaced scripts become character pairs; what lies between them is split as words.
-    let last = 0;
-    for (const run of word.matchAll(UNSPACED_RUN)) {
-      wordTerms(word.slice(last, run.index), terms);
-      const chars = [...run[0]];
-      if (chars.length === 1) terms.push(chars[0]!);
-      for (let i = 0; i + 1 < chars.length; i++) terms.push(chars[i]! + chars[i + 1]!);
-      last = run.index + run[0].length;
-    }
-    wordTerms(word.slice(last), terms);
-  }
+  forEachSegment(text.normalize('NFKC'), (segment, unspaced) => {
+    if (!unspaced) return wordTerms(segment, terms);
+    const chars = [...segment];
+    if (chars.length === 1) terms.push(chars[0]!);
+    for (let i = 0; i + 1 < chars.length; i++) terms.push(chars[i]! + chars[i + 1]!);
+  });
   return terms;
 }
 

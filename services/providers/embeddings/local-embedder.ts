@@ -1,4 +1,4 @@
-import { UNSPACED_RUN } from '../../model/unspaced-scripts.js';
+import { forEachSegment } from '../../model/text-segments.js';
 import { type Embedder, l2Normalise } from './embedder.js';
 
 const WORD_WEIGHT = 1;
@@ -55,23 +55,10 @@ export function embedText(text: string, dimensions: number): number[] | null {
   return l2Normalise(vector);
 }
 
-const WORD = /[\p{L}\p{M}\p{N}_]+/gu;
-const HAS_UNSPACED = new RegExp(UNSPACED_RUN.source, 'u');
-
 /** Words between spaces and punctuation, with each character of an unspaced script a word of its own. */
 function wordsOf(text: string): string[] {
-  // Most text has no such script: splitting every word again would cost a quarter of the embedding.
-  if (!HAS_UNSPACED.test(text)) return text.match(WORD) ?? [];
   const words: string[] = [];
-  for (const [word] of text.matchAll(WORD)) {
-    let last = 0;
-    for (const run of word.matchAll(UNSPACED_RUN)) {
-      if (run.index > last) words.push(word.slice(last, run.index));
-      words.push(...run[0]);
-      last = run.index + run[0].length;
-    }
-    if (last < word.length) words.push(word.slice(last));
-  }
+  forEachSegment(text, (segment, unspaced) => (unspaced ? words.push(...segment) : words.push(segment)));
   return words;
 }
 
