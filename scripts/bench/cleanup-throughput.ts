@@ -7,9 +7,9 @@ import path from 'node:path';
 import pgvector from 'pgvector';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
-import { LOCAL_MODEL } from '../../services/config/config.js';
 import { runRetentionCleanup } from '../../services/core/jobs/retention-cleanup.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 
 const [turns = 100_000, perSession = 50, batchSize = 1000] = process.argv.slice(2).map(Number);
 const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-bench-'));
@@ -18,7 +18,7 @@ try {
   await migrate(database.pool);
   const db = database.pool;
   const sessions = Math.ceil(turns / perSession);
-  const vector = pgvector.toSql(embedText('total sales by region for 2024', 384)!);
+  const vector = pgvector.toSql(embedText('total sales by region for 2024', DIMENSIONS)!);
   const insertStarted = performance.now();
   // Expired sessions over 100 users, then 10% as many live ones, with realistic turn rows (384-d vectors inline).
   for (const [expired, count] of [
@@ -39,7 +39,7 @@ try {
      SELECT s.tenant_id, s.user_id, s.session_id, n, now(), 'ok', 'What were total sales by region in ' || n,
             'EMEA 100, AMER 200', 'SELECT region, SUM(amount) FROM sales GROUP BY region', ARRAY['sales'], $1::vector, $3
      FROM sessions s CROSS JOIN generate_series(1, $2::integer) n`,
-    [vector, perSession, `${LOCAL_MODEL}@384`],
+    [vector, perSession, EMBEDDING_MODEL],
   );
   const { rows } = await db.query<{ expired: number; live: number }>(
     `SELECT count(*) FILTER (WHERE s.expires_at <= now())::int AS expired, count(*) FILTER (WHERE s.expires_at > now())::int AS live

@@ -17,13 +17,13 @@ import type pg from 'pg';
 import pgvector from 'pgvector';
 import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
 import { searchTurns } from '../../db/repositories/turns.js';
-import { LOCAL_MODEL } from '../../services/config/config.js';
 import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { TENANT, userId } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainRetrieval } from './retrieval-plan.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { startInstantAnswerer } from './workload.js';
@@ -38,7 +38,6 @@ const { values: args } = parseArgs({
 });
 const HEAVY = 1;
 const LIGHT = 2;
-const MODEL = `${LOCAL_MODEL}@384`;
 const QUESTIONS = ['How many singers are there in region 3?', 'What about region 4?', 'And only those over 30?', 'Sorted by name?'];
 
 async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: number, expiresIn: string): Promise<string[]> {
@@ -63,8 +62,8 @@ async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: nu
         TENANT,
         userId(user),
         sessionId,
-        pgvector.toSql(embedText(`singers in region ${s % 50}`, 384)!),
-        MODEL,
+        pgvector.toSql(embedText(`singers in region ${s % 50}`, DIMENSIONS)!),
+        EMBEDDING_MODEL,
         numbers,
         questions,
         sqls,
@@ -95,8 +94,8 @@ async function measureSize(turns: number, sessions: number) {
     windowSize: 10,
     k: 3,
     minSimilarity: 0.25,
-    embedding: embedText(`How many singers are there in region ${i % 60}?`, 384),
-    embeddingModel: MODEL,
+    embedding: embedText(`How many singers are there in region ${i % 60}?`, DIMENSIONS),
+    embeddingModel: EMBEDDING_MODEL,
     search: questionSearch(`How many singers are there in region ${i % 60}?`),
     scope: { requested: ['db1'] },
   });
@@ -117,7 +116,7 @@ async function measureSize(turns: number, sessions: number) {
       identity,
       now,
       embedding: embedding!,
-      embeddingModel: MODEL,
+      embeddingModel: EMBEDDING_MODEL,
       k: 5,
       minSimilarity: -1,
       search: search ?? null,
