@@ -15,6 +15,9 @@ export interface ReEmbedDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** The turns that need work for a model: of another model, or without this version's lexical terms. */
+const staleFor = (modelId: string) => ({ modelId, termsVersion: TERMS_VERSION_QUERY });
+
 /** At start: queue a re-embedding when stored turns carry another model than the active one, or older lexical terms. */
 export async function enqueueReEmbeddingIfNeeded(
   db: ScopedDatabase,
@@ -22,7 +25,7 @@ export async function enqueueReEmbeddingIfNeeded(
   embedder: Embedder,
   log: JobLogger,
 ): Promise<boolean> {
-  if (!(await hasTurnsOfOtherModels(db.asMaintenance(), { modelId: embedder.modelId, termsVersion: TERMS_VERSION_QUERY }))) return false;
+  if (!(await hasTurnsOfOtherModels(db.asMaintenance(), staleFor(embedder.modelId)))) return false;
   log.info({ model: embedder.modelId }, 'turns carry another embedding model or older lexical terms: queueing re-embedding');
   await queue.enqueue('re-embed', { modelId: embedder.modelId });
   return true;
@@ -48,12 +51,7 @@ export async function runReEmbedding(deps: ReEmbedDeps, job: { modelId: string }
   let batches = 0;
   for (;;) {
     const started = performance.now();
-    const turns = await nextTurnsToEmbed(
-      deps.db.asMaintenance(),
-      { modelId: job.modelId, termsVersion: TERMS_VERSION_QUERY },
-      after,
-      deps.batchSize,
-    );
+    const turns = await nextTurnsToEmbed(deps.db.asMaintenance(), staleFor(job.modelId), after, deps.batchSize);
     if (!turns.length) break;
     // Turns already of the model only need their lexical terms: they are not sent to the embedder.
     const stale = turns.filter((t) => t.embedding_model !== job.modelId);
