@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /*
- * The import rule (README "Layout"): arrows run one way, top to bottom, and never in a circle.
+ * The import rule (README "Where things are"): arrows run one way, top to bottom, and never in a circle.
  *
  *   api, worker        entry points: HTTP and the BullMQ worker; never import each other
  *   infra              what both entry points share: queues, Redis connection, logger options

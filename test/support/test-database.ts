@@ -10,7 +10,7 @@ import { scopedDatabase } from '../../db/row-security.js';
 import { SERVER, SUPERUSER } from './postgres-server.js';
 import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
 
-/** The pool size of a deployment (README's default), used by the service in the `server` project. */
+/** The pool size of a deployment (docs/configuration.md's default), used by the service in the `server` project. */
 const SERVER_POOL_MAX = 10;
 
 /** Provided in the `server` project only (vitest.config.ts, test/support/global-setup-server.ts). */
