@@ -89,7 +89,8 @@ describe('links to docs', () => {
       const text = readFileSync(file, 'utf8');
       for (const [, name, anchor, section] of text.matchAll(/\bdocs\/([a-z0-9-]+\.md)(?:#([A-Za-z0-9_-]+)| ?§ ?(\d+(?:\.\d+)*))?/g)) {
         const problem = problemWith(path.join(ROOT, 'docs', name), anchor, section);
-        if (problem) broken.push(`${path.relative(ROOT, file)}: docs/${name}${anchor ? `#${anchor}` : ''}${section ? ` §${section}` : ''} ${problem}`);
+        if (problem)
+          broken.push(`${path.relative(ROOT, file)}: docs/${name}${anchor ? `#${anchor}` : ''}${section ? ` §${section}` : ''} ${problem}`);
       }
     }
     expect(broken).toEqual([]);
