@@ -5,6 +5,7 @@
 export const ERROR_CATALOG = {
   'validation-failed': { status: 400, title: 'The request is not valid' },
   'invalid-json': { status: 400, title: 'The request body is not valid JSON' },
+  'invalid-body': { status: 400, title: 'The request body is not valid UTF-8' },
   'invalid-message-chain': { status: 400, title: 'The message chain is not a valid conversation turn' },
   'invalid-cursor': { status: 400, title: 'The paging cursor is not valid' },
   'malformed-request': { status: 400, title: 'The request is not valid HTTP' },
