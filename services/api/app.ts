@@ -13,6 +13,7 @@ import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
 import inputGuard from './plugins/input-guard.js';
+import loopbackHost from './plugins/loopback-host.js';
 import memoryPlugin from './plugins/memory.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
@@ -96,6 +97,7 @@ export async function buildApp(deps: AppDeps) {
   });
   await app.register(tracing);
   await app.register(problemErrors);
+  await app.register(loopbackHost, { config });
   await app.register(inputGuard);
   await app.register(shutdownRefusal);
   // Before every route (docs included) and before auth: hooks apply to routes declared after them, and

@@ -25,6 +25,7 @@ export const ERROR_CATALOG = {
   'expectation-failed': { status: 417, title: 'The Expect header cannot be met' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
+  'misdirected-request': { status: 421, title: 'The request names a host this service does not answer to' },
   'rate-limited': { status: 429, title: 'Too many requests' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was already used for a different request' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
