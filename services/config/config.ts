@@ -17,6 +17,12 @@ export const ConfigSchema = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ minLength: 1, default: './.data' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  // Slow clients (docs/scaling.md#connections): the most time from a connection or request's start to
+  // its last body byte (408 and closed past it; not the time to answer), how long a connection may idle
+  // between requests, and the open connections one process accepts (0: no bound).
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 72_000 }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 0, default: 10_000 }),
   // Requests per minute per (tenant, user); 0 turns the limit off. Kept in Redis when REDIS_URL is set.
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
