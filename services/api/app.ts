@@ -1,3 +1,4 @@
+import type { ServerOptions } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
@@ -13,6 +14,7 @@ import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
 import inputGuard from './plugins/input-guard.js';
+import loopbackHost from './plugins/loopback-host.js';
 import memoryPlugin from './plugins/memory.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
@@ -71,6 +73,7 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    ...connectionTimeouts(config),
     // The id is chosen by requestIdOf (validated), not taken from the header as sent.
     requestIdHeader: false,
     genReqId: requestIdOf,
@@ -96,6 +99,7 @@ export async function buildApp(deps: AppDeps) {
   });
   await app.register(tracing);
   await app.register(problemErrors);
+  await app.register(loopbackHost, { config });
   await app.register(inputGuard);
   await app.register(shutdownRefusal);
   // Before every route (docs included) and before auth: hooks apply to routes declared after them, and
@@ -126,7 +130,30 @@ export async function buildApp(deps: AppDeps) {
   await app.register(gdprRoutes);
   await app.register(adminJobsRoutes);
   await app.register(adminAuditRoutes);
+  // Beyond it, Node closes new connections at once: keep it under the process's descriptor limit
+  // (`ulimit -n`) less the database pool and Redis connections.
+  app.server.maxConnections = config.MAX_CONNECTIONS || Number.POSITIVE_INFINITY;
   return app;
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
+
+/**
+ * Node closes a connection whose headers or body have not all arrived within REQUEST_TIMEOUT_MS with
+ * a 408 (problem-errors.ts renders it), so sockets that send part of a request and stop cannot pile up
+ * until the process runs out of descriptors. Node looks for such connections every
+ * `connectionsCheckingInterval` (30 s by default, which would double a short timeout), so it looks
+ * four times per timeout. Once a request has arrived whole, the time to answer it is bounded by
+ * ANSWER_TIMEOUT_MS, not by this. No socket inactivity timeout (`connectionTimeout`) is set: it would
+ * also cut a /memoryChat that waits for its answerer in silence.
+ */
+function connectionTimeouts(config: Config): { requestTimeout: number; keepAliveTimeout: number; http: ServerOptions } {
+  return {
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      headersTimeout: config.REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.REQUEST_TIMEOUT_MS / 4)),
+    },
+  };
+}

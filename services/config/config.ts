@@ -17,6 +17,12 @@ export const ConfigSchema = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ minLength: 1, default: './.data' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  // Slow clients (docs/scaling.md#connections): the most time from a connection or request's start to
+  // its last body byte (408 and closed past it; not the time to answer), how long a connection may idle
+  // between requests, and the open connections one process accepts (0: no bound).
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 72_000 }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 0, default: 10_000 }),
   // Requests per minute per (tenant, user); 0 turns the limit off. Kept in Redis when REDIS_URL is set.
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
@@ -70,6 +76,8 @@ export const ConfigSchema = Type.Object({
   MEMORY_STORE_RESULT_ROWS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10_000 }),
   // The stored result's size as JSON; fewer rows are kept to fit.
   MEMORY_STORE_RESULT_BYTES: Type.Integer({ minimum: 1024, maximum: 104_857_600, default: 1_048_576 }),
+  // Each stored text (answer, SQL, explanation, question) in UTF-8 bytes; longer ones are cut with a marker.
+  MEMORY_STORE_TEXT_BYTES: Type.Integer({ minimum: 1024, maximum: 104_857_600, default: 262_144 }),
   // Personal data in stored turns (docs/privacy.md): unset → `mask` in production, `off` elsewhere.
   MEMORY_PII: Type.Optional(Type.Union([Type.Literal('off'), Type.Literal('mask'), Type.Literal('hash')])),
   // The HMAC key of MEMORY_PII=hash; the same on every replica, or equal values stop linking up.
@@ -90,6 +98,8 @@ export const ConfigSchema = Type.Object({
   ANSWER_AUTH: Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')], {
     default: 'none',
   }),
+  // The most bytes read of one answerer reply (and the most a /memoryChat reply may carry): past it, 502.
+  ANSWER_MAX_REPLY_BYTES: Type.Integer({ minimum: 65_536, maximum: 268_435_456, default: 16_777_216 }),
   ANSWER_BASIC_USER: Type.Optional(Type.String()),
   ANSWER_BASIC_PASSWORD: Type.Optional(Type.String()),
   ANSWER_BEARER_TOKEN: Type.Optional(Type.String({ minLength: 1 })),

@@ -5,6 +5,7 @@
 export const ERROR_CATALOG = {
   'validation-failed': { status: 400, title: 'The request is not valid' },
   'invalid-json': { status: 400, title: 'The request body is not valid JSON' },
+  'invalid-body': { status: 400, title: 'The request body is not valid UTF-8' },
   'invalid-message-chain': { status: 400, title: 'The message chain is not a valid conversation turn' },
   'invalid-cursor': { status: 400, title: 'The paging cursor is not valid' },
   'malformed-request': { status: 400, title: 'The request is not valid HTTP' },
@@ -24,6 +25,7 @@ export const ERROR_CATALOG = {
   'expectation-failed': { status: 417, title: 'The Expect header cannot be met' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
+  'misdirected-request': { status: 421, title: 'The request names a host this service does not answer to' },
   'rate-limited': { status: 429, title: 'Too many requests' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was already used for a different request' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },

@@ -21,6 +21,7 @@ import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
 import { recallMemory } from './recall.js';
+import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
 import { memoryDecision, storesTurns } from './rollout.js';
 
 /**
@@ -149,9 +150,10 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     throw err;
   }
 
-  // The reply, the same whether the turn is stored (with its session) or not (null).
+  // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
+  const fields = boundedReplyFields(answer.fields, settings, warnings);
   const reply = (session: SessionRow | null, duplicateOf: number | null) => ({
-    ...answer.fields,
+    ...fields,
     conversation_metadata: session && conversationMetadata(session),
     memory_context_used: memoryContextUsed,
     memory_retrieval_time: round(memoryRetrievalSeconds, 4),
@@ -165,11 +167,11 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     {
       ...turnBase,
       status: answer.status,
-      answer: answer.fields.answer,
+      answer: fields.answer,
       sqlQuery: answer.sqlQuery,
-      queryExplanation: typeof answer.fields.query_explanation === 'string' ? answer.fields.query_explanation : null,
-      tablesUsed: answer.fields.tables_used,
-      executionResult: answer.fields.execution_result ?? null,
+      queryExplanation: typeof fields.query_explanation === 'string' ? fields.query_explanation : null,
+      tablesUsed: fields.tables_used,
+      executionResult: fields.execution_result ?? null,
       metadata: stream ? { streamed: true } : {},
     },
     warnings,
@@ -182,7 +184,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     embeddingModel: deps.embedder.modelId,
     duplicateOf,
     accounting: {
-      tokens: answer.fields.tokens ?? null,
+      tokens: tokenCounts(fields.tokens),
       memoryRetrievalMs: round(memoryRetrievalSeconds * 1000, 3),
       answererMs: round(answer.latencyMs, 3),
       totalMs: round(performance.now() - started, 3),
@@ -191,13 +193,18 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const { stored, response } = await traced('memory.store', {}, () =>
     store(deps, target, turn, req.idempotency, (session) => reply(session, duplicateOf)),
   );
-  await deps.afterTurnStored?.({
-    identity: req.identity,
-    sessionId: target.sessionId,
-    turnCount: stored.session.turn_count,
-    lastTurnNumber: stored.turnNumber,
-    summaryThroughTurn: stored.session.summary_through_turn,
-  });
+  try {
+    await deps.afterTurnStored?.({
+      identity: req.identity,
+      sessionId: target.sessionId,
+      turnCount: stored.session.turn_count,
+      lastTurnNumber: stored.turnNumber,
+      summaryThroughTurn: stored.session.summary_through_turn,
+    });
+  } catch (err) {
+    // The turn is stored and its reply made: nothing after that may turn it into a 5xx (a retry would store it again).
+    deps.log.warn({ err }, 'queueing summarization failed');
+  }
   return response;
 }
 

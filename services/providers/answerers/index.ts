@@ -32,6 +32,7 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
       basicPassword: config.ANSWER_BASIC_PASSWORD,
       bearerToken: config.ANSWER_BEARER_TOKEN,
       timeoutMs: config.ANSWER_TIMEOUT_MS,
+      maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
     });
   }
   if (config.answerBackend === 'sql' && parts.llm) {

@@ -2,6 +2,7 @@ import { context, propagation } from '@opentelemetry/api';
 import { Agent, type Dispatcher, request } from 'undici';
 import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
+import { readBoundedText, replyTooLarge } from './bounded-body.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 
 export interface UpstreamOptions {
@@ -13,6 +14,8 @@ export interface UpstreamOptions {
   basicPassword?: string;
   bearerToken?: string;
   timeoutMs: number;
+  /** ANSWER_MAX_REPLY_BYTES: the most of a reply that is read. */
+  maxReplyBytes: number;
 }
 
 /**
@@ -29,7 +32,7 @@ export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
     async answer(answerRequest) {
       const started = performance.now();
       const response = await post(agent, options, options.url, answerRequest);
-      const reply = await readReply(response);
+      const reply = await readReply(response, options.maxReplyBytes);
       return { ...reply, latencyMs: performance.now() - started };
     },
     ...(streamUrl
@@ -37,7 +40,7 @@ export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
           async answerStream(answerRequest: AnswerRequest, onText: (text: string) => void) {
             const started = performance.now();
             const response = await post(agent, options, streamUrl, answerRequest);
-            const reply = await readStreamedReply(response, onText, options.timeoutMs);
+            const reply = await readStreamedReply(response, onText, options);
             return { ...reply, latencyMs: performance.now() - started };
           },
         }
@@ -54,25 +57,31 @@ export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
 async function readStreamedReply(
   response: Dispatcher.ResponseData,
   onText: (text: string) => void,
-  timeoutMs: number,
+  { timeoutMs, maxReplyBytes }: UpstreamOptions,
 ): Promise<Omit<Answer, 'latencyMs'>> {
   const type = String(response.headers['content-type'] ?? '');
   if (response.statusCode >= 300 || type.includes('json')) {
-    const reply = await readReply(response);
+    const reply = await readReply(response, maxReplyBytes);
     onText(reply.fields.answer);
     return reply;
   }
   const decoder = new TextDecoder();
   let text = '';
+  let bytes = 0;
   try {
     for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
+      if (bytes > maxReplyBytes) {
+        response.body.destroy();
+        throw replyTooLarge(maxReplyBytes);
+      }
       const piece = decoder.decode(chunk, { stream: true });
       if (!piece) continue;
       text += piece;
       onText(piece);
     }
   } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
+    if ((err as Error).name === 'AbortError' || err instanceof AppError) throw err;
     if ((err as Error).name === 'TimeoutError') {
       throw new AppError('upstream-timeout', `the answering backend did not finish its streamed reply within ${timeoutMs} ms`);
     }
@@ -126,12 +135,12 @@ function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<st
   }
 }
 
-async function readReply(response: Dispatcher.ResponseData): Promise<Omit<Answer, 'latencyMs'>> {
+async function readReply(response: Dispatcher.ResponseData, maxReplyBytes: number): Promise<Omit<Answer, 'latencyMs'>> {
   let text: string;
   try {
-    text = await response.body.text();
+    text = await readBoundedText(response.body, maxReplyBytes);
   } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
+    if ((err as Error).name === 'AbortError' || err instanceof AppError) throw err;
     if ((err as Error).name === 'TimeoutError') {
       throw new AppError('upstream-timeout', 'the answering backend did not finish its reply in time');
     }
