@@ -6,6 +6,7 @@ import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../config/config.js';
 import type { JobQueue } from '../core/jobs/job-queue.js';
 import { createMetrics } from '../core/metrics.js';
+import { MAX_ID_CHARS } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
@@ -80,8 +81,9 @@ export async function buildApp(deps: AppDeps) {
     // Errors raised before routing or by Node's HTTP parser are problem documents too.
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: renderClientError,
-    // Above the longest path parameter a schema allows (an admin route's user_id: 256 characters).
-    routerOptions: { maxParamLength: 512 },
+    // The longest path parameter a schema allows, percent-encoded: an admin route's user_id of
+    // MAX_ID_CHARS characters of up to 3 UTF-8 bytes each.
+    routerOptions: { maxParamLength: 9 * MAX_ID_CHARS },
     // Requests arriving while closing get a problem from the shutdown-refusal plugin instead.
     return503OnClosing: false,
     schemaController: { compilersFactory: { buildValidator: requestValidatorFactory } },

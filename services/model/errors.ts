@@ -21,6 +21,7 @@ export const ERROR_CATALOG = {
   'request-timeout': { status: 408, title: 'The request was not received in time' },
   'export-not-ready': { status: 409, title: 'The export is not finished yet' },
   'idempotency-in-progress': { status: 409, title: 'A request with this Idempotency-Key is still being processed' },
+  'erased-during-request': { status: 409, title: "The user's data was erased while the request ran" },
   'export-expired': { status: 410, title: 'The export has expired or was erased' },
   'expectation-failed': { status: 417, title: 'The Expect header cannot be met' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },

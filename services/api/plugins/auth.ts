@@ -6,7 +6,7 @@ import type { Config } from '../../config/config.js';
 import { storableTextProblem } from '../../core/storable-text.js';
 import { traced } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
-import { type Identity, userPseudonym } from '../../model/identity.js';
+import { type Identity, normaliseIdentifier, userPseudonym } from '../../model/identity.js';
 import { createJwksKeys } from '../jwks-keys.js';
 
 declare module 'fastify' {
@@ -67,8 +67,15 @@ export function isPublicRoute(request: FastifyRequest): boolean {
 }
 
 function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
-  // A token without `exp` would be valid forever; in production such a token is refused.
-  const requiredClaims = [...(config.isProduction ? ['exp'] : []), ...(config.jwtMaxAgeMs ? ['iat'] : [])];
+  // A token without `exp` would be valid forever; in production such a token is refused. A configured
+  // issuer or audience is required, not only checked when present: a token minted for another
+  // service of the same key, without those claims, must not pass.
+  const requiredClaims = [
+    ...(config.isProduction ? ['exp'] : []),
+    ...(config.jwtMaxAgeMs ? ['iat'] : []),
+    ...(config.JWT_ISSUER ? ['iss'] : []),
+    ...(config.JWT_AUDIENCE ? ['aud'] : []),
+  ];
   const verify = {
     ...(config.JWT_ISSUER ? { allowedIss: config.JWT_ISSUER } : {}),
     ...(config.JWT_AUDIENCE ? { allowedAud: config.JWT_AUDIENCE } : {}),
@@ -106,28 +113,36 @@ function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
  */
 function identityFrom(claims: Record<string, unknown>, config: Config): Identity {
   const user = claims[config.JWT_USER_CLAIM];
-  const userId = typeof user === 'number' && Number.isSafeInteger(user) ? String(user) : user;
-  if (!isNonBlankString(userId)) {
+  const userClaim = typeof user === 'number' && Number.isSafeInteger(user) ? String(user) : user;
+  if (!isNonBlankString(userClaim)) {
     throw new AppError(
       'unauthorized',
       `the token's "${config.JWT_USER_CLAIM}" claim must name the user as a non-blank string or an integer`,
     );
   }
-  const tenant = claims[config.JWT_TENANT_CLAIM];
-  if (tenant !== undefined && !isNonBlankString(tenant)) {
+  const tenantClaim = claims[config.JWT_TENANT_CLAIM];
+  if (tenantClaim !== undefined && !isNonBlankString(tenantClaim)) {
     throw new AppError('unauthorized', `the token's "${config.JWT_TENANT_CLAIM}" claim must name the tenant as a non-blank string`);
   }
+  const userId = identifier(userClaim, config.JWT_USER_CLAIM);
+  const tenantId = tenantClaim === undefined ? 'default' : identifier(tenantClaim, config.JWT_TENANT_CLAIM);
   const databases = config.JWT_DATABASES_CLAIM ? databasesFrom(claims[config.JWT_DATABASES_CLAIM], config.JWT_DATABASES_CLAIM) : undefined;
-  const ids = [userId, ...(tenant === undefined ? [] : [tenant]), ...(databases ?? [])];
-  const problem = ids.map(storableTextProblem).find(Boolean);
-  // Such an id could not be stored or set as a row-security scope, and broken Unicode would merge users.
-  if (problem) throw new AppError('unauthorized', `a user, tenant or databases claim of the token ${problem}`);
+  // Such a name could not be stored or set as a row-security scope, and broken Unicode would merge databases.
+  const problem = (databases ?? []).map(storableTextProblem).find(Boolean);
+  if (problem) throw new AppError('unauthorized', `the token's "${config.JWT_DATABASES_CLAIM}" claim ${problem}`);
   return {
     userId,
-    tenantId: tenant ?? 'default',
+    tenantId,
     roles: stringList(claims[config.JWT_ROLES_CLAIM], ' ') ?? [],
     ...(databases ? { databases } : {}),
   };
+}
+
+/** The user or tenant id by the one identity rule (normaliseIdentifier), which the admin routes apply too. */
+function identifier(value: string, claim: string): string {
+  const rule = normaliseIdentifier(value);
+  if ('problem' in rule) throw new AppError('unauthorized', `the token's "${claim}" claim ${rule.problem}`);
+  return rule.id;
 }
 
 function isNonBlankString(value: unknown): value is string {

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { MAX_ID_CHARS } from '../../model/identity.js';
 
 const AccessAction = Type.Union([Type.Literal('export'), Type.Literal('erase'), Type.Literal('download'), Type.Literal('admin_read')], {
   description:
@@ -6,7 +7,9 @@ const AccessAction = Type.Union([Type.Literal('export'), Type.Literal('erase'), 
 });
 
 export const AdminAuditQuery = Type.Object({
-  user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Entries where this user is the subject or the actor' })),
+  user_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: MAX_ID_CHARS, description: 'Entries where this user is the subject or the actor' }),
+  ),
   action: Type.Optional(AccessAction),
   from: Type.Optional(Type.String({ format: 'date-time', description: 'Entries at or after this time' })),
   to: Type.Optional(Type.String({ format: 'date-time', description: 'Entries before this time' })),

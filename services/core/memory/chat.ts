@@ -10,6 +10,7 @@ import type { StoredTurnText } from '../privacy/mask-turn.js';
 import { embedWithDedup } from '../sessions/near-duplicate.js';
 import { sessionIdForWrite } from '../sessions/session-keys.js';
 import { storableTurn } from '../sessions/storable-turn.js';
+import { eraseEpochAtStart } from '../sessions/store-turn.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
 import { recordContent, traced } from '../tracing.js';
 import { buildAugmentedRequest } from './augment.js';
@@ -36,6 +37,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const storing = storesTurns(deps.settings.rollout, asked.identity);
   const req = {
     ...asked,
+    eraseEpoch: storing ? await eraseEpochAtStart(deps.db, asked.identity) : 0,
     sessionId: storing ? await sessionIdForWrite(deps, asked.identity, asked, asked) : undefined,
   };
   const command = storing && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
