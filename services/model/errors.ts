@@ -28,6 +28,7 @@ export const ERROR_CATALOG = {
   'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
   'misdirected-request': { status: 421, title: 'The request names a host this service does not answer to' },
   'rate-limited': { status: 429, title: 'Too many requests' },
+  'sql-queries-limited': { status: 429, title: 'Too many questions to the SQL answerer at once' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was already used for a different request' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
   'internal-error': { status: 500, title: 'Internal error' },
@@ -40,6 +41,7 @@ export const ERROR_CATALOG = {
   'execute-not-configured': { status: 503, title: 'No SQL execution endpoint is configured' },
   'queue-unavailable': { status: 503, title: 'The job queue is unavailable' },
   'shutting-down': { status: 503, title: 'The service is shutting down' },
+  'sql-database-busy': { status: 503, title: 'The SQL database has no free connection' },
   'upstream-timeout': { status: 504, title: 'The answering backend did not answer in time' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

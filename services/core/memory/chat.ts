@@ -110,11 +110,13 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 
   const request: AnswerRequest = {
     question: augmented.question,
+    identity: req.identity,
     customInstructions: augmented.customInstructions,
     params: req.params,
     upstreamAuthorization: req.upstreamAuthorization,
     memory: context,
     ...(stream ? { signal: stream.signal } : {}),
+    ...(req.clientGone ? { clientGone: req.clientGone } : {}),
   };
   const streamed: string[] = [];
   let answer: Answer;

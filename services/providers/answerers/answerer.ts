@@ -1,3 +1,4 @@
+import type { Identity } from '../../model/identity.js';
 import type { HistoryTurn, TurnStatus } from '../../model/turns.js';
 
 /** The memory /memoryChat built for the question (docs/design.md §4), for answerers that write their own prompt. */
@@ -12,14 +13,22 @@ export interface AnswerMemory {
 
 export interface AnswerRequest {
   question: string;
+  /** Who asks: the sql answerer bounds its concurrent questions per user and per tenant. */
+  identity?: Pick<Identity, 'tenantId' | 'userId'>;
   customInstructions?: string;
   /** answerQuestion parameters from the caller, forwarded as given. */
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */
   upstreamAuthorization?: string;
   memory?: AnswerMemory;
-  /** Aborted when the client that asked has gone away: the upstream call is abandoned. */
+  /** Aborted when the client of a streamed reply has gone away: the upstream call is abandoned. */
   signal?: AbortSignal;
+  /**
+   * Aborted when the client of any reply has gone away: the sql answerer cancels its running
+   * statement, which only holds a connection others wait for (the upstream answer still completes
+   * and is stored, for the client's retry).
+   */
+  clientGone?: AbortSignal;
 }
 
 export interface Answer {
