@@ -4,6 +4,7 @@ import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
+import { answerAuthNotice } from '../providers/answerers/upstream-auth.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
@@ -91,6 +92,10 @@ app.log.info(
   },
   'memorychat ready',
 );
+if (config.answerBackend === 'upstream') {
+  const notice = answerAuthNotice(config.answerAuth);
+  app.log[notice.level](notice.message);
+}
 if (config.localAuth) {
   app.log.warn(
     'local mode: no JWT_SECRET/JWT_PUBLIC_KEY/JWT_JWKS_URL, listening on loopback with a secret kept in ' +

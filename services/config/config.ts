@@ -87,18 +87,18 @@ export const ConfigSchema = Type.Object({
 
   ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  ANSWER_AUTH: Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')], {
-    default: 'none',
-  }),
+  // Unset: `forward` with an upstream answerer (each caller's Denodo credentials, so VDP applies each
+  // user's permissions), `none` otherwise. docs/denodo-ai-sdk.md says what each mode means.
+  ANSWER_AUTH: Type.Optional(Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')])),
   ANSWER_BASIC_USER: Type.Optional(Type.String()),
   ANSWER_BASIC_PASSWORD: Type.Optional(Type.String()),
   ANSWER_BEARER_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   ANSWER_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 120_000 }),
   // A Denodo-AI-SDK-compatible /executeVQL, for re-running stored SQL (`result.csv?fresh=true`).
   ANSWER_EXECUTE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  // A Denodo-AI-SDK-compatible /streamAnswerQuestion for streamed /memoryChat replies, or `derive`: ANSWER_URL
-  // with its last path segment replaced by streamAnswerQuestion. Unset: a streamed reply is the answer in one chunk.
-  ANSWER_STREAM_URL: Type.Optional(Type.String({ pattern: '^(https?://|derive$)' })),
+  // Put before every custom_instructions memorychat sends: the Denodo AI SDK 0.5 lets a request's
+  // custom_instructions replace its CUSTOM_INSTRUCTIONS (newer versions merge them; leave this unset there).
+  ANSWER_OPERATOR_INSTRUCTIONS: Type.Optional(Type.String({ maxLength: 20_000 })),
 
   // ANSWER_BACKEND=sql (docs/design.md §5): the database the LLM's SQL runs on (a read-only login is
   // recommended), or `embedded-demo` for the demo dataset in the embedded database.
@@ -185,8 +185,8 @@ export type Config = RawConfig & {
   sqlTables?: string[];
   sqlSchemaRefreshMs: number;
   sqlMaxPlanCost?: number;
-  /** ANSWER_STREAM_URL, derived from ANSWER_URL when it says `derive`. */
-  answerStreamUrl?: string;
+  /** ANSWER_AUTH, or its default: `forward` with an upstream answerer. */
+  answerAuth: 'forward' | 'basic' | 'bearer' | 'none';
   piiMode: 'off' | 'mask' | 'hash';
   piiPatterns: CustomPiiPattern[];
   rolloutTenantPercent: Map<string, number>;
@@ -209,8 +209,19 @@ const RETIRED_LOCAL_MODELS = ['local-hash-v1'];
 const DEFAULT_MODELS = { local: LOCAL_MODEL, openai: 'text-embedding-3-small' } as const;
 const DEFAULT_DIMENSIONS = { local: 384, openai: 1536 } as const;
 
+/** Settings that are refused rather than ignored, because a deployment setting them expects what they did. */
+const RETIRED_SETTINGS: Record<string, string> = {
+  ANSWER_STREAM_URL:
+    'no longer used: a streamed /memoryChat asks ANSWER_URL and streams its answer, because the Denodo AI SDK\'s ' +
+    '/streamAnswerQuestion computes the whole answer first and streams its text without the SQL, tables and tokens the ' +
+    'stored turn needs (docs/denodo-ai-sdk.md#streaming); remove the setting',
+};
+
 /** Validates the environment once; a bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
+  for (const [name, why] of Object.entries(RETIRED_SETTINGS)) {
+    if (env[name]) throw new ConfigError(`${name}: ${why}`);
+  }
   const known = Object.keys(ConfigSchema.properties);
   // Empty strings mean "unset", as in most .env tooling.
   const input: Record<string, unknown> = {};
@@ -245,9 +256,6 @@ function deriveConfig(raw: RawConfig): Config {
   if (answerBackend === 'sql') checkSqlBackend(raw);
   if (answerBackend === 'upstream' && !raw.ANSWER_URL) {
     throw new ConfigError('ANSWER_URL: required when ANSWER_BACKEND=upstream');
-  }
-  if (raw.ANSWER_STREAM_URL === 'derive' && !raw.ANSWER_URL) {
-    throw new ConfigError('ANSWER_STREAM_URL: "derive" needs ANSWER_URL');
   }
   if (raw.ANSWER_AUTH === 'basic' && (!raw.ANSWER_BASIC_USER || raw.ANSWER_BASIC_PASSWORD === undefined)) {
     throw new ConfigError('ANSWER_BASIC_USER and ANSWER_BASIC_PASSWORD: required when ANSWER_AUTH=basic');
@@ -339,7 +347,7 @@ function deriveConfig(raw: RawConfig): Config {
     ...(raw.SQL_TABLES ? { sqlTables: listOf(raw.SQL_TABLES) } : {}),
     sqlSchemaRefreshMs: parseDurationMs(raw.SQL_SCHEMA_REFRESH),
     ...sqlMaxPlanCost(raw),
-    ...(raw.ANSWER_STREAM_URL ? { answerStreamUrl: streamUrlOf(raw.ANSWER_STREAM_URL, raw.ANSWER_URL) } : {}),
+    answerAuth: raw.ANSWER_AUTH ?? (answerBackend === 'upstream' ? 'forward' : 'none'),
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],
   };
@@ -377,10 +385,3 @@ function listOf(value: string | undefined): string[] | undefined {
   return items?.length ? items : undefined;
 }
 
-/** `derive`: the Denodo AI SDK serves /streamAnswerQuestion beside /answerQuestion. */
-function streamUrlOf(setting: string, answerUrl: string | undefined): string {
-  if (setting !== 'derive' || !answerUrl) return setting;
-  const url = new URL(answerUrl);
-  url.pathname = url.pathname.replace(/[^/]*$/, 'streamAnswerQuestion');
-  return url.toString();
-}

@@ -18,6 +18,7 @@ import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
 import { conversationMetadata, respondWithoutStoring, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
 import { databaseNames } from './database-names.js';
+import { pinnedViews } from './pinned-views.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
 import { recallMemory } from './recall.js';
@@ -71,6 +72,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     maxQuestionChars: settings.maxQuestionChars,
   });
   warnings.push(...augmented.warnings);
+  const useViews = pinnedViews(context, req.params.use_views, databases);
 
   const sessionId = storing ? (req.sessionId ?? randomUUID()) : null;
   const target = sessionId ? turnTarget(deps, req, sessionId, now) : undefined;
@@ -94,6 +96,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     context_tokens: context.tokens,
     context_truncated: context.truncated,
     augmented_question: augmented.question,
+    ...(useViews ? { use_views: useViews } : {}),
     ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
     // Whether memory was used, and why not: answers with and without memory can then be compared.
     applied: decision.applied && retrieved !== undefined,
@@ -108,6 +111,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const request: AnswerRequest = {
     question: augmented.question,
     customInstructions: augmented.customInstructions,
+    useViews,
     params: req.params,
     upstreamAuthorization: req.upstreamAuthorization,
     memory: context,
@@ -165,7 +169,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     {
       ...turnBase,
       status: answer.status,
-      answer: answer.fields.answer,
+      answer: answer.storedAnswer ?? answer.fields.answer,
       sqlQuery: answer.sqlQuery,
       queryExplanation: typeof answer.fields.query_explanation === 'string' ? answer.fields.query_explanation : null,
       tablesUsed: answer.fields.tables_used,
@@ -203,12 +207,13 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
 
-/** The answerer's reply; streamed when asked and the answerer can, otherwise sent as one chunk. */
+/**
+ * The answerer's reply; a streamed reply gets its answer as one chunk once the answerer has the whole
+ * turn (SQL, tables, tokens), which the stored turn needs (docs/denodo-ai-sdk.md#streaming).
+ */
 async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: string) => void): Promise<Answer> {
-  if (!onText) return deps.answerer.answer(request);
-  if (deps.answerer.answerStream) return deps.answerer.answerStream(request, onText);
   const answer = await deps.answerer.answer(request);
-  onText(answer.fields.answer);
+  onText?.(answer.fields.answer);
   return answer;
 }
 

@@ -13,6 +13,8 @@ export interface AnswerMemory {
 export interface AnswerRequest {
   question: string;
   customInstructions?: string;
+  /** The views the answerer must consider (`use_views`): the caller's and those memory relies on. */
+  useViews?: string;
   /** answerQuestion parameters from the caller, forwarded as given. */
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */
@@ -25,6 +27,8 @@ export interface AnswerRequest {
 export interface Answer {
   /** The answerer's reply fields, normalised (tables_used always an array). */
   fields: Record<string, unknown> & { answer: string; tables_used: string[] };
+  /** The answer as memory keeps it, when it differs from what the caller is shown (the SDK's DISCLAIMER removed). */
+  storedAnswer?: string;
   status: TurnStatus;
   sqlQuery: string | null;
   /** How long the answerer took, in milliseconds. */
@@ -36,9 +40,4 @@ export interface Answerer {
   answer(request: AnswerRequest): Promise<Answer>;
   /** Releases what the answerer holds (the sql answerer's pool, the upstream answerer's keep-alive connections). */
   close?(): Promise<void>;
-  /**
-   * The answer streamed: `onText` gets the answer text as it arrives. Present only when a streaming
-   * endpoint is configured (ANSWER_STREAM_URL).
-   */
-  answerStream?(request: AnswerRequest, onText: (text: string) => void): Promise<Answer>;
 }

@@ -26,12 +26,13 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
   if (config.answerBackend === 'upstream') {
     return createUpstreamAnswerer({
       url: config.ANSWER_URL!,
-      streamUrl: config.answerStreamUrl,
-      auth: config.ANSWER_AUTH,
+      auth: config.answerAuth,
       basicUser: config.ANSWER_BASIC_USER,
       basicPassword: config.ANSWER_BASIC_PASSWORD,
       bearerToken: config.ANSWER_BEARER_TOKEN,
+      operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
       timeoutMs: config.ANSWER_TIMEOUT_MS,
+      log: parts.log,
     });
   }
   if (config.answerBackend === 'sql' && parts.llm) {
