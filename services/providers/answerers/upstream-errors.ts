@@ -29,7 +29,7 @@ export function readUpstreamDetail(json: Record<string, unknown> | undefined): U
 
 /** The 404 the SDK gives when its view search found nothing for the question: an answer for the user. */
 export function isNoRelevantViews(message: string | undefined): message is string {
-  return !!message && /no relevant views found/i.test(message);
+  return !!message && /no relevant views/i.test(message);
 }
 
 /**
