@@ -24,6 +24,8 @@ export interface SdkView {
   description?: string;
   columns: { name: string; description?: string }[];
   tags?: string[];
+  /** Views joined to this one by a Denodo association (a foreign key): the SDK adds them to the views it found. */
+  associations?: string[];
 }
 
 export interface SdkUser {
@@ -42,6 +44,17 @@ export interface StandInOptions {
   version?: '0.5' | 'newest';
   /** The SDK's CUSTOM_INSTRUCTIONS environment variable. */
   operatorInstructions?: string;
+  /**
+   * Replaces the SQL writer (the replay's: each turn's gold SQL when its tables are among `views`).
+   * Undefined: no SQL, the SDK's "not something I can help you with".
+   */
+  writeSql?: (question: string, views: string[], instructions: string) => WrittenSql | undefined;
+}
+
+/** The SQL written for a question and the views it reads (the reply's `tables_used`). */
+export interface WrittenSql {
+  sql: string;
+  views: string[];
 }
 
 export const SDK_DISCLAIMER =
@@ -56,6 +69,8 @@ export interface SdkCall {
   body: Record<string, unknown>;
   /** The views the SQL writer was given (vector search plus use_views). */
   views: string[];
+  /** The views the vector search found for `question` alone. */
+  searched: string[];
   /** The custom instructions the SDK's prompts received (the operator's and the request's, per version). */
   instructions: string;
 }
@@ -237,7 +252,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   const fail = (res: ServerResponse, status: number, error: string, traceback = '') => sendJson(res, status, { detail: { error, traceback } });
 
   /** table_retrieval.get_relevant_tables: the k nearest permitted views, then use_views, within the filters. */
-  function relevantViews(request: SdkRequest, permitted: Set<string>): { views: string[]; error?: string } {
+  function relevantViews(request: SdkRequest, permitted: Set<string>): { views: string[]; searched: string[]; error?: string } {
     const databases = list(request.vdp_database_names);
     const tags = list(request.vdp_tag_names);
     const inFilters = (view: SdkView) =>
@@ -249,6 +264,14 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       .slice(0, request.vector_search_k)
       .map((s) => s.view.name);
     const chosen = [...found];
+    // Associations of the views found, then use_views, up to vector_search_total_limit
+    // (_get_and_append_associations); associations outside the filters are dropped in both versions here.
+    for (const name of found.flatMap((f) => byName.get(f)?.associations ?? [])) {
+      const view = byName.get(name);
+      if (!view || !permitted.has(name) || chosen.includes(name) || !inFilters(view)) continue;
+      if (chosen.length >= request.vector_search_total_limit) break;
+      chosen.push(name);
+    }
     for (const name of list(request.use_views)) {
       const view = byName.get(name);
       if (!view || !permitted.has(name) || chosen.includes(name)) continue;
@@ -259,8 +282,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       chosen.push(name);
     }
     const views = request.expand_set_views ? chosen : chosen.filter((v) => list(request.use_views).includes(v));
-    if (views.length) return { views };
-    if (!options.views.length) return { views, error: 'The vector store is empty. Please synchronize the metadata first.' };
+    if (views.length) return { views, searched: found };
+    if (!options.views.length) return { views, searched: found, error: 'The vector store is empty. Please synchronize the metadata first.' };
     if (!found.length && (databases.length || tags.length)) {
       const filters = [
         ...(databases.length ? [`database filters: ${databases.map((d) => `"${d}"`).join(', ')}`] : []),
@@ -268,10 +291,11 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       ];
       return {
         views,
+        searched: found,
         error: `No relevant views found in the vector store matching your query with the specified ${filters.join(' and ')}. Try adjusting your filters or query.`,
       };
     }
-    return { views, error: 'No relevant views found in the vector store matching your query. Please try a different query.' };
+    return { views, searched: found, error: 'No relevant views found in the vector store matching your query. Please try a different query.' };
   }
 
   /**
@@ -279,29 +303,29 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
    * answered from that view; a follow-up naming none is resolved from the latest SQL in the
    * instructions, and only when that SQL's view is among `views`.
    */
-  function writeSql(question: string, views: string[], instructions: string): { sql: string; view: string } | undefined {
+  function writeSql(question: string, views: string[], instructions: string): WrittenSql | undefined {
     const year = /\b(19|20)\d{2}\b/.exec(question)?.[0];
     const best = views
       .map((name, order) => ({ name, order, score: score(question, byName.get(name)!, index) }))
       .filter((s) => s.score > 0)
       .sort((a, b) => b.score - a.score || a.order - b.order)[0];
     if (best) {
-      return { view: best.name, sql: `SELECT * FROM ${quoted(best.name)}${year ? ` WHERE "year" = ${year}` : ''}` };
+      return { views: [best.name], sql: `SELECT * FROM ${quoted(best.name)}${year ? ` WHERE "year" = ${year}` : ''}` };
     }
     const earlier = [...instructions.matchAll(/SELECT[^\n]*?FROM\s+("?[\w]+"?\."?[\w]+"?)[^\n]*/gi)].at(-1);
     if (!earlier) return undefined;
     const view = earlier[1]!.replaceAll('"', '');
     if (!views.includes(view)) return undefined;
     const previous = earlier[0].trim();
-    if (!year) return { view, sql: previous };
+    if (!year) return { views: [view], sql: previous };
     const sql = /"year"\s*=\s*\d{4}/.test(previous)
       ? previous.replace(/"year"\s*=\s*\d{4}/, `"year" = ${year}`)
       : `SELECT * FROM ${quoted(view)} WHERE "year" = ${year}`;
-    return { view, sql };
+    return { views: [view], sql };
   }
 
   function answerOf(request: SdkRequest, views: string[], instructions: string) {
-    const written = writeSql(request.question, views, instructions);
+    const written = (options.writeSql ?? writeSql)(request.question, views, instructions);
     const base = {
       query_explanation: '',
       related_questions: [] as string[],
@@ -316,16 +340,16 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     if (!written) {
       return { ...base, answer: SDK_UNKNOWN_CATEGORY, sql_query: '', execution_result: {}, tables_used: version === '0.5' ? '' : [] };
     }
-    const view = byName.get(written.view)!;
-    const row = view.columns.slice(0, 3).map((c, i) => ({ columnName: c.name, value: String(100 * (i + 1)) }));
-    const answer = `From ${written.view}: ${row.map((c) => `${c.columnName} ${c.value}`).join(', ')}.`;
+    const first = written.views[0]!;
+    const row = (byName.get(first)?.columns ?? []).slice(0, 3).map((c, i) => ({ columnName: c.name, value: String(100 * (i + 1)) }));
+    const answer = `From ${first}: ${row.map((c) => `${c.columnName} ${c.value}`).join(', ')}.`;
     return {
       ...base,
       answer: request.disclaimer ? `${answer}${SDK_DISCLAIMER}` : answer,
       sql_query: written.sql,
-      query_explanation: `Reads ${written.view}.`,
+      query_explanation: `Reads ${written.views.join(', ')}.`,
       execution_result: { 'Row 1': row },
-      tables_used: [written.view],
+      tables_used: written.views,
     };
   }
 
@@ -358,7 +382,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     if (!permitted.size) {
       return fail(res, 404, "You don't have permission to access any views in Denodo. Please contact your administrator.");
     }
-    const { views, error } = relevantViews(request, permitted);
+    const { views, searched, error } = relevantViews(request, permitted);
     if (error) return fail(res, 404, error);
 
     const operator = options.operatorInstructions ?? '';
@@ -366,7 +390,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       version === '0.5'
         ? (request.custom_instructions ?? operator)
         : `${operator}\n${request.custom_instructions ?? ''}`.trim();
-    calls.push({ path, user: who, body: req.body as Record<string, unknown>, views, instructions });
+    calls.push({ path, user: who, body: req.body as Record<string, unknown>, views, searched, instructions });
     if (llmFailure) {
       return fail(res, 500, llmFailure, 'Traceback (most recent call last):\n  File "api/utils/sdk_ai_tools.py", line 1\nopenai.RateLimitError');
     }

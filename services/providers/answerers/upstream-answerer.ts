@@ -17,6 +17,9 @@ export interface UpstreamOptions {
   log?: { warn(obj: object, msg: string): void };
 }
 
+/** The Denodo AI SDK's default `vector_search_total_limit`: the views a question may consider in all. */
+const SDK_TOTAL_VIEWS_LIMIT = 20;
+
 /** How much of an error reply's body is logged. */
 const LOGGED_BODY_CHARS = 2000;
 
@@ -74,7 +77,14 @@ function requestBody(options: UpstreamOptions, answerRequest: AnswerRequest): Re
     const value = body[field];
     if (Array.isArray(value)) body[field] = value.map(String).join(',');
   }
-  if (answerRequest.useViews) body.use_views = answerRequest.useViews;
+  if (answerRequest.useViews) {
+    body.use_views = answerRequest.useViews;
+    // The SDK adds the associations of the views it found before use_views, and stops at
+    // vector_search_total_limit: associations of unrelated views would crowd the pinned ones out.
+    if (body.vector_search_total_limit === undefined) {
+      body.vector_search_total_limit = SDK_TOTAL_VIEWS_LIMIT + answerRequest.useViews.split(',').length;
+    }
+  }
   if (answerRequest.customInstructions) {
     body.custom_instructions = options.operatorInstructions
       ? `${options.operatorInstructions}\n\n${answerRequest.customInstructions}`
