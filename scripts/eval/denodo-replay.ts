@@ -1,4 +1,5 @@
-// `npm run eval:denodo [-- --data FILE] [--tables FILE] [--scope database|all] [--json FILE]`: replays
+// `npm run eval:denodo [-- --data FILE] [--tables FILE] [--scope database|all] [--json FILE]` (MEMORY_* settings from
+// the environment): replays
 // SParC dialogues through the real /memoryChat (in process, embedded database, default settings:
 // MEMORY_AUGMENTATION=instructions, ANSWER_AUTH=forward) in front of the Denodo AI SDK stand-in
 // (test/support/denodo-sdk-stand-in.ts), whose views are the SParC schemas (`database.table`, columns
@@ -77,7 +78,15 @@ const sdk = await startDenodoSdkStandIn({
 });
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'memorychat-denodo-replay-'));
-const config = loadConfig({ DATA_DIR: dataDir, JWT_SECRET: SECRET, ANSWER_URL: sdk.answerUrl, RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'silent' });
+const config = loadConfig({
+  // Memory settings may be varied from the environment, e.g. MEMORY_MAX_CONTEXT_TOKENS=4000.
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('MEMORY_'))),
+  DATA_DIR: dataDir,
+  JWT_SECRET: SECRET,
+  ANSWER_URL: sdk.answerUrl,
+  RATE_LIMIT_PER_MINUTE: '0',
+  LOG_LEVEL: 'silent',
+});
 const database = await openDatabase(config);
 await migrate(database.pool);
 const app = await buildApp({ config, db: database.pool, ...createProviders(config) });
@@ -87,6 +96,7 @@ const credentials = basicAuth('analyst', 'analyst-pw');
 
 const counts = { followUps: 0, before: 0, after: 0, answeredAfter: 0 };
 const followUpTokens: number[] = [];
+let truncated = 0;
 const sdkInputTokens: number[] = [];
 const started = performance.now();
 
@@ -111,12 +121,13 @@ for (const dialogue of dialogues) {
     sessionId = body.conversation_metadata.conversation_id;
     if (j === 0) continue;
     // No new call: the SDK answered 404 (its view search found nothing), which memorychat shows as the answer.
-    const call = sdk.calls.length > callsBefore ? sdk.calls.at(-1)! : { searched: [], views: [] };
+    const call = sdk.calls.length > callsBefore ? sdk.calls.at(-1)! : { searched: [] as string[], views: [] as string[] };
     counts.followUps++;
     if (gold.views.every((v) => call.searched.includes(v))) counts.before++;
     if (gold.views.every((v) => call.views.includes(v))) counts.after++;
     if (body.sql_query) counts.answeredAfter++;
     followUpTokens.push(body.memory_context_used.context_tokens);
+    if (body.memory_context_used.context_truncated) truncated++;
     sdkInputTokens.push(body.tokens?.input_tokens ?? 0);
   }
 }
@@ -140,7 +151,12 @@ const figures = {
   follow_ups: counts.followUps,
   gold_tables_among_views: { before: counts.before / counts.followUps, after: counts.after / counts.followUps },
   answered_with_sql_after: counts.answeredAfter / counts.followUps,
-  memory_block_tokens_follow_up: { p50: percentile(followUpTokens, 50), p95: percentile(followUpTokens, 95) },
+  memory_block_tokens_follow_up: {
+    p50: percentile(followUpTokens, 50),
+    p95: percentile(followUpTokens, 95),
+    max: Math.max(...followUpTokens),
+    truncated: truncated / counts.followUps,
+  },
   sdk_input_tokens_follow_up: { p50: percentile(sdkInputTokens, 50), p95: percentile(sdkInputTokens, 95) },
   seconds: (performance.now() - started) / 1000,
 };
@@ -151,6 +167,6 @@ console.log(
   `follow-ups whose SDK request has the gold tables among its views: before (question only) ${pct(counts.before)}, after (with use_views) ${pct(counts.after)}`,
 );
 console.log(
-  `memory block tokens per follow-up: p50 ${figures.memory_block_tokens_follow_up.p50}, p95 ${figures.memory_block_tokens_follow_up.p95}; stand-in SDK input tokens (4 prompts): p50 ${figures.sdk_input_tokens_follow_up.p50}, p95 ${figures.sdk_input_tokens_follow_up.p95}`,
+  `memory block tokens per follow-up (MEMORY_MAX_CONTEXT_TOKENS ${config.MEMORY_MAX_CONTEXT_TOKENS}): p50 ${figures.memory_block_tokens_follow_up.p50}, p95 ${figures.memory_block_tokens_follow_up.p95}, max ${figures.memory_block_tokens_follow_up.max}, cut ${pct(truncated)}; stand-in SDK input tokens (4 prompts): p50 ${figures.sdk_input_tokens_follow_up.p50}, p95 ${figures.sdk_input_tokens_follow_up.p95}`,
 );
 if (args.json) writeFileSync(args.json, `${JSON.stringify(figures, null, 2)}\n`);

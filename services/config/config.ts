@@ -45,7 +45,9 @@ export const ConfigSchema = Type.Object({
   MEMORY_MAX_HISTORY_MESSAGES: Type.Integer({ minimum: 0, maximum: 200, default: 10 }),
   MEMORY_SEMANTIC_SEARCH_K: Type.Integer({ minimum: 0, maximum: 50, default: 3 }),
   MEMORY_MIN_SIMILARITY: Type.Number({ minimum: -1, maximum: 1, default: 0.25 }),
-  MEMORY_MAX_CONTEXT_TOKENS: Type.Integer({ minimum: 0, maximum: 200_000, default: 4000 }),
+  // Unset: 2000 with an upstream answerer (the Denodo AI SDK sends custom_instructions, and so the
+  // memory block, in about four LLM prompts per question: docs/denodo-ai-sdk.md), 4000 otherwise.
+  MEMORY_MAX_CONTEXT_TOKENS: Type.Optional(Type.Integer({ minimum: 0, maximum: 200_000 })),
   MEMORY_AUGMENTATION: Type.Union([Type.Literal('instructions'), Type.Literal('inline'), Type.Literal('rewrite')], {
     default: 'instructions',
   }),
@@ -165,6 +167,8 @@ export const ConfigSchema = Type.Object({
 export type RawConfig = Static<typeof ConfigSchema>;
 
 export type Config = RawConfig & {
+  /** MEMORY_MAX_CONTEXT_TOKENS, or its default for the answerer. */
+  MEMORY_MAX_CONTEXT_TOKENS: number;
   isProduction: boolean;
   /** No JWT setting outside production: listen on loopback, sign with a secret kept under DATA_DIR. */
   localAuth: boolean;
@@ -348,6 +352,7 @@ function deriveConfig(raw: RawConfig): Config {
     sqlSchemaRefreshMs: parseDurationMs(raw.SQL_SCHEMA_REFRESH),
     ...sqlMaxPlanCost(raw),
     answerAuth: raw.ANSWER_AUTH ?? (answerBackend === 'upstream' ? 'forward' : 'none'),
+    MEMORY_MAX_CONTEXT_TOKENS: raw.MEMORY_MAX_CONTEXT_TOKENS ?? (answerBackend === 'upstream' ? 2000 : 4000),
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],
   };

@@ -71,6 +71,11 @@ describe('loadConfig', () => {
     expect(loadConfig({}).answerAuth).toBe('none');
   });
 
+  it('when an upstream answerer is set and MEMORY_MAX_CONTEXT_TOKENS is not, then the memory block is bounded for the SDK\'s four prompts', () => {
+    expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion' }).MEMORY_MAX_CONTEXT_TOKENS).toBe(2000);
+    expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion', MEMORY_MAX_CONTEXT_TOKENS: '4000' }).MEMORY_MAX_CONTEXT_TOKENS).toBe(4000);
+  });
+
   it('when ANSWER_BACKEND=sql is set with its database and LLM, then it is accepted with its defaults', () => {
     expect(loadConfig({ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo', ...SQL_LLM })).toMatchObject({
       answerBackend: 'sql',
