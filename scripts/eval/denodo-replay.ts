@@ -30,7 +30,12 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'eval-secret-that-is-at-least-32-characters-long';
 
 const { values: args } = parseArgs({
-  options: { data: { type: 'string' }, tables: { type: 'string' }, scope: { type: 'string', default: 'database' }, json: { type: 'string' } },
+  options: {
+    data: { type: 'string' },
+    tables: { type: 'string' },
+    scope: { type: 'string', default: 'database' },
+    json: { type: 'string' },
+  },
 });
 if (args.scope !== 'database' && args.scope !== 'all') throw new Error('--scope: database or all');
 const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json');
@@ -50,9 +55,7 @@ const viewName = (schema: SpiderSchema, table: number) => `${schema.db_id}.${sch
 /** A foreign key joins two tables: in Denodo, an association between their views. */
 function associationsOf(schema: SpiderSchema, table: number): string[] {
   const tableOf = (column: number) => schema.column_names_original[column]?.[0] ?? -1;
-  const joined = schema.foreign_keys.flatMap(([a, b]) =>
-    tableOf(a) === table ? [tableOf(b)] : tableOf(b) === table ? [tableOf(a)] : [],
-  );
+  const joined = schema.foreign_keys.flatMap(([a, b]) => (tableOf(a) === table ? [tableOf(b)] : tableOf(b) === table ? [tableOf(a)] : []));
   return [...new Set(joined.filter((t) => t >= 0 && t !== table).map((t) => viewName(schema, t)))];
 }
 const views: SdkView[] = schemas.flatMap((schema) =>

@@ -4,11 +4,11 @@ import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
-import { answerAuthNotice } from '../providers/answerers/upstream-auth.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { startTracing } from '../infra/tracing.js';
+import { answerAuthNotice } from '../providers/answerers/upstream-auth.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
 

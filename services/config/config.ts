@@ -216,7 +216,7 @@ const DEFAULT_DIMENSIONS = { local: 384, openai: 1536 } as const;
 /** Settings that are refused rather than ignored, because a deployment setting them expects what they did. */
 const RETIRED_SETTINGS: Record<string, string> = {
   ANSWER_STREAM_URL:
-    'no longer used: a streamed /memoryChat asks ANSWER_URL and streams its answer, because the Denodo AI SDK\'s ' +
+    "no longer used: a streamed /memoryChat asks ANSWER_URL and streams its answer, because the Denodo AI SDK's " +
     '/streamAnswerQuestion computes the whole answer first and streams its text without the SQL, tables and tokens the ' +
     'stored turn needs (docs/denodo-ai-sdk.md#streaming); remove the setting',
 };
@@ -389,4 +389,3 @@ function listOf(value: string | undefined): string[] | undefined {
     .filter(Boolean);
   return items?.length ? items : undefined;
 }
-

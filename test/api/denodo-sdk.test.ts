@@ -167,9 +167,7 @@ describe('/memoryChat in front of the Denodo AI SDK', () => {
     expect(response.status).toBe(200);
     expect(await response.text()).toContain('From sales_db.sales');
     expect(sdk.calls.at(-1)!.path).toBe('/answerQuestion');
-    const { rows } = await t.admin.query(
-      `SELECT status, sql_query, tables_used, tokens FROM turns WHERE user_id = 'streamer'`,
-    );
+    const { rows } = await t.admin.query(`SELECT status, sql_query, tables_used, tokens FROM turns WHERE user_id = 'streamer'`);
     expect(rows).toEqual([
       {
         status: 'ok',

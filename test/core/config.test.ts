@@ -65,13 +65,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
-  it('when ANSWER_URL is set and ANSWER_AUTH is not, then the caller\'s credentials are forwarded; without ANSWER_URL nothing is', () => {
+  it("when ANSWER_URL is set and ANSWER_AUTH is not, then the caller's credentials are forwarded; without ANSWER_URL nothing is", () => {
     expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion' }).answerAuth).toBe('forward');
     expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion', ANSWER_AUTH: 'none' }).answerAuth).toBe('none');
     expect(loadConfig({}).answerAuth).toBe('none');
   });
 
-  it('when an upstream answerer is set and MEMORY_MAX_CONTEXT_TOKENS is not, then the memory block is bounded for the SDK\'s four prompts', () => {
+  it("when an upstream answerer is set and MEMORY_MAX_CONTEXT_TOKENS is not, then the memory block is bounded for the SDK's four prompts", () => {
     expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion' }).MEMORY_MAX_CONTEXT_TOKENS).toBe(2000);
     expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion', MEMORY_MAX_CONTEXT_TOKENS: '4000' }).MEMORY_MAX_CONTEXT_TOKENS).toBe(4000);
   });

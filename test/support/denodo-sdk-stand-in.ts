@@ -134,7 +134,9 @@ const FALSE_WORDS = new Set(['false', '0', 'no', 'off', 'f', 'n']);
 /** Pydantic's lax mode, as FastAPI validates the body: a list is never a string. */
 function validate(body: unknown): { request?: SdkRequest; problems: FieldProblem[] } {
   if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    return { problems: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object', input: body }] };
+    return {
+      problems: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object', input: body }],
+    };
   }
   const raw = body as Record<string, unknown>;
   const problems: FieldProblem[] = [];
@@ -196,7 +198,9 @@ function authenticate(header: string | undefined, users: Record<string, SdkUser>
     const colon = decoded.indexOf(':');
     const name = decoded.slice(0, colon);
     const user = users[name];
-    return colon > 0 && user?.password !== undefined && user.password === decoded.slice(colon + 1) ? name : { status: 401, detail: 'Unauthorized' };
+    return colon > 0 && user?.password !== undefined && user.password === decoded.slice(colon + 1)
+      ? name
+      : { status: 401, detail: 'Unauthorized' };
   }
   return { status: 401, detail: 'Authentication required' };
 }
@@ -212,7 +216,11 @@ function stem(word: string): string {
 
 /** The view's own name (not its database's), columns and descriptions. */
 function viewWords(view: SdkView): Set<string> {
-  const text = [view.name.split('.').at(-1) ?? '', view.description ?? '', ...view.columns.flatMap((c) => [c.name, c.description ?? ''])].join(' ');
+  const text = [
+    view.name.split('.').at(-1) ?? '',
+    view.description ?? '',
+    ...view.columns.flatMap((c) => [c.name, c.description ?? '']),
+  ].join(' ');
   return new Set(words(text).map(stem));
 }
 
@@ -249,7 +257,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   const calls: SdkCall[] = [];
   let llmFailure: string | undefined;
 
-  const fail = (res: ServerResponse, status: number, error: string, traceback = '') => sendJson(res, status, { detail: { error, traceback } });
+  const fail = (res: ServerResponse, status: number, error: string, traceback = '') =>
+    sendJson(res, status, { detail: { error, traceback } });
 
   /** table_retrieval.get_relevant_tables: the k nearest permitted views, then use_views, within the filters. */
   function relevantViews(request: SdkRequest, permitted: Set<string>): { views: string[]; searched: string[]; error?: string } {
@@ -283,7 +292,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     }
     const views = request.expand_set_views ? chosen : chosen.filter((v) => list(request.use_views).includes(v));
     if (views.length) return { views, searched: found };
-    if (!options.views.length) return { views, searched: found, error: 'The vector store is empty. Please synchronize the metadata first.' };
+    if (!options.views.length)
+      return { views, searched: found, error: 'The vector store is empty. Please synchronize the metadata first.' };
     if (!found.length && (databases.length || tags.length)) {
       const filters = [
         ...(databases.length ? [`database filters: ${databases.map((d) => `"${d}"`).join(', ')}`] : []),
@@ -295,7 +305,11 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
         error: `No relevant views found in the vector store matching your query with the specified ${filters.join(' and ')}. Try adjusting your filters or query.`,
       };
     }
-    return { views, searched: found, error: 'No relevant views found in the vector store matching your query. Please try a different query.' };
+    return {
+      views,
+      searched: found,
+      error: 'No relevant views found in the vector store matching your query. Please try a different query.',
+    };
   }
 
   /**
@@ -387,12 +401,15 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
 
     const operator = options.operatorInstructions ?? '';
     const instructions =
-      version === '0.5'
-        ? (request.custom_instructions ?? operator)
-        : `${operator}\n${request.custom_instructions ?? ''}`.trim();
+      version === '0.5' ? (request.custom_instructions ?? operator) : `${operator}\n${request.custom_instructions ?? ''}`.trim();
     calls.push({ path, user: who, body: req.body as Record<string, unknown>, views, searched, instructions });
     if (llmFailure) {
-      return fail(res, 500, llmFailure, 'Traceback (most recent call last):\n  File "api/utils/sdk_ai_tools.py", line 1\nopenai.RateLimitError');
+      return fail(
+        res,
+        500,
+        llmFailure,
+        'Traceback (most recent call last):\n  File "api/utils/sdk_ai_tools.py", line 1\nopenai.RateLimitError',
+      );
     }
     const reply = answerOf(request, views, instructions);
     if (path === '/answerQuestion') return sendJson(res, 200, reply);

@@ -115,7 +115,8 @@ export const MemoryChatResponse = Type.Object(
       custom_instructions: Type.Optional(Type.String({ description: 'Present when memory went into custom_instructions' })),
       use_views: Type.Optional(
         Type.String({
-          description: "What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names",
+          description:
+            "What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names",
         }),
       ),
       applied: Type.Boolean({ description: 'Whether memory was used for this answer' }),

@@ -18,9 +18,9 @@ import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
 import { conversationMetadata, respondWithoutStoring, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
 import { databaseNames } from './database-names.js';
-import { pinnedViews } from './pinned-views.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
+import { pinnedViews } from './pinned-views.js';
 import { recallMemory } from './recall.js';
 import { memoryDecision, storesTurns } from './rollout.js';
 

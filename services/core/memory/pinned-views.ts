@@ -16,7 +16,9 @@ export const MAX_PINNED_VIEWS = 10;
  */
 export function pinnedViews(context: BuiltContext, callerUseViews: unknown, databases: string[] | undefined): string | undefined {
   const caller = typeof callerUseViews === 'string' ? splitList(callerUseViews) : [];
-  const fromMemory = [...context.history].reverse().concat(context.similar)
+  const fromMemory = [...context.history]
+    .reverse()
+    .concat(context.similar)
     .filter((turn) => turn.status === 'ok' && turn.sql_query)
     .flatMap((turn) => turn.tables_used)
     .filter((view) => withinDatabases(view, databases));

@@ -20,7 +20,7 @@ export function answerAuthNotice(auth: 'forward' | 'basic' | 'bearer' | 'none'):
       return {
         level: 'warn',
         message:
-          'ANSWER_AUTH=none: no credentials are sent; the Denodo AI SDK answers 401 to every call without them (ANSWER_AUTH=forward sends each caller\'s)',
+          "ANSWER_AUTH=none: no credentials are sent; the Denodo AI SDK answers 401 to every call without them (ANSWER_AUTH=forward sends each caller's)",
       };
   }
 }
