@@ -9,6 +9,7 @@ import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { startTracing } from '../infra/tracing.js';
 import { checkConfiguredSqlLogin } from '../providers/answerers/sql/sql-login-check.js';
+import { answerAuthNotice } from '../providers/answerers/upstream-auth.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
 
@@ -96,6 +97,10 @@ app.log.info(
   },
   'memorychat ready',
 );
+if (config.answerBackend === 'upstream') {
+  const notice = answerAuthNotice(config.answerAuth);
+  app.log[notice.level](notice.message);
+}
 if (config.localAuth) {
   app.log.warn(
     'local mode: no JWT_SECRET/JWT_PUBLIC_KEY/JWT_JWKS_URL, listening on loopback with a secret kept in ' +

@@ -51,7 +51,9 @@ export const ConfigSchema = Type.Object({
   MEMORY_MAX_HISTORY_MESSAGES: Type.Integer({ minimum: 0, maximum: 200, default: 10 }),
   MEMORY_SEMANTIC_SEARCH_K: Type.Integer({ minimum: 0, maximum: 50, default: 3 }),
   MEMORY_MIN_SIMILARITY: Type.Number({ minimum: -1, maximum: 1, default: 0.25 }),
-  MEMORY_MAX_CONTEXT_TOKENS: Type.Integer({ minimum: 0, maximum: 200_000, default: 4000 }),
+  // Unset: 2000 with an upstream answerer (the Denodo AI SDK sends custom_instructions, and so the
+  // memory block, in about four LLM prompts per question: docs/denodo-ai-sdk.md), 4000 otherwise.
+  MEMORY_MAX_CONTEXT_TOKENS: Type.Optional(Type.Integer({ minimum: 0, maximum: 200_000 })),
   MEMORY_AUGMENTATION: Type.Union([Type.Literal('instructions'), Type.Literal('inline'), Type.Literal('rewrite')], {
     default: 'instructions',
   }),
@@ -95,9 +97,9 @@ export const ConfigSchema = Type.Object({
 
   ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  ANSWER_AUTH: Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')], {
-    default: 'none',
-  }),
+  // Unset: `forward` with an upstream answerer (each caller's Denodo credentials, so VDP applies each
+  // user's permissions), `none` otherwise. docs/denodo-ai-sdk.md says what each mode means.
+  ANSWER_AUTH: Type.Optional(Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')])),
   // The most bytes read of one answerer reply (and the most a /memoryChat reply may carry): past it, 502.
   ANSWER_MAX_REPLY_BYTES: Type.Integer({ minimum: 65_536, maximum: 268_435_456, default: 16_777_216 }),
   ANSWER_BASIC_USER: Type.Optional(Type.String()),
@@ -106,9 +108,9 @@ export const ConfigSchema = Type.Object({
   ANSWER_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 120_000 }),
   // A Denodo-AI-SDK-compatible /executeVQL, for re-running stored SQL (`result.csv?fresh=true`).
   ANSWER_EXECUTE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  // A Denodo-AI-SDK-compatible /streamAnswerQuestion for streamed /memoryChat replies, or `derive`: ANSWER_URL
-  // with its last path segment replaced by streamAnswerQuestion. Unset: a streamed reply is the answer in one chunk.
-  ANSWER_STREAM_URL: Type.Optional(Type.String({ pattern: '^(https?://|derive$)' })),
+  // Put before every custom_instructions memorychat sends: the Denodo AI SDK 0.5 lets a request's
+  // custom_instructions replace its CUSTOM_INSTRUCTIONS (newer versions merge them; leave this unset there).
+  ANSWER_OPERATOR_INSTRUCTIONS: Type.Optional(Type.String({ maxLength: 20_000 })),
 
   // ANSWER_BACKEND=sql (docs/design.md §5): the database the LLM's SQL runs on (a read-only login is
   // required: sql-login-check.ts), or `embedded-demo` for the demo dataset in an embedded engine of its own.
@@ -184,6 +186,8 @@ export const ConfigSchema = Type.Object({
 export type RawConfig = Static<typeof ConfigSchema>;
 
 export type Config = RawConfig & {
+  /** MEMORY_MAX_CONTEXT_TOKENS, or its default for the answerer. */
+  MEMORY_MAX_CONTEXT_TOKENS: number;
   isProduction: boolean;
   /** No JWT setting outside production: listen on loopback, sign with a secret kept under DATA_DIR. */
   localAuth: boolean;
@@ -204,8 +208,8 @@ export type Config = RawConfig & {
   sqlTables?: string[];
   sqlSchemaRefreshMs: number;
   sqlMaxPlanCost?: number;
-  /** ANSWER_STREAM_URL, derived from ANSWER_URL when it says `derive`. */
-  answerStreamUrl?: string;
+  /** ANSWER_AUTH, or its default: `forward` with an upstream answerer. */
+  answerAuth: 'forward' | 'basic' | 'bearer' | 'none';
   piiMode: 'off' | 'mask' | 'hash';
   piiPatterns: CustomPiiPattern[];
   rolloutTenantPercent: Map<string, number>;
@@ -228,8 +232,19 @@ const RETIRED_LOCAL_MODELS = ['local-hash-v1'];
 const DEFAULT_MODELS = { local: LOCAL_MODEL, openai: 'text-embedding-3-small' } as const;
 const DEFAULT_DIMENSIONS = { local: 384, openai: 1536 } as const;
 
+/** Settings that are refused rather than ignored, because a deployment setting them expects what they did. */
+const RETIRED_SETTINGS: Record<string, string> = {
+  ANSWER_STREAM_URL:
+    "no longer used: a streamed /memoryChat asks ANSWER_URL and streams its answer, because the Denodo AI SDK's " +
+    '/streamAnswerQuestion computes the whole answer first and streams its text without the SQL, tables and tokens the ' +
+    'stored turn needs (docs/denodo-ai-sdk.md#streaming); remove the setting',
+};
+
 /** Validates the environment once; a bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
+  for (const [name, why] of Object.entries(RETIRED_SETTINGS)) {
+    if (env[name]) throw new ConfigError(`${name}: ${why}`);
+  }
   const known = Object.keys(ConfigSchema.properties);
   // Empty strings mean "unset", as in most .env tooling.
   const input: Record<string, unknown> = {};
@@ -282,9 +297,6 @@ function deriveConfig(raw: RawConfig): Config {
   if (answerBackend === 'sql') checkSqlBackend(raw);
   if (answerBackend === 'upstream' && !raw.ANSWER_URL) {
     throw new ConfigError('ANSWER_URL: required when ANSWER_BACKEND=upstream');
-  }
-  if (raw.ANSWER_STREAM_URL === 'derive' && !raw.ANSWER_URL) {
-    throw new ConfigError('ANSWER_STREAM_URL: "derive" needs ANSWER_URL');
   }
   if (raw.ANSWER_AUTH === 'basic' && (!raw.ANSWER_BASIC_USER || raw.ANSWER_BASIC_PASSWORD === undefined)) {
     throw new ConfigError('ANSWER_BASIC_USER and ANSWER_BASIC_PASSWORD: required when ANSWER_AUTH=basic');
@@ -376,7 +388,8 @@ function deriveConfig(raw: RawConfig): Config {
     ...(raw.SQL_TABLES ? { sqlTables: listOf(raw.SQL_TABLES) } : {}),
     sqlSchemaRefreshMs: parseDurationMs(raw.SQL_SCHEMA_REFRESH),
     ...sqlMaxPlanCost(raw),
-    ...(raw.ANSWER_STREAM_URL ? { answerStreamUrl: streamUrlOf(raw.ANSWER_STREAM_URL, raw.ANSWER_URL) } : {}),
+    answerAuth: raw.ANSWER_AUTH ?? (answerBackend === 'upstream' ? 'forward' : 'none'),
+    MEMORY_MAX_CONTEXT_TOKENS: raw.MEMORY_MAX_CONTEXT_TOKENS ?? (answerBackend === 'upstream' ? 2000 : 4000),
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],
   };
@@ -412,12 +425,4 @@ function listOf(value: string | undefined): string[] | undefined {
     .map((item) => item.trim())
     .filter(Boolean);
   return items?.length ? items : undefined;
-}
-
-/** `derive`: the Denodo AI SDK serves /streamAnswerQuestion beside /answerQuestion. */
-function streamUrlOf(setting: string, answerUrl: string | undefined): string {
-  if (setting !== 'derive' || !answerUrl) return setting;
-  const url = new URL(answerUrl);
-  url.pathname = url.pathname.replace(/[^/]*$/, 'streamAnswerQuestion');
-  return url.toString();
 }

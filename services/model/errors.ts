@@ -11,6 +11,8 @@ export const ERROR_CATALOG = {
   'malformed-request': { status: 400, title: 'The request is not valid HTTP' },
   unauthorized: { status: 401, title: 'Authentication is required' },
   forbidden: { status: 403, title: 'Not allowed' },
+  'upstream-credentials-refused': { status: 403, title: 'The answering backend refused the forwarded credentials' },
+  'upstream-no-views-permitted': { status: 403, title: 'The caller may read no views in the answering backend' },
   'not-found': { status: 404, title: 'No such resource' },
   'session-not-found': { status: 404, title: 'No such session' },
   'turn-not-found': { status: 404, title: 'No such turn' },
@@ -42,6 +44,8 @@ export const ERROR_CATALOG = {
   'queue-unavailable': { status: 503, title: 'The job queue is unavailable' },
   'shutting-down': { status: 503, title: 'The service is shutting down' },
   'sql-database-busy': { status: 503, title: 'The SQL database has no free connection' },
+  'upstream-views-not-synchronized': { status: 503, title: "The answering backend's view metadata is not synchronized" },
+  'upstream-rate-limited': { status: 503, title: "The answering backend's LLM is rate limited" },
   'upstream-timeout': { status: 504, title: 'The answering backend did not answer in time' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -49,7 +49,14 @@ export async function startTestApp(
   options: { testDatabase?: TestDatabase; database?: Database; logger?: AppDeps['logger']; keepTestDatabase?: boolean } = {},
 ): Promise<TestApp> {
   const testDatabase = options.testDatabase ?? (await freshTestDatabase());
-  const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...testDatabase.env, LOG_LEVEL: 'silent', ...env });
+  const config = loadConfig({
+    JWT_SECRET: TEST_JWT_SECRET,
+    // The suite's fake answerers take any request; tests of credentials (test/api/denodo-sdk-*.test.ts) set ANSWER_AUTH.
+    ANSWER_AUTH: 'none',
+    ...testDatabase.env,
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
   const database = options.database ?? (await openDatabase(config));
   const admin = adminPool(testDatabase, database);
   const clock: TestClock = {

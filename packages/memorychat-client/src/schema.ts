@@ -663,6 +663,8 @@ export interface operations {
                             augmented_question: string;
                             /** @description Present when memory went into custom_instructions */
                             custom_instructions?: string;
+                            /** @description What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names */
+                            use_views?: string;
                             /** @description Whether memory was used for this answer */
                             applied: boolean;
                             /** @description Why memory was or was not used (MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, use_memory, a failed read; a memory command sends nothing upstream) */

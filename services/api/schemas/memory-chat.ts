@@ -113,6 +113,12 @@ export const MemoryChatResponse = Type.Object(
       context_truncated: Type.Boolean(),
       augmented_question: Type.String({ description: 'What was sent upstream as the question' }),
       custom_instructions: Type.Optional(Type.String({ description: 'Present when memory went into custom_instructions' })),
+      use_views: Type.Optional(
+        Type.String({
+          description:
+            "What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names",
+        }),
+      ),
       applied: Type.Boolean({ description: 'Whether memory was used for this answer' }),
       reason: Type.Union(
         [

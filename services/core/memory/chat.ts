@@ -21,6 +21,7 @@ import { conversationMetadata, respondWithoutStoring, round, store, storeUnfinis
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
+import { pinnedViews } from './pinned-views.js';
 import { recallMemory } from './recall.js';
 import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
 import { memoryDecision, storesTurns } from './rollout.js';
@@ -74,6 +75,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     maxQuestionChars: settings.maxQuestionChars,
   });
   warnings.push(...augmented.warnings);
+  const useViews = pinnedViews(context, req.params.use_views, databases);
 
   const sessionId = storing ? (req.sessionId ?? randomUUID()) : null;
   const target = sessionId ? turnTarget(deps, req, sessionId, now) : undefined;
@@ -97,6 +99,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     context_tokens: context.tokens,
     context_truncated: context.truncated,
     augmented_question: augmented.question,
+    ...(useViews ? { use_views: useViews } : {}),
     ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
     // Whether memory was used, and why not: answers with and without memory can then be compared.
     applied: decision.applied && retrieved !== undefined,
@@ -112,6 +115,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     question: augmented.question,
     identity: req.identity,
     customInstructions: augmented.customInstructions,
+    useViews,
     params: req.params,
     upstreamAuthorization: req.upstreamAuthorization,
     memory: context,
@@ -171,7 +175,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     {
       ...turnBase,
       status: answer.status,
-      answer: fields.answer,
+      answer: answer.storedAnswer ?? fields.answer,
       sqlQuery: answer.sqlQuery,
       queryExplanation: typeof fields.query_explanation === 'string' ? fields.query_explanation : null,
       tablesUsed: fields.tables_used,
@@ -214,12 +218,13 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
 
-/** The answerer's reply; streamed when asked and the answerer can, otherwise sent as one chunk. */
+/**
+ * The answerer's reply; a streamed reply gets its answer as one chunk once the answerer has the whole
+ * turn (SQL, tables, tokens), which the stored turn needs (docs/denodo-ai-sdk.md#streaming).
+ */
 async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: string) => void): Promise<Answer> {
-  if (!onText) return deps.answerer.answer(request);
-  if (deps.answerer.answerStream) return deps.answerer.answerStream(request, onText);
   const answer = await deps.answerer.answer(request);
-  onText(answer.fields.answer);
+  onText?.(answer.fields.answer);
   return answer;
 }
 

@@ -16,6 +16,8 @@ export interface AnswerRequest {
   /** Who asks: the sql answerer bounds its concurrent questions per user and per tenant. */
   identity?: Pick<Identity, 'tenantId' | 'userId'>;
   customInstructions?: string;
+  /** The views the answerer must consider (`use_views`): the caller's and those memory relies on. */
+  useViews?: string;
   /** answerQuestion parameters from the caller, forwarded as given. */
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */
@@ -34,6 +36,8 @@ export interface AnswerRequest {
 export interface Answer {
   /** The answerer's reply fields, normalised (tables_used always an array). */
   fields: Record<string, unknown> & { answer: string; tables_used: string[] };
+  /** The answer as memory keeps it, when it differs from what the caller is shown (the SDK's DISCLAIMER removed). */
+  storedAnswer?: string;
   status: TurnStatus;
   sqlQuery: string | null;
   /** How long the answerer took, in milliseconds. */
@@ -45,9 +49,4 @@ export interface Answerer {
   answer(request: AnswerRequest): Promise<Answer>;
   /** Releases what the answerer holds (the sql answerer's pool, the upstream answerer's keep-alive connections). */
   close?(): Promise<void>;
-  /**
-   * The answer streamed: `onText` gets the answer text as it arrives. Present only when a streaming
-   * endpoint is configured (ANSWER_STREAM_URL).
-   */
-  answerStream?(request: AnswerRequest, onText: (text: string) => void): Promise<Answer>;
 }

@@ -22,13 +22,14 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
   if (config.answerBackend === 'upstream') {
     return createUpstreamAnswerer({
       url: config.ANSWER_URL!,
-      streamUrl: config.answerStreamUrl,
-      auth: config.ANSWER_AUTH,
+      auth: config.answerAuth,
       basicUser: config.ANSWER_BASIC_USER,
       basicPassword: config.ANSWER_BASIC_PASSWORD,
       bearerToken: config.ANSWER_BEARER_TOKEN,
+      operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
       timeoutMs: config.ANSWER_TIMEOUT_MS,
       maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
+      log: parts.log,
     });
   }
   if (config.answerBackend === 'sql' && parts.llm) {
