@@ -9,6 +9,7 @@ import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import apiKeys from './plugins/api-keys.js';
 import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
@@ -25,6 +26,7 @@ import shutdownRefusal from './plugins/shutdown-refusal.js';
 import tracing from './plugins/tracing.js';
 import { requestIdOf } from './request-id.js';
 import { requestValidatorFactory } from './request-validator.js';
+import adminApiKeyRoutes from './routes/admin-api-keys.js';
 import adminAuditRoutes from './routes/admin-audit.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
 import gdprRoutes from './routes/gdpr.js';
@@ -105,6 +107,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(metricsPlugin, { metrics: createMetrics(), pool: deps.db });
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
+  await app.register(apiKeys);
   await app.register(rateLimit, { config });
   await app.register(playground, { config, localSecret: deps.localSecret });
   await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
@@ -126,6 +129,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(gdprRoutes);
   await app.register(adminJobsRoutes);
   await app.register(adminAuditRoutes);
+  await app.register(adminApiKeyRoutes);
   return app;
 }
 

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 
-/** Who is calling, taken only from a verified JWT. */
+/** Who is calling, taken only from a verified JWT or API key. */
 export interface Identity {
   tenantId: string;
   userId: string;
   roles: string[];
   /** The databases the token allows, when the token carries such a claim. */
   databases?: string[];
+  /** The API key the call came with (docs/api-keys.md), when it did not come with a JWT. */
+  apiKeyId?: string;
 }
 
 /** Which turns a request may draw on: those whose databases lie within these bounds. */

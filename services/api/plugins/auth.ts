@@ -8,6 +8,7 @@ import { traced } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
 import { type Identity, userPseudonym } from '../../model/identity.js';
 import { createJwksKeys } from '../jwks-keys.js';
+import { identityOfApiKey, presentsApiKey } from './api-keys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,8 +32,8 @@ const RSA = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
 const EC = ['ES256', 'ES384', 'ES512'] as const;
 
 /**
- * Verifies `Authorization: Bearer <JWT>` on every route not marked public and sets
- * `request.identity` from its claims. Only the configured key family's algorithms are accepted.
+ * Verifies `Authorization: Bearer <JWT>` (or an `X-Api-Key`: plugins/api-keys.ts) on every route not
+ * marked public and sets `request.identity` from its claims. Only the configured key family's algorithms are accepted.
  */
 export default fp(
   async function auth(app: FastifyInstance, { config, localSecret }: AuthOptions) {
@@ -41,18 +42,12 @@ export default fp(
 
     app.addHook('onRequest', async (request, reply) => {
       if (isPublicRoute(request)) return;
-      const header = request.headers.authorization;
-      if (!header || !/^Bearer\s+\S+$/i.test(header)) {
-        throw new AppError('unauthorized', 'send a JWT as "Authorization: Bearer <token>"');
-      }
-      if (header.length > MAX_TOKEN_BYTES) throw new AppError('unauthorized', 'the token is too large');
-      let claims: Record<string, unknown>;
-      try {
-        claims = await traced('auth', {}, () => request.jwtVerify<Record<string, unknown>>());
-      } catch (err) {
-        throw new AppError('unauthorized', describeJwtError(err), { cause: err });
-      }
-      request.identity = identityFrom(claims, config);
+      // An API key (docs/api-keys.md) names its end user in a header; that id passes the JWT subject's rules.
+      request.identity = presentsApiKey(request)
+        ? await identityOfApiKey(request, app.db, (userId, tenantId) =>
+            identityFrom({ [config.JWT_USER_CLAIM]: userId, [config.JWT_TENANT_CLAIM]: tenantId }, config),
+          )
+        : await identityOfJwt(request, config);
       // Logs name the tenant and a stable pseudonym of the user, never the user id itself.
       request.log = request.log.child({ tenant: request.identity.tenantId, user: userPseudonym(request.identity) });
       reply.log = request.log; // "request completed" is logged through the reply's logger
@@ -60,6 +55,21 @@ export default fp(
   },
   { name: 'auth' },
 );
+
+async function identityOfJwt(request: FastifyRequest, config: Config): Promise<Identity> {
+  const header = request.headers.authorization;
+  if (!header || !/^Bearer\s+\S+$/i.test(header)) {
+    throw new AppError('unauthorized', 'send a JWT as "Authorization: Bearer <token>"');
+  }
+  if (header.length > MAX_TOKEN_BYTES) throw new AppError('unauthorized', 'the token is too large');
+  let claims: Record<string, unknown>;
+  try {
+    claims = await traced('auth', {}, () => request.jwtVerify<Record<string, unknown>>());
+  } catch (err) {
+    throw new AppError('unauthorized', describeJwtError(err), { cause: err });
+  }
+  return identityFrom(claims, config);
+}
 
 /** Routes marked `config.public` (health, metrics, docs, the spec); no route: the not-found handler answers. */
 export function isPublicRoute(request: FastifyRequest): boolean {
