@@ -6,7 +6,8 @@ import { type App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSlackBot, memorychatUser, sessionKey } from '../../examples/slack-bot/src/bot.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/test-app.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { createBotApiKey } from './support/bot-api-key.js';
 import { BOT_USER_ID, type FakeSlack, startFakeSlack, TEAM_ID, type WebApiCall } from './support/fake-slack.js';
 
 const SIGNING_SECRET = 'fake-signing-secret-8f14e45fceea167a';
@@ -28,7 +29,8 @@ describe('the Slack bot example', () => {
       botToken: 'xoxb-fake-bot-token',
       slackApiUrl: slack.apiUrl,
       logLevel: LogLevel.ERROR,
-      memorychat: { url: t.baseUrl, jwtSecret: TEST_JWT_SECRET },
+      // The routes examples/slack-bot/README.md tells an admin to allow.
+      memorychat: { url: t.baseUrl, apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv']) },
     });
     const server = (await bot.start(0)) as Server;
     eventsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;

@@ -10,7 +10,7 @@ function required(name: string): string {
 const app = createSlackBot({
   signingSecret: required('SLACK_SIGNING_SECRET'),
   botToken: required('SLACK_BOT_TOKEN'),
-  memorychat: { url: required('MEMORYCHAT_URL'), jwtSecret: required('MEMORYCHAT_JWT_SECRET') },
+  memorychat: { url: required('MEMORYCHAT_URL'), apiKey: required('MEMORYCHAT_API_KEY') },
 });
 const port = Number(process.env.PORT ?? 3000);
 await app.start(port);
