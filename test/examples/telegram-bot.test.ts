@@ -157,4 +157,13 @@ describe('the Telegram bot example', () => {
     expect((await sessionOf(BOB, chat)).message_count).toBe(1);
     expect((await sessionOf(ALICE, chat)).session_id).not.toBe((await sessionOf(BOB, chat)).session_id);
   });
+
+  it('when sending a reply fails, then the bot keeps polling and answers the next message', async () => {
+    const chat = -100_600;
+    telegram.failNext('sendMessage');
+    const failed = await say(chat, BOB, 'Total sales by region for 2016');
+    expect(failed.params.text).toBe('Total sales by region for 2016: EMEA 100, AMER 200.');
+    const next = await say(chat, BOB, 'What about 2015?');
+    expect(next.params.text).toBe('Total sales by region for 2015: EMEA 100, AMER 200.');
+  });
 });

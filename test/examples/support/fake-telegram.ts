@@ -23,6 +23,8 @@ export interface FakeTelegram {
   calls: BotApiCall[];
   /** A user writes `text` in chat `chatId` (a private chat when it is the user's own id). */
   sendText(chatId: number, user: { id: number; first_name: string }, text: string): void;
+  /** The next call of `method` fails as Telegram fails it for a chat the bot may not write to. */
+  failNext(method: string): void;
   close(): Promise<void>;
 }
 
@@ -30,6 +32,7 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
   const calls: BotApiCall[] = [];
   const updates: { update_id: number; message: Record<string, unknown> }[] = [];
   const waiting = new Set<() => void>();
+  const failing = new Set<string>();
   let updateId = 1000;
   let messageId = 1;
   const now = () => Math.floor(Date.now() / 1000);
@@ -56,6 +59,8 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
       return result(pending());
     }
     calls.push({ method: method!, params, ...(file ? { file } : {}) });
+    if (failing.delete(method!))
+      return sendJson(res, 403, { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' });
     const chat = { id: Number(params.chat_id), type: Number(params.chat_id) > 0 ? 'private' : 'group' };
     switch (method) {
       case 'getMe':
@@ -103,6 +108,9 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
         },
       });
       for (const wake of [...waiting]) wake();
+    },
+    failNext(method) {
+      failing.add(method);
     },
     close: () => server.close(),
   };
