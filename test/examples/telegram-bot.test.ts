@@ -149,6 +149,21 @@ describe('the Telegram bot example', () => {
     expect(gone.status).toBe(404);
   });
 
+  it('when the user sends /forget, then the conversation no longer comes back as a similar question in another chat', async () => {
+    const question = 'Which warehouse shipped the most parcels to Iceland in 2014?';
+    const recalledIn = async (chat: number) => {
+      await say(chat, ALICE, question);
+      return JSON.stringify(upstream.lastBody().custom_instructions ?? '');
+    };
+    await say(-100_700, ALICE, question);
+    // Without /forget, the user's other chat recalls it: the check below can fail.
+    expect(await recalledIn(-100_701)).toContain(question);
+
+    await say(-100_700, ALICE, '/forget');
+    await say(-100_701, ALICE, '/forget');
+    expect(await recalledIn(-100_702)).not.toContain(question);
+  });
+
   it('when two users write in the same group, then each has a conversation of their own', async () => {
     const chat = -100_500;
     await say(chat, ALICE, 'Total sales by region for 2018');
