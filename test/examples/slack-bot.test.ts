@@ -104,15 +104,12 @@ describe('the Slack bot example', () => {
 
   it('when the user asks for the SQL and then the data, then the SQL comes as a code block and the CSV as a file uploaded into the thread', async () => {
     const threadTs = '1700000100.000100';
-    const ask = (text: string, ts: string) =>
-      slack.sendEvent(eventsUrl, {
-        type: 'app_mention',
-        user: 'U00000BOB',
-        text: `<@${BOT_USER_ID}> ${text}`,
-        ts,
-        thread_ts: threadTs,
-        channel: CHANNEL,
-      });
+    // Slack delivers a mention in a thread twice: as app_mention and as the channel's message event.
+    const ask = async (text: string, ts: string) => {
+      const event = { user: 'U00000BOB', text: `<@${BOT_USER_ID}> ${text}`, ts, thread_ts: threadTs, channel: CHANNEL };
+      await slack.sendEvent(eventsUrl, { type: 'app_mention', ...event });
+      await slack.sendEvent(eventsUrl, { type: 'message', channel_type: 'channel', ...event });
+    };
     let since = slack.calls.length;
     await slack.sendEvent(eventsUrl, {
       type: 'app_mention',
@@ -124,6 +121,7 @@ describe('the Slack bot example', () => {
     await nextCall('chat.postMessage', since);
 
     since = slack.calls.length;
+    const commandsStart = since;
     const upstreamCalls = upstream.requests.length;
     await ask('show me the SQL', '1700000100.000200');
     const sql = await nextCall('chat.postMessage', since);
@@ -146,6 +144,13 @@ describe('the Slack bot example', () => {
     });
     // Both were memory commands: answered from memory, not by the answerer.
     expect(upstream.requests.length).toBe(upstreamCalls);
+    // Each was answered once, not once per event.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(slack.calls.slice(commandsStart).map((c) => c.method)).toEqual([
+      'chat.postMessage',
+      'files.getUploadURLExternal',
+      'files.completeUploadExternal',
+    ]);
   });
 
   it('when a message in a thread comes from someone who never talked to the bot there, then the bot stays silent', async () => {
@@ -172,6 +177,35 @@ describe('the Slack bot example', () => {
     expect(reply.args).toMatchObject({ thread_ts: '1700000200.000300', text: 'Total sales by region for 2021: EMEA 100, AMER 200.' });
     expect(slack.calls.slice(since).filter((c) => c.method === 'chat.postMessage')).toHaveLength(1);
     expect(upstream.requests.length).toBe(upstreamCalls + 1);
+  });
+
+  it('when a user writes to the bot directly, then it answers in a thread of that message, and a follow-up there continues it', async () => {
+    const dm = 'D0000ALICE';
+    let since = slack.calls.length;
+    await slack.sendEvent(eventsUrl, {
+      type: 'message',
+      channel_type: 'im',
+      user: 'U0000ALICE',
+      text: 'Total sales by region for 2019',
+      ts: '1700000400.000100',
+      channel: dm,
+    });
+    expect((await nextCall('chat.postMessage', since)).args).toMatchObject({
+      channel: dm,
+      thread_ts: '1700000400.000100',
+      text: expect.stringContaining('2019'),
+    });
+    since = slack.calls.length;
+    await slack.sendEvent(eventsUrl, {
+      type: 'message',
+      channel_type: 'im',
+      user: 'U0000ALICE',
+      text: 'show me the SQL',
+      ts: '1700000400.000200',
+      thread_ts: '1700000400.000100',
+      channel: dm,
+    });
+    expect((await nextCall('chat.postMessage', since)).args.text).toContain('WHERE year = 2019');
   });
 
   it('when an event is signed with another secret, then the bot refuses it and answers nothing', async () => {
