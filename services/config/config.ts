@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { DURATION_PATTERN, parseDurationMs } from './duration.js';
 import { type CustomPiiPattern, parseCustomPiiPatterns } from './pii-patterns.js';
@@ -220,14 +220,32 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const converted = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, input));
   if (!Value.Check(ConfigSchema, converted)) {
-    const problems = [...Value.Errors(ConfigSchema, converted)].map((e) => {
-      const name = e.instancePath.replace(/^\//, '') || String((e.params as { requiredProperties?: string[] })?.requiredProperties ?? '');
-      return `${name}: ${e.message} (got ${JSON.stringify(input[name] ?? null)})`;
-    });
-    throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    throw new ConfigError(`invalid configuration:\n  ${configProblems(converted as Record<string, unknown>, input).join('\n  ')}`);
   }
   const raw = converted as RawConfig;
   return deriveConfig(raw);
+}
+
+/**
+ * One line per invalid variable. TypeBox reports a union of literals once per literal ("must be equal
+ * to constant", three times for three values), so such a variable is told its allowed values instead.
+ */
+function configProblems(converted: Record<string, unknown>, input: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const [name, schema] of Object.entries(ConfigSchema.properties) as [string, TSchema][]) {
+    const value = converted[name];
+    if (value === undefined || Value.Check(schema, value)) continue;
+    const allowed = allowedValues(schema);
+    const message = allowed ? `must be one of ${allowed.join(', ')}` : ([...Value.Errors(schema, value)][0]?.message ?? 'is invalid');
+    problems.push(`${name}: ${message} (got ${JSON.stringify(input[name] ?? null)})`);
+  }
+  return problems;
+}
+
+function allowedValues(schema: TSchema): string[] | undefined {
+  const variants = (schema as { anyOf?: { const?: unknown }[] }).anyOf;
+  if (!variants?.every((v) => v.const !== undefined)) return undefined;
+  return variants.map((v) => String(v.const));
 }
 
 function deriveConfig(raw: RawConfig): Config {

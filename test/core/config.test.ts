@@ -64,6 +64,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  it('when enum settings and a number are invalid, then each is named once, an enum with its allowed values', () => {
+    let message = '';
+    try {
+      loadConfig({ LOG_LEVEL: 'loud', MEMORY_AUGMENTATION: 'summary', PORT: 'eighty' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(
+      message
+        .split('\n')
+        .slice(1)
+        .map((line) => line.trim()),
+    ).toEqual([
+      'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+      'PORT: must be integer (got "eighty")',
+      'MEMORY_AUGMENTATION: must be one of instructions, inline, rewrite (got "summary")',
+    ]);
+  });
+
   it('when ANSWER_BACKEND=sql is set with its database and LLM, then it is accepted with its defaults', () => {
     expect(loadConfig({ ANSWER_BACKEND: 'sql', SQL_DATABASE_URL: 'embedded-demo', ...SQL_LLM })).toMatchObject({
       answerBackend: 'sql',

@@ -729,10 +729,12 @@ export interface operations {
                             csv?: string;
                             /** @description forget: the session was cleared */
                             cleared?: boolean;
-                            /** @description recall: the session's questions */
+                            /** @description recall: the session's questions with their SQL */
                             questions?: {
                                 turn_number: number;
                                 question: string;
+                                /** @description The SQL that answered it, if any */
+                                sql_query: string | null;
                             }[];
                         } & {
                             [key: string]: unknown;

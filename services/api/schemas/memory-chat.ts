@@ -148,9 +148,14 @@ export const MemoryChatResponse = Type.Object(
           csv: Type.Optional(Type.String({ description: 'export_csv: the CSV itself when at most 8 KB' })),
           cleared: Type.Optional(Type.Boolean({ description: 'forget: the session was cleared' })),
           questions: Type.Optional(
-            Type.Array(Type.Object({ turn_number: Type.Integer(), question: Type.String() }), {
-              description: "recall: the session's questions",
-            }),
+            Type.Array(
+              Type.Object({
+                turn_number: Type.Integer(),
+                question: Type.String(),
+                sql_query: Type.Union([Type.String(), Type.Null()], { description: 'The SQL that answered it, if any' }),
+              }),
+              { description: "recall: the session's questions with their SQL" },
+            ),
           ),
         },
         {

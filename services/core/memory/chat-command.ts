@@ -67,7 +67,7 @@ export async function runMemoryCommand(deps: MemoryDeps, req: MemoryChatRequest,
   };
   const { response } = await store(deps, turnTarget(deps, req, sessionId, now), turn, req.idempotency, (session) => ({
     answer: outcome.answer,
-    sql_query: outcome.sqlQuery ?? '',
+    sql_query: outcome.sqlQuery,
     tables_used: outcome.tablesUsed,
     conversation_metadata: conversationMetadata(session),
     memory_context_used: memoryContextUsed,
