@@ -50,7 +50,8 @@ describe('the Slack bot example', () => {
         if (!call) throw new Error(`no ${method} yet`);
         return call;
       },
-      { timeout: 15_000, interval: 50 },
+      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
+      { timeout: 25_000, interval: 50 },
     );
 
   const sessionOf = async (user: string, key: string) => {

@@ -63,7 +63,8 @@ describe('the Telegram bot example', () => {
         if (!reply) throw new Error(`no reply to ${text} yet`);
         return reply;
       },
-      { timeout: 15_000, interval: 50 },
+      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
+      { timeout: 25_000, interval: 50 },
     );
   };
   const sessionOf = async (user: typeof ALICE, chatId: number) => {
