@@ -65,6 +65,8 @@ try {
       DATA_DIR: dataDir,
       JWT_SECRET: jwtSecret,
       ANSWER_URL: answerUrl,
+      // The stand-in takes any request; the Denodo AI SDK needs the caller's credentials (ANSWER_AUTH's default).
+      ANSWER_AUTH: 'none',
       // The suite's users ask quickly; the limit has its own tests.
       RATE_LIMIT_PER_MINUTE: '0',
       LOG_LEVEL: 'warn',
