@@ -666,6 +666,8 @@ export interface operations {
                         vector_store_search_time?: unknown;
                         llm_time?: unknown;
                         total_execution_time?: unknown;
+                        /** @description Where the stored result rows of this turn (or, for "export that as CSV", of the turn it names) download as CSV; absent when no rows are stored */
+                        csv_url?: string;
                         /** @description Null when the turn was not stored: the caller is outside the memory rollout and MEMORY_STORE_OUTSIDE_ROLLOUT=false */
                         conversation_metadata: {
                             /** Format: uuid */

@@ -88,6 +88,8 @@ export default fp(
       const schema = route.schema as { operationId?: string; security?: Record<string, string[]>[]; tags?: string[] } | undefined;
       if (schema?.operationId) operationIds.add(schema.operationId);
       if (!schema?.security?.some((s) => 'bearerAuth' in s) || schema.tags?.includes('admin')) return;
+      // A GET's HEAD route shares its schema: documented once.
+      if (schema.security.some((s) => 'apiKeyAuth' in s)) return;
       schema.security = [...schema.security, { apiKeyAuth: [] }];
     });
   },

@@ -88,6 +88,12 @@ export const MemoryChatResponse = Type.Object(
     vector_store_search_time: Type.Optional(Type.Unknown()),
     llm_time: Type.Optional(Type.Unknown()),
     total_execution_time: Type.Optional(Type.Unknown()),
+    csv_url: Type.Optional(
+      Type.String({
+        description:
+          'Where the stored result rows of this turn (or, for "export that as CSV", of the turn it names) download as CSV; absent when no rows are stored',
+      }),
+    ),
     conversation_metadata: Type.Union([ConversationMetadata, Type.Null()], {
       description: 'Null when the turn was not stored: the caller is outside the memory rollout and MEMORY_STORE_OUTSIDE_ROLLOUT=false',
     }),
