@@ -205,3 +205,27 @@ describe('/memoryChat in front of the Denodo AI SDK 0.5', () => {
     expect(instructions).toContain('<conversation_memory>');
   });
 });
+
+describe('/memoryChat in front of the Denodo AI SDK, with MEMORY_AUGMENTATION=inline', () => {
+  let sdk: DenodoSdkStandIn;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS });
+    t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined, MEMORY_AUGMENTATION: 'inline' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sdk?.close();
+  });
+
+  it('when memory goes into the question, then the views of the earlier SQL still go as use_views', async () => {
+    const ask = (body: Record<string, unknown>) =>
+      t.request('POST', '/memoryChat', { token: t.token('inline'), body, headers: { 'x-upstream-authorization': ALICE } });
+    const first = await ask({ question: 'Total sales by region for 2024' });
+    await ask({ question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    const call = sdk.calls.at(-1)!;
+    expect(String(call.body.question)).toContain('Current question: What about 2023?');
+    expect(call.body.use_views).toBe('sales_db.sales');
+  });
+});
