@@ -390,7 +390,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Background job counts per state (memory-admin) */
+        /**
+         * Background job counts per state (memory-admin)
+         * @description The admin's own tenant's jobs and the system's (cleanup, re-embedding); completed and failed jobs as far as they are kept.
+         */
         get: operations["getJobCounts"];
         put?: never;
         post?: never;
