@@ -78,4 +78,17 @@ describe('the OpenAPI document', () => {
     );
     expect(initializer).toMatch(/"persistAuthorization":\s*true/);
   });
+
+  it('when /docs is asked to load another document (?url=, ?configUrl=), then 400', async () => {
+    const [url, configUrl, plain] = await withAppWithoutDatabase({ JWT_SECRET: 'x'.repeat(32) }, async (app) => [
+      await app.inject('/docs/?url=https://evil.test/spec.json'),
+      await app.inject('/docs/static/index.html?configUrl=https://evil.test/config.json'),
+      await app.inject('/docs/'),
+    ]);
+    for (const refused of [url, configUrl]) {
+      expect(refused.statusCode).toBe(400);
+      expect(refused.headers['content-type']).toContain('application/problem+json');
+    }
+    expect(plain.statusCode).not.toBe(400);
+  });
 });

@@ -85,7 +85,7 @@ describe('the memorychat-client package', () => {
     const user = createMemorychatClient(service.baseUrl, service.token('exporting-user'));
     await user.POST('/sessions/turns', { body: { question: 'Revenue in 2024?', answer: '1 M.' } });
 
-    const { data: accepted, response } = await user.GET('/me/export');
+    const { data: accepted, response } = await user.POST('/me/export');
     expect(response.status).toBe(202);
     const id = accepted!.request_id;
     let status = (await user.GET('/gdpr/requests/{id}', { params: { path: { id } } })).data;

@@ -410,7 +410,7 @@ async function waitForRequest(id) {
 
 async function exportData() {
   $('export-status').textContent = 'Export queued…';
-  const { body: accepted } = await api('GET', '/me/export');
+  const { body: accepted } = await api('POST', '/me/export');
   const done = await waitForRequest(accepted.request_id);
   if (done.status !== 'completed') throw new Error(`The export failed (${done.error_code ?? 'unknown'}).`);
   const { body } = await api('GET', done.download_url);
