@@ -1,5 +1,7 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startFakeOpenAI } from '../support/fake-llm.js';
+import { SERVER, SUPERUSER } from '../support/postgres-server.js';
 import { sqlByQuestion } from '../support/sql-llm-by-question.js';
 import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -104,12 +106,19 @@ describe.each([
   it.runIf(timeoutMs !== TIMEOUT_MS)(
     'when the client that asked goes away, then its statement is ended at once, not at the timeout, and the SQL answerer serves the next question',
     async () => {
-      const running = async () =>
-        (
-          await warehouse.pool!.query(
+      // As the superuser: the statement runs as the warehouse's reader, whose query text others cannot see.
+      const running = async () => {
+        const client = new pg.Client({ ...SERVER, user: SUPERUSER, database: 'postgres' });
+        await client.connect();
+        try {
+          const found = await client.query(
             "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%generate_series(1, (SELECT 200000000))%' AND pid <> pg_backend_pid()",
-          )
-        ).rows[0].n as number;
+          );
+          return found.rows[0].n as number;
+        } finally {
+          await client.end();
+        }
+      };
       const engine = t.demoEngine?.pid();
       const gone = new AbortController();
       const attack = ask('mallory', 'count everything, then hang up', gone.signal).catch((err: Error) => err);
