@@ -64,6 +64,27 @@ describe('memory scope (memory_scope: user | session)', () => {
     expect((await context({})).body.context_text).toContain('year = 2024');
   });
 
+  it('when a conversation is forgotten (the /forget command, or DELETE), then no later memory block of any session recalls it', async () => {
+    for (const forget of ['command', 'delete'] as const) {
+      const user = t.token(`forgetful-${forget}`);
+      const chat = (body: Record<string, unknown>) => t.request('POST', '/memoryChat', { token: user, body });
+      const old = await chat({ question: 'Show me total sales by region for 2024', session_key: 'to-forget' });
+      const oldId = old.body.conversation_metadata.conversation_id;
+      await chat({ question: 'Total sales by region in 2023?', session_key: 'probe-before' });
+      expect(JSON.stringify(upstream.lastBody()), forget).toContain('year = 2024');
+
+      if (forget === 'command') expect((await chat({ question: '/forget', session_id: oldId })).status).toBe(200);
+      else expect((await t.request('DELETE', `/sessions/${oldId}`, { token: user })).status).toBe(204);
+
+      const after = await chat({ question: 'Total sales by region in 2022?', session_key: 'probe-after' });
+      expect(after.status).toBe(200);
+      // The probe before was itself a 2023 turn with its own SQL; the forgotten 2024 SQL is gone.
+      expect(JSON.stringify(upstream.lastBody()), forget).not.toContain('year = 2024');
+      const context = await t.request('POST', '/memory/context', { token: user, body: { question: 'Total sales by region for 2024?' } });
+      expect(context.body.context_text, forget).not.toContain('year = 2024');
+    }
+  });
+
   it('when memory_scope is not one of the two, then 400 naming the field', async () => {
     const res = await ask({ memory_scope: 'tenant' });
     expect(res.status).toBe(400);
