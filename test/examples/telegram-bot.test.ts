@@ -132,6 +132,31 @@ describe('the Telegram bot example', () => {
     }
   });
 
+  it('when an answer is longer than a Telegram message, then it comes in several messages, in order', async () => {
+    const chat = -100_350;
+    const answer = Array.from({ length: 900 }, (_, i) => `Region ${i} sold <${i * 7}> & more.`).join('\n');
+    upstream.handle((req, res) => sendJson(res, 200, { ...salesReply(String(req.body.question)), answer }));
+    try {
+      const since = telegram.calls.length;
+      await say(chat, BOB, 'Sales by every region for 2024');
+      const replies = await vi.waitFor(
+        () => {
+          const sent = telegram.calls.slice(since).filter((c) => c.method === 'sendMessage');
+          if (sent.map((c) => String(c.params.text)).join('').length < answer.length) throw new Error('not all parts yet');
+          return sent;
+        },
+        { timeout: 25_000, interval: 50 },
+      );
+      expect(replies.length).toBeGreaterThan(1);
+      const unescaped = replies.map((c) => String(c.params.text).replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'));
+      expect(unescaped.join('\n')).toBe(answer);
+    } finally {
+      upstream.handle((req, res) =>
+        sendJson(res, 200, salesReply(String(req.body?.question ?? ''), String(req.body?.custom_instructions ?? ''))),
+      );
+    }
+  });
+
   it('when the user sends /clear, then the chat continues in an emptied conversation, and /forget deletes it', async () => {
     const chat = -100_400;
     await say(chat, ALICE, 'Total sales by region for 2020');
