@@ -28,6 +28,8 @@ export interface RetrievalRequest {
   withMessages?: boolean;
   /** Also read up to this many of the session's latest questions, as recentQuestions does (for dedup). */
   recentQuestions?: number;
+  /** Similar turns come from this session only (memory scope `session`): no cross-session recall. */
+  sessionOnly?: boolean;
 }
 
 export interface Retrieved {
@@ -102,6 +104,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
          AND ${inLiveSessions(tenant, user, now)}
          AND ${VISIBLE_IN_SEARCH}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
+         AND (NOT ${param(req.sessionOnly ?? false)}::boolean OR t.session_id = ${session}::uuid)
      ), ${fusedRanking(depth, req.minSimilarity, queryTerms)}, sim AS (
        -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
        -- three turns over one table tell the answerer less than the best turns over three.

@@ -34,12 +34,14 @@ describe('the OpenAPI document', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it('when an operation is public, then it says `security: []`; every other one asks for the bearer token', async () => {
+  it('when an operation is public, then it says `security: []`; an admin one asks for the bearer token; every other one for it or an API key', async () => {
     const document = await documentFor({});
     expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
     for (const [name, op] of operations(document)) {
       const isPublic = PUBLIC_PATHS.some((path) => name.endsWith(` ${path}`));
-      expect({ name, security: op.security }).toEqual({ name, security: isPublic ? [] : [{ bearerAuth: [] }] });
+      // No API key carries the memory-admin role (docs/api-keys.md).
+      const expected = isPublic ? [] : op.tags?.includes('admin') ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
+      expect({ name, security: op.security }).toEqual({ name, security: expected });
     }
   });
 

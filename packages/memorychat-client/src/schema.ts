@@ -626,6 +626,11 @@ export interface operations {
                     max_history_messages?: number;
                     /** @description Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K) */
                     semantic_search_k?: number;
+                    /**
+                     * @description Where memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory)
+                     * @default user
+                     */
+                    memory_scope?: "user" | "session";
                     vdp_database_names?: string | string[];
                     vdp_tag_names?: string | string[];
                     use_views?: string;
@@ -2151,6 +2156,11 @@ export interface operations {
                     max_tokens?: number;
                     /** @description Related memories (default MEMORY_SEMANTIC_SEARCH_K) */
                     k?: number;
+                    /**
+                     * @description Where memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory)
+                     * @default user
+                     */
+                    memory_scope?: "user" | "session";
                     vdp_database_names?: string[] | string;
                     /** @description Only turns whose recorded tags lie within these */
                     vdp_tag_names?: string[] | string;

@@ -87,8 +87,10 @@ export default fp(
     app.addHook('onRoute', (route) => {
       const schema = route.schema as { operationId?: string; security?: Record<string, string[]>[]; tags?: string[] } | undefined;
       if (schema?.operationId) operationIds.add(schema.operationId);
-      if (!schema?.security?.some((s) => 'bearerAuth' in s) || schema.tags?.includes('admin')) return;
-      schema.security = [...schema.security, { apiKeyAuth: [] }];
+      const security = schema?.security;
+      if (!security?.some((s) => 'bearerAuth' in s) || schema?.tags?.includes('admin')) return;
+      // A GET route's HEAD twin shares its schema: the second onRoute finds the key already there.
+      if (!security.some((s) => 'apiKeyAuth' in s)) schema!.security = [...security, { apiKeyAuth: [] }];
     });
   },
   { name: 'api-keys' },

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js';
 import { idempotencyKeyHeader } from './idempotency.js';
+import { MemoryScopeField } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
@@ -31,6 +32,7 @@ export function memoryChatBody(maxQuestionChars: number) {
       semantic_search_k: Type.Optional(
         Type.Integer({ minimum: 0, maximum: 20, description: 'Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K)' }),
       ),
+      memory_scope: Type.Optional(MemoryScopeField),
       vdp_database_names: Type.Optional(StringOrList),
       vdp_tag_names: Type.Optional(StringOrList),
       use_views: Type.Optional(Type.String()),

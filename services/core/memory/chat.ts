@@ -233,6 +233,7 @@ async function readMemory(
         k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
         databases,
         tags: databaseNames(req.params.vdp_tag_names),
+        memoryScope: req.memoryScope,
         // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
         recentQuestions: settings.maxTurnsPerSession,
       },
