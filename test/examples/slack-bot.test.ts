@@ -8,8 +8,8 @@ import { createSlackBot, memorychatUser, sessionKey } from '../../examples/slack
 import { sendJson } from '../support/fake-http-server.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { createBotApiKey } from './support/bot-api-key.js';
 import { BOT_USER_ID, type FakeSlack, startFakeSlack, TEAM_ID, type WebApiCall } from './support/fake-slack.js';
+import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
 const SIGNING_SECRET = 'fake-signing-secret-8f14e45fceea167a';
 const CHANNEL = 'C0000042';
@@ -24,6 +24,7 @@ describe('the Slack bot example', () => {
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    await warmUp(t);
     slack = await startFakeSlack(SIGNING_SECRET);
     bot = createSlackBot({
       signingSecret: SIGNING_SECRET,
@@ -51,7 +52,6 @@ describe('the Slack bot example', () => {
         if (!call) throw new Error(`no ${method} yet`);
         return call;
       },
-      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
       { timeout: 25_000, interval: 50 },
     );
 

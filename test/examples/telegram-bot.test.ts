@@ -7,8 +7,8 @@ import { createTelegramBot, memorychatUser, sessionKey } from '../../examples/te
 import { sendJson } from '../support/fake-http-server.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { createBotApiKey } from './support/bot-api-key.js';
 import { BOT_TOKEN, type BotApiCall, type FakeTelegram, startFakeTelegram } from './support/fake-telegram.js';
+import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
 const ALICE = { id: 7001, first_name: 'Alice' };
 const BOB = { id: 7002, first_name: 'Bob' };
@@ -23,6 +23,7 @@ describe('the Telegram bot example', () => {
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    await warmUp(t);
     telegram = await startFakeTelegram();
     bot = createTelegramBot({
       token: BOT_TOKEN,
@@ -63,7 +64,6 @@ describe('the Telegram bot example', () => {
         if (!reply) throw new Error(`no reply to ${text} yet`);
         return reply;
       },
-      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
       { timeout: 25_000, interval: 50 },
     );
   };
