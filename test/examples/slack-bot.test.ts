@@ -5,10 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { type App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSlackBot, memorychatUser, sessionKey } from '../../examples/slack-bot/src/bot.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
+import { sendJson } from '../support/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { createBotApiKey } from './support/bot-api-key.js';
 import { BOT_USER_ID, type FakeSlack, startFakeSlack, TEAM_ID, type WebApiCall } from './support/fake-slack.js';
+import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
 const SIGNING_SECRET = 'fake-signing-secret-8f14e45fceea167a';
 const CHANNEL = 'C0000042';
@@ -23,6 +24,7 @@ describe('the Slack bot example', () => {
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    await warmUp(t);
     slack = await startFakeSlack(SIGNING_SECRET);
     bot = createSlackBot({
       signingSecret: SIGNING_SECRET,
@@ -50,7 +52,6 @@ describe('the Slack bot example', () => {
         if (!call) throw new Error(`no ${method} yet`);
         return call;
       },
-      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
       { timeout: 25_000, interval: 50 },
     );
 
@@ -207,6 +208,29 @@ describe('the Slack bot example', () => {
       channel: dm,
     });
     expect((await nextCall('chat.postMessage', since)).args.text).toContain('WHERE year = 2019');
+  });
+
+  it('when an answer holds Slack markup such as <!channel>, then the bot escapes it instead of pinging the channel', async () => {
+    upstream.handle((req, res) =>
+      sendJson(res, 200, { ...salesReply(String(req.body.question)), answer: '<!channel> EMEA < AMER & <https://evil.example|click>' }),
+    );
+    try {
+      const since = slack.calls.length;
+      await slack.sendEvent(eventsUrl, {
+        type: 'app_mention',
+        user: 'U0000ALICE',
+        text: `<@${BOT_USER_ID}> Who sold more in 2024?`,
+        ts: '1700000500.000100',
+        channel: CHANNEL,
+      });
+      expect((await nextCall('chat.postMessage', since)).args.text).toBe(
+        '&lt;!channel&gt; EMEA &lt; AMER &amp; &lt;https://evil.example|click&gt;',
+      );
+    } finally {
+      upstream.handle((req, res) =>
+        sendJson(res, 200, salesReply(String(req.body?.question ?? ''), String(req.body?.custom_instructions ?? ''))),
+      );
+    }
   });
 
   it('when an event is signed with another secret, then the bot refuses it and answers nothing', async () => {

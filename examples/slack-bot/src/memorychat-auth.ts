@@ -12,16 +12,5 @@ export interface MemorychatSettings {
  * only place the bot authenticates: its API key in X-Api-Key, the user in X-Memory-User.
  */
 export function memorychatFor(settings: MemorychatSettings, userId: string): MemorychatClient {
-  const memorychat = createMemorychatClient(settings.url, settings.apiKey);
-  // The client sends its credential as a Bearer token, which the service reads as a JWT (and a
-  // request with both a JWT and a key is refused): the key moves to its own header.
-  memorychat.use({
-    onRequest({ request }) {
-      request.headers.delete('authorization');
-      request.headers.set('x-api-key', settings.apiKey);
-      request.headers.set('x-memory-user', userId);
-      return request;
-    },
-  });
-  return memorychat;
+  return createMemorychatClient(settings.url, { apiKey: settings.apiKey, user: userId });
 }

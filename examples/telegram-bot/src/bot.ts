@@ -71,14 +71,14 @@ function which(argument: string): string {
 async function answer(ctx: Context, memorychat: MemorychatClient, question: string): Promise<void> {
   await ctx.replyWithChatAction('typing');
   const reply = await ask(memorychat, question, sessionKey(ctx.chat!.id));
-  if (reply.csv) {
+  if ('csv' in reply) {
     await ctx.replyWithDocument(new InputFile(Buffer.from(reply.csv.content), reply.csv.filename), {
-      caption: reply.html,
+      caption: reply.caption,
       parse_mode: 'HTML',
     });
     return;
   }
-  await ctx.reply(reply.html, { parse_mode: 'HTML' });
+  for (const message of reply.messages) await ctx.reply(message, { parse_mode: 'HTML' });
 }
 
 async function sessionOfChat(memorychat: MemorychatClient, chatId: number): Promise<string | undefined> {
