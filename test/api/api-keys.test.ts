@@ -212,6 +212,13 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     expect(both.status).toBe(401);
     const garbage = await t.request('GET', '/sessions', { headers: asKey('mck.not-a-key', 'u1') });
     expect(garbage).toMatchObject({ status: 401, body: { code: 'unauthorized', detail: 'the API key is not valid' } });
+    // A tenant no text column can hold is refused before it reaches the database as a scope.
+    const [prefix, , id, secret] = api_key.split('.');
+    const nul = [prefix, Buffer.from('acme\u0000').toString('base64url'), id, secret].join('.');
+    expect(await t.request('GET', '/sessions', { headers: asKey(nul, 'u1') })).toMatchObject({
+      status: 401,
+      body: { code: 'unauthorized' },
+    });
   });
 });
 
