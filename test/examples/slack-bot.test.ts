@@ -32,7 +32,12 @@ describe('the Slack bot example', () => {
       slackApiUrl: slack.apiUrl,
       logLevel: LogLevel.ERROR,
       // The routes examples/slack-bot/README.md tells an admin to allow.
-      memorychat: { url: t.baseUrl, apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv']) },
+      memorychat: {
+        url: t.baseUrl,
+        apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv']),
+        // Each thread its own conversation, nothing recalled from the user's other threads.
+        memoryScope: 'session',
+      },
     });
     const server = (await bot.start(0)) as Server;
     eventsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
@@ -153,6 +158,26 @@ describe('the Slack bot example', () => {
       'files.getUploadURLExternal',
       'files.completeUploadExternal',
     ]);
+  });
+
+  it('when the bot keeps memory to the thread (memoryScope session) and a user asks the same in a new thread, then nothing of the other thread is recalled', async () => {
+    const question = 'Which warehouse shipped the most parcels to Iceland in 2014?';
+    const askIn = async (threadTs: string) => {
+      const since = slack.calls.length;
+      await slack.sendEvent(eventsUrl, {
+        type: 'app_mention',
+        user: 'U000DAVID',
+        text: `<@${BOT_USER_ID}> ${question}`,
+        ts: threadTs,
+        channel: CHANNEL,
+      });
+      await nextCall('chat.postMessage', since);
+      return upstream.lastBody();
+    };
+    await askIn('1700000600.000100');
+    const second = await askIn('1700000700.000100');
+    expect(second.question).toBe(question);
+    expect(JSON.stringify(second.custom_instructions ?? '')).not.toContain(question);
   });
 
   it('when a message in a thread comes from someone who never talked to the bot there, then the bot stays silent', async () => {

@@ -11,8 +11,15 @@ export interface BotReply {
  * shows. "show me the SQL" and "export that as CSV" are memory commands of the service
  * (docs/chat-native.md): it recognises them, so the bot needs no command parser of its own.
  */
-export async function ask(memorychat: MemorychatClient, question: string, sessionKey: string): Promise<BotReply> {
-  const { data, error } = await memorychat.POST('/memoryChat', { body: { question, session_key: sessionKey } });
+export async function ask(
+  memorychat: MemorychatClient,
+  question: string,
+  sessionKey: string,
+  memoryScope?: 'session' | 'user',
+): Promise<BotReply> {
+  const { data, error } = await memorychat.POST('/memoryChat', {
+    body: { question, session_key: sessionKey, ...(memoryScope ? { memory_scope: memoryScope } : {}) },
+  });
   if (!data) return { text: `:warning: memorychat could not answer: ${escapeMrkdwn(error?.detail ?? error?.title ?? 'no reply')}` };
   const command = data.memory_command;
   if (command?.name === 'show_sql' && command.found) {

@@ -15,8 +15,15 @@ const QUOTED_QUESTION_CHARS = 200;
  * Telegram shows. /sql and /csv are sent as the service's memory commands ("show me the SQL",
  * "export that as CSV": docs/chat-native.md), which find the turn meant and answer from memory.
  */
-export async function ask(memorychat: MemorychatClient, question: string, sessionKey: string): Promise<BotReply> {
-  const { data, error } = await memorychat.POST('/memoryChat', { body: { question, session_key: sessionKey } });
+export async function ask(
+  memorychat: MemorychatClient,
+  question: string,
+  sessionKey: string,
+  memoryScope?: 'session' | 'user',
+): Promise<BotReply> {
+  const { data, error } = await memorychat.POST('/memoryChat', {
+    body: { question, session_key: sessionKey, ...(memoryScope ? { memory_scope: memoryScope } : {}) },
+  });
   if (!data) return { messages: [`memorychat could not answer: ${escapeHtml(error?.detail ?? error?.title ?? 'no reply')}`] };
   const command = data.memory_command;
   if (command?.name === 'show_sql' && command.found) {

@@ -5,6 +5,11 @@ export interface MemorychatSettings {
   url: string;
   /** A key from POST /admin/api-keys with act_for_users (docs/api-keys.md). */
   apiKey: string;
+  /**
+   * What memory an answer uses (docs/memory-api.md): `session`, this conversation only,
+   * or `user`, also the user's similar questions of other conversations; unset, the service's default.
+   */
+  memoryScope?: 'session' | 'user';
 }
 
 /**
