@@ -48,6 +48,11 @@ export interface Retrieved {
   similar: SimilarTurn[];
   /** The session's latest questions, newest first, when `recentQuestions` asked for them. */
   recent: RecentQuestion[];
+  /**
+   * The user's erasure epoch (migration 011), read by the same statement: a request's first read,
+   * which its turn's store compares with (store-turn.ts).
+   */
+  eraseEpoch: number;
 }
 
 export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
@@ -71,7 +76,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const queryTerms = param(req.search?.terms ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
 
-  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent'; row: Record<string, unknown> }>(
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
       sql`WITH sess AS (
        SELECT ${SESSION_COLUMNS},
@@ -118,11 +123,13 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
-     UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent`,
+     UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
+     UNION ALL SELECT 'epoch', jsonb_build_object('epoch', COALESCE(
+       (SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0))`,
     ),
   );
 
-  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {} };
+  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {}, eraseEpoch: 0 };
   const similar: { turn: SimilarTurn; score: number }[] = [];
   for (const { source, row } of rows) {
     if (source === 'session') {
@@ -131,6 +138,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
     } else if (source === 'window') out.window.push(turnFromJson(row));
     else if (source === 'recent') out.recent.push(row as unknown as RecentQuestion);
+    else if (source === 'epoch') out.eraseEpoch = Number(row.epoch);
     else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },

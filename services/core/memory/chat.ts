@@ -36,13 +36,18 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   // Outside the rollout with MEMORY_STORE_OUTSIDE_ROLLOUT=false the service is a plain proxy: no
   // session is found or made, no command recognised, nothing stored (docs/privacy.md#rollout).
   const storing = storesTurns(deps.settings.rollout, asked.identity);
+  // The user's erasure epoch is read by the request's first statement, before anything is written:
+  // on its own before a keyed session is found or made, else with the memory read (one round trip).
+  const keyedEpoch = storing && asked.sessionKey !== undefined ? await eraseEpochAtStart(deps.db, asked.identity) : undefined;
   const req = {
     ...asked,
-    eraseEpoch: storing ? await eraseEpochAtStart(deps.db, asked.identity) : 0,
     sessionId: storing ? await sessionIdForWrite(deps, asked.identity, asked, asked) : undefined,
   };
   const command = storing && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
-  if (command) return runMemoryCommand(deps, req, command, stream);
+  if (command) {
+    const eraseEpoch = keyedEpoch ?? (await eraseEpochAtStart(deps.db, req.identity));
+    return runMemoryCommand(deps, { ...req, eraseEpoch }, command, stream);
+  }
 
   const { settings } = deps;
   const now = deps.clock();
@@ -57,6 +62,8 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   if (req.sessionId && retrieved && !retrieved.session) {
     throw new AppError('session-not-found', `session ${req.sessionId} does not exist or has expired`);
   }
+  // Without a memory read (none asked, or it failed) the epoch is read now, still before the answerer is asked.
+  const eraseEpoch = storing ? (keyedEpoch ?? retrieved?.eraseEpoch ?? (await eraseEpochAtStart(deps.db, req.identity))) : 0;
   const context = buildMemoryContext({
     window: retrieved?.window ?? [],
     similar: retrieved?.similar ?? [],
@@ -78,7 +85,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const useViews = pinnedViews(context, req.params.use_views, databases);
 
   const sessionId = storing ? (req.sessionId ?? randomUUID()) : null;
-  const target = sessionId ? turnTarget(deps, req, sessionId, now) : undefined;
+  const target = sessionId ? turnTarget(deps, { ...req, eraseEpoch }, sessionId, now) : undefined;
   // The answerer gets the question as asked; what is stored and embedded is cut and masked: storableTurn (docs/privacy.md).
   const turnBase = {
     question: req.question,
