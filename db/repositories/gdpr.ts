@@ -82,7 +82,11 @@ export async function listSessionsForExport(db: Queryable, tenantId: string, use
   return rows;
 }
 
-/** One page of a session's turns: every column but the vector (derived from the exported text). */
+/**
+ * One page of a session's turns, each as the JSON text of its whole row. json, not jsonb: a jsonb
+ * string holds at most 256 MB, so to_jsonb of a turn with a larger answer fails; a json text is only
+ * bounded by text's 1 GB. The caller drops the columns not exported.
+ */
 export async function listTurnsForExport(
   db: Queryable,
   tenantId: string,
@@ -91,8 +95,8 @@ export async function listTurnsForExport(
   afterTurn: number,
   limit: number,
 ) {
-  const { rows } = await db.query<{ turn_number: number; turn: Record<string, unknown> }>(
-    `SELECT t.turn_number, to_jsonb(t) - 'tenant_id' - 'user_id' - 'session_id' - 'embedding' - 'search_terms' AS turn
+  const { rows } = await db.query<{ turn_number: number; turn: string }>(
+    `SELECT t.turn_number, row_to_json(t)::text AS turn
      FROM turns t WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3 AND t.turn_number > $4
      ORDER BY t.turn_number LIMIT $5`,
     [tenantId, userId, sessionId, afterTurn, limit],
@@ -100,26 +104,69 @@ export async function listTurnsForExport(
   return rows;
 }
 
-export async function insertExport(
-  db: Queryable,
-  row: { tenantId: string; userId: string; requestId: string; now: Date; expiresAt: Date; turnCount: number; payload: string },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO gdpr_exports (tenant_id, user_id, request_id, created_at, expires_at, turn_count, payload)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)
-     ON CONFLICT (tenant_id, user_id, request_id) DO NOTHING`,
-    [row.tenantId, row.userId, row.requestId, row.now, row.expiresAt, row.turnCount, row.payload],
-  );
+export interface ExportRef {
+  tenantId: string;
+  userId: string;
+  requestId: string;
 }
 
-/** The export document as JSON text, when it exists and has not expired. */
-export async function findExportPayload(db: Queryable, tenantId: string, userId: string, requestId: string, now: Date) {
-  const { rows } = await db.query<{ payload: string }>(
+/**
+ * The export's row, without a document of its own: its parts follow (appendExportPart). Parts of an
+ * earlier attempt of the same request are removed, so a retried job writes the export afresh.
+ */
+export async function beginExport(db: Queryable, ref: ExportRef & { now: Date; expiresAt: Date }): Promise<void> {
+  await db.query(
+    `INSERT INTO gdpr_exports (tenant_id, user_id, request_id, created_at, expires_at, turn_count, payload)
+     VALUES ($1, $2, $3, $4, $5, 0, NULL)
+     ON CONFLICT (tenant_id, user_id, request_id) DO NOTHING`,
+    [ref.tenantId, ref.userId, ref.requestId, ref.now, ref.expiresAt],
+  );
+  await db.query('DELETE FROM gdpr_export_parts WHERE tenant_id = $1 AND user_id = $2 AND request_id = $3', [
+    ref.tenantId,
+    ref.userId,
+    ref.requestId,
+  ]);
+}
+
+export async function appendExportPart(db: Queryable, ref: ExportRef, part: number, body: string): Promise<void> {
+  await db.query('INSERT INTO gdpr_export_parts (tenant_id, user_id, request_id, part, body) VALUES ($1, $2, $3, $4, $5)', [
+    ref.tenantId,
+    ref.userId,
+    ref.requestId,
+    part,
+    body,
+  ]);
+}
+
+export async function finishExport(db: Queryable, ref: ExportRef, turnCount: number): Promise<void> {
+  await db.query('UPDATE gdpr_exports SET turn_count = $4 WHERE tenant_id = $1 AND user_id = $2 AND request_id = $3', [
+    ref.tenantId,
+    ref.userId,
+    ref.requestId,
+    turnCount,
+  ]);
+}
+
+/**
+ * The export, when it exists and has not expired: `payload` is its document as JSON text when it was
+ * stored whole (exports made before parts), else null and its parts are read with readExportPart.
+ */
+export async function findExport(db: Queryable, ref: ExportRef, now: Date): Promise<{ payload: string | null } | undefined> {
+  const { rows } = await db.query<{ payload: string | null }>(
     `SELECT payload::text AS payload FROM gdpr_exports
      WHERE tenant_id = $1 AND user_id = $2 AND request_id = $3 AND expires_at > $4`,
-    [tenantId, userId, requestId, now],
+    [ref.tenantId, ref.userId, ref.requestId, now],
   );
-  return rows[0]?.payload;
+  return rows[0];
+}
+
+/** One part of an export (numbered from 0), or undefined after the last. */
+export async function readExportPart(db: Queryable, ref: ExportRef, part: number): Promise<string | undefined> {
+  const { rows } = await db.query<{ body: string }>(
+    'SELECT body FROM gdpr_export_parts WHERE tenant_id = $1 AND user_id = $2 AND request_id = $3 AND part = $4',
+    [ref.tenantId, ref.userId, ref.requestId, part],
+  );
+  return rows[0]?.body;
 }
 
 /*

@@ -228,7 +228,7 @@ describe('GDPR without Redis (in-process queue)', () => {
   });
   afterAll(async () => t?.close());
 
-  it('when there is no REDIS_URL, then export and erase run in the API process', async () => {
+  it("when there is no REDIS_URL, then export and erase run in the API process, and admins count only their own tenant's jobs and the system's", async () => {
     expect(t.app.queue.mode).toBe('in-process');
     await seedSession(t.admin, { userId: 'solo', turns: 12, expiresAt: new Date(t.clock.now.getTime() + HOUR) });
     const token = t.token('solo');
@@ -239,6 +239,10 @@ describe('GDPR without Redis (in-process queue)', () => {
     const erase = await t.request('DELETE', '/me', { token });
     expect((await finished(t, erase.body.request_id, token)).counts).toMatchObject({ turns: 12, sessions: 1, exports: 1 });
     expect(Object.values(await rowsMentioning(t.admin, 'solo', ['gdpr_audit'])).every((n) => n === 0)).toBe(true);
+    const counts = async (tenant: string) =>
+      (await t.request('GET', '/admin/jobs', { token: t.token('ops', { roles: ['memory-admin'], tenant }) })).body.counts;
+    // The export and the erasure are the default tenant's: another tenant's admin counts only system jobs.
+    expect((await counts('default')).completed - (await counts('tenant-without-jobs')).completed).toBeGreaterThanOrEqual(2);
   });
 
   it('when the process died between recording a request and queueing its job, then the cleanup queues it again', async () => {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
@@ -133,20 +134,19 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Authenticated: the subject or an admin of the tenant. Available until GDPR_EXPORT_TTL after it finished.',
         security,
         params: GdprRequestParams,
-        // The document's schema, sent as the JSON text it was stored as.
-        response: { 200: Type.Unsafe<string>(GdprExportDocument), ...problemResponses(400, 401, 404, 409, 410) },
+        // The document's schema, streamed as the JSON text it was stored as.
+        response: { 200: Type.Unsafe<Readable>(GdprExportDocument), ...problemResponses(400, 401, 404, 409, 410) },
       },
     },
     async (request, reply) => {
       const { id } = request.params;
-      const payload = await gdpr.download(request.identity, id, { httpRequestId: request.id });
-      // The stored document is sent as is: re-serialising a large export would double its memory.
+      const parts = await gdpr.download(request.identity, id, { httpRequestId: request.id });
+      // The stored document is streamed as is, part by part: re-serialising a large export would hold it whole.
       return reply
         .type('application/json')
         .header('content-disposition', `attachment; filename="memorychat-export-${id}.json"`)
         .header('cache-control', 'no-store')
-        .serializer((body: unknown) => body as string)
-        .send(payload);
+        .send(Readable.from(parts));
     },
   );
 };

@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AuditRow,
+  type ExportRef,
   findAuditRow,
-  findExportPayload,
+  findExport,
   type GdprAction,
   insertAuditRow,
   markAuditFinished,
+  readExportPart,
 } from '../../../db/repositories/gdpr.js';
+import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
@@ -111,27 +114,27 @@ export async function viewRequest(deps: Pick<GdprDeps, 'db' | 'clock'>, caller: 
   return row;
 }
 
-/** The finished export's JSON text, for its subject or an admin of the tenant; every download is audited. */
+/**
+ * The finished export's JSON text, for its subject or an admin of the tenant; every download is
+ * audited. Its parts are read one at a time as the response is sent, so a large export never sits in
+ * memory whole.
+ */
 export async function downloadExport(
   deps: Pick<GdprDeps, 'db' | 'clock'>,
   caller: Identity,
   requestId: string,
   origin?: AccessOrigin,
-): Promise<string> {
+): Promise<AsyncIterable<string> | Iterable<string>> {
   const row = await findVisibleRequest(deps.db, caller, requestId);
   if (row.action !== 'export') throw new AppError('gdpr-request-not-found', `GDPR request ${requestId} is not an export`);
   if (row.status !== 'completed') {
     throw new AppError('export-not-ready', `the export is ${row.status}; poll GET /gdpr/requests/${requestId}`);
   }
   // Allowed above; the export is the subject's row, read as the subject.
-  const payload = await findExportPayload(
-    deps.db.asUser({ tenantId: row.tenant_id, userId: row.subject_user_id }),
-    row.tenant_id,
-    row.subject_user_id,
-    row.request_id,
-    deps.clock(),
-  );
-  if (payload === undefined) throw new AppError('export-expired', 'the export has expired or its data was erased; request a new one');
+  const subject = deps.db.asUser({ tenantId: row.tenant_id, userId: row.subject_user_id });
+  const ref: ExportRef = { tenantId: row.tenant_id, userId: row.subject_user_id, requestId: row.request_id };
+  const stored = await findExport(subject, ref, deps.clock());
+  if (stored === undefined) throw new AppError('export-expired', 'the export has expired or its data was erased; request a new one');
   await recordAccess(deps.db.asUser(caller), {
     actor: caller,
     subjectUserId: row.subject_user_id,
@@ -140,7 +143,15 @@ export async function downloadExport(
     at: deps.clock(),
     origin,
   });
-  return payload;
+  return stored.payload === null ? exportParts(subject, ref) : [stored.payload];
+}
+
+async function* exportParts(db: Queryable, ref: ExportRef): AsyncIterable<string> {
+  for (let part = 0; ; part++) {
+    const body = await readExportPart(db, ref, part);
+    if (body === undefined) return;
+    yield body;
+  }
 }
 
 export function describeRequest(row: AuditRow) {
