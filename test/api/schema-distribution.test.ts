@@ -15,7 +15,7 @@ const USER_COLUMN: Record<string, string> = {
   gdpr_audit: 'subject_user_id',
   // An access-audit entry belongs to the user whose memory was accessed (migration 008).
   access_audit: 'subject_user_id',
-  // An API key belongs to its tenant, not to a user (migration 012): distributed by tenant, its id second.
+  // An API key belongs to its tenant, not to a user (migration 013): distributed by tenant, its id second.
   api_keys: 'key_id',
 };
 
