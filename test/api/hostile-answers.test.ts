@@ -78,6 +78,8 @@ describe('hostile answers from the upstream answerer', () => {
         LOG_LEVEL: 'info',
         JWT_SECRET: TEST_JWT_SECRET,
         ANSWER_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/answerQuestion`,
+        // The fake upstream takes any request (forward, the default with ANSWER_URL, needs the caller's credentials).
+        ANSWER_AUTH: 'none',
         ANSWER_MAX_REPLY_BYTES: String(MAX_REPLY_BYTES),
         MEMORY_STORE_TEXT_BYTES: String(TEXT_BYTES),
         RATE_LIMIT_PER_MINUTE: '0',
