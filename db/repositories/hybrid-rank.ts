@@ -25,7 +25,7 @@ const ANN_FUNCTIONS: ReadonlyMap<string, SqlFragment> = new Map([
  * How many nearest turns the HNSW function returns per candidate wanted: the statement's conditions
  * (scope, live sessions, status) apply after it, so it reads more than `depth`.
  */
-const ANN_OVERFETCH = 4;
+const ANN_OVERFETCH = 10;
 /**
  * The lexical candidates of a user past MEMORY_EXACT_SEARCH_MAX_TURNS come from their newest this-many
  * turns: a bound on the turns read whatever the history (their older turns are still found by vector).

@@ -33,6 +33,8 @@ const { values: args } = parseArgs({
     queries: { type: 'string', default: '40' },
     // To try another candidate list than migration 011's (hnsw.ef_search of the function).
     'ef-search': { type: 'string' },
+    // Leave the server database (mc_bench_ann_recall) in place, to inspect its plans.
+    keep: { type: 'boolean', default: false },
   },
 });
 const K = 20;
@@ -78,7 +80,7 @@ async function open(): Promise<{ db: Database; done: () => Promise<void> }> {
   const name = 'mc_bench_ann_recall';
   await recreateDatabase(name);
   const db = await openServerDatabase(name, 1, true);
-  return { db, done: () => dropDatabase(name) };
+  return { db, done: async () => (args.keep ? undefined : dropDatabase(name)) };
 }
 
 const { db, done } = await open();
