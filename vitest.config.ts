@@ -2,6 +2,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 // Tests of pure code: no database, no Redis, no global setup (`npm run test:unit`, a few seconds).
 const UNIT = ['test/core/**/*.test.ts', 'test/architecture/**/*.test.ts'];
+// The chat bots of examples/ against local fakes of Slack and Telegram and the service on the embedded database.
+const EXAMPLES = ['test/examples/**/*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -19,12 +21,18 @@ export default defineConfig({
           exclude: [
             ...configDefaults.exclude,
             ...UNIT,
+            ...EXAMPLES,
             // About a server login that is no superuser; the embedded database's login is one.
             'test/api/row-level-security-server.test.ts',
             'test/browser/**',
           ],
           globalSetup: ['test/support/global-setup.ts', 'test/support/build-setup.ts'],
         },
+      },
+      {
+        // Their own project, so that CI's closing line counts them apart (`npm run test:examples`).
+        extends: true,
+        test: { name: 'examples', include: EXAMPLES, globalSetup: ['test/support/global-setup.ts', 'test/support/build-setup.ts'] },
       },
       {
         // The playground in Debian's chromium (playwright-core), on the embedded database.

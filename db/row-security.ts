@@ -37,8 +37,8 @@ export interface ScopedDatabaseOptions {
   rewriteErasedTables?: boolean;
 }
 
-/** Every table an erase deletes from (runGdprErase); names from this list only, never from input. */
-const ERASED_TABLES = 'turns, sessions, gdpr_exports, idempotency_keys, job_outbox';
+/** Every table an erase deletes from or rewrites (runGdprErase: access_audit gets a pseudonym); names from this list only, never from input. */
+const ERASED_TABLES = 'turns, sessions, gdpr_exports, idempotency_keys, job_outbox, access_audit';
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off']);

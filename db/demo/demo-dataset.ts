@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { Queryable } from '../repositories/queryable.js';
 
 /** The schema the demo dataset lives in, apart from the memory tables. */
@@ -84,26 +83,18 @@ ANALYZE demo.regions, demo.products, demo.customers, demo.orders, demo.order_lin
 `;
 
 /**
- * The reader role, and what the sql answerer's statements may not do on the embedded database.
- * Its login is PGlite's superuser, which may take any role, so a query could switch back to it and
- * read the memory tables from inside itself (set_config('role', …) before a query_to_xml): set_config
- * is withdrawn from PUBLIC (the scope statements of db/row-security.ts call it as the login, before
- * their role takes effect, and the two memorychat roles keep it). PGlite does not enforce
- * statement_timeout (no timer interrupts in WebAssembly), so pg_sleep is withdrawn too.
+ * The reader role, and what the sql answerer's statements may not do in the demo's engine
+ * (db/demo/demo-engine.ts). Its login is PGlite's superuser, which may take any role, so a query could
+ * switch back to it from inside itself (set_config('role', …) before a query_to_xml) and write to
+ * the demo tables or turn the transaction read-write: set_config is withdrawn from PUBLIC. pg_sleep
+ * is withdrawn too: it would only wait for the watchdog.
  */
 const DEMO_GRANTS = `
-DO $$
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${DEMO_READER_ROLE}') THEN
-    CREATE ROLE ${DEMO_READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT;
-  END IF;
-END
-$$;
+CREATE ROLE ${DEMO_READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT;
 REVOKE ALL ON SCHEMA demo FROM PUBLIC;
 GRANT USAGE ON SCHEMA demo TO ${DEMO_READER_ROLE};
 GRANT SELECT ON ALL TABLES IN SCHEMA demo TO ${DEMO_READER_ROLE};
 REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO memorychat_app, memorychat_maintenance;
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_sleep(double precision), pg_catalog.pg_sleep_for(interval),
   pg_catalog.pg_sleep_until(timestamp with time zone) FROM PUBLIC;
 `;
@@ -124,22 +115,15 @@ export async function loadDemoTables(db: Queryable): Promise<void> {
   await db.query(DEMO_TABLES);
 }
 
-/**
- * SQL_DATABASE_URL=embedded-demo: the demo dataset in the embedded database (idempotent, at start),
- * and what the sql answerer needs to read it: the database's one connection and the reader role.
- */
-export async function loadEmbeddedDemo(pool: pg.Pool): Promise<{ pool: pg.Pool; role: string }> {
-  const client = await pool.connect();
+/** A fresh demo engine's contents: the dataset and the reader role with its grants, in one transaction. */
+export async function loadDemoEngine(db: Queryable): Promise<void> {
+  await db.query('BEGIN');
   try {
-    await client.query('BEGIN');
-    await loadDemoTables(client);
-    await client.query(DEMO_GRANTS);
-    await client.query('COMMIT');
+    await loadDemoTables(db);
+    await db.query(DEMO_GRANTS);
+    await db.query('COMMIT');
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    await db.query('ROLLBACK').catch(() => {});
     throw err;
-  } finally {
-    client.release();
   }
-  return { pool, role: DEMO_READER_ROLE };
 }

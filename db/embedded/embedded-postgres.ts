@@ -22,11 +22,42 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   await mkdir(pgDir, { recursive: true });
   const lockFile = path.resolve(dataDir, 'pg.lock');
   await acquireLock(lockFile);
+  try {
+    const pglite = await startPgliteProcess({ dataDir: pgDir, vector: true });
+    return {
+      connection: pglite.connection,
+      async stop() {
+        await pglite.stop();
+        await unlink(lockFile).catch(() => {});
+      },
+    };
+  } catch (err) {
+    await unlink(lockFile).catch(() => {});
+    throw err;
+  }
+}
 
+/** A PGlite child process behind its socket. */
+export interface PgliteProcess extends EmbeddedPostgres {
+  readonly pid: number | undefined;
+  /** Ends it at once (SIGKILL), whatever it is running: PGlite cannot cancel a statement. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Forks db/embedded/pglite-process.mjs: on `dataDir`, or in memory when unset (nothing on disk,
+ * nothing to recover after a kill); with the pgvector extension only when `vector`.
+ */
+export async function startPgliteProcess(options: { dataDir?: string; vector: boolean }): Promise<PgliteProcess> {
   // Unix socket paths are limited to ~107 bytes, so the socket lives in a short temporary directory.
   const socketDir = await mkdtemp(path.join(tmpdir(), 'memorychat-pg-'));
   const child = fork(CHILD, [], {
-    env: { ...process.env, MEMORYCHAT_PGLITE_DATA_DIR: pgDir, MEMORYCHAT_PGLITE_SOCKET: path.join(socketDir, '.s.PGSQL.5432') },
+    env: {
+      ...process.env,
+      MEMORYCHAT_PGLITE_DATA_DIR: options.dataDir ?? '',
+      MEMORYCHAT_PGLITE_VECTOR: options.vector ? 'on' : 'off',
+      MEMORYCHAT_PGLITE_SOCKET: path.join(socketDir, '.s.PGSQL.5432'),
+    },
     execArgv: [],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -35,25 +66,27 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   } catch (err) {
     child.kill('SIGKILL');
     await rm(socketDir, { recursive: true, force: true });
-    await unlink(lockFile).catch(() => {});
     throw err;
   }
 
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
   let stopped: Promise<void> | undefined;
+  const end = (how: () => void) => {
+    stopped ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) how();
+      await exited;
+      await rm(socketDir, { recursive: true, force: true });
+    })();
+    return stopped;
+  };
   return {
     connection: { host: socketDir, port: 5432, user: 'postgres', database: 'postgres' },
-    stop() {
-      stopped ??= (async () => {
-        if (child.exitCode === null) {
-          const exited = new Promise((resolve) => child.once('exit', resolve));
-          child.send({ type: 'stop' });
-          await exited;
-        }
-        await rm(socketDir, { recursive: true, force: true });
-        await unlink(lockFile).catch(() => {});
-      })();
-      return stopped;
-    },
+    pid: child.pid,
+    stop: () => end(() => child.send({ type: 'stop' })),
+    kill: () => end(() => child.kill('SIGKILL')),
   };
 }
 

@@ -5,7 +5,9 @@ import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 
-const dataDir = process.env.MEMORYCHAT_PGLITE_DATA_DIR;
+// Unset or empty: in memory (the demo's engine, db/demo/demo-engine.ts).
+const dataDir = process.env.MEMORYCHAT_PGLITE_DATA_DIR || undefined;
+const withVector = process.env.MEMORYCHAT_PGLITE_VECTOR !== 'off';
 const socketPath = process.env.MEMORYCHAT_PGLITE_SOCKET;
 
 // How long a new connection waits for the previous one to be released before it is refused.
@@ -58,7 +60,11 @@ async function stop(code) {
 try {
   // wal_recycle=off: WAL segments a checkpoint retires are deleted rather than renamed for reuse with
   // their old contents, so erased rows do not linger in pg_wal (db/row-security.ts, reclaimErasedRows).
-  db = await PGlite.create({ dataDir, extensions: { vector }, startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off'] });
+  db = await PGlite.create({
+    dataDir,
+    extensions: withVector ? { vector } : {},
+    startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off'],
+  });
   // One connection only: the socket server multiplexes every connection onto one Postgres session,
   // and concurrent parameterized queries over several connections were seen to get each other's rows.
   // The limit of one is OneConnectionAtATime's; the base class's own limit would refuse at once.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './queryable.js';
 
-export type AccessAction = 'export' | 'erase' | 'download' | 'admin_read';
+export type AccessAction = 'export' | 'erase' | 'download' | 'admin_read' | 'act_for_user';
 
 export interface AccessAuditEntry {
   entry_id: string;
@@ -11,13 +11,15 @@ export interface AccessAuditEntry {
   action: AccessAction;
   target: string;
   http_request_id: string | null;
+  /** The API key that made the call (act_for_user entries). */
+  api_key_id: string | null;
 }
 
 /** Appends one entry; row-level security admits only the caller's own actions in their tenant. */
 export async function appendAccessAudit(db: Queryable, entry: Omit<AccessAuditEntry, 'entry_id'> & { tenant_id: string }): Promise<void> {
   await db.query(
-    `INSERT INTO access_audit (tenant_id, subject_user_id, entry_id, at, actor_user_id, action, target, http_request_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `INSERT INTO access_audit (tenant_id, subject_user_id, entry_id, at, actor_user_id, action, target, http_request_id, api_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
       entry.tenant_id,
       entry.subject_user_id,
@@ -27,6 +29,7 @@ export async function appendAccessAudit(db: Queryable, entry: Omit<AccessAuditEn
       entry.action,
       entry.target,
       entry.http_request_id,
+      entry.api_key_id,
     ],
   );
 }
@@ -46,7 +49,7 @@ export interface AccessAuditQuery {
 /** A tenant's entries, newest first. */
 export async function listAccessAudit(db: Queryable, q: AccessAuditQuery): Promise<AccessAuditEntry[]> {
   const { rows } = await db.query<AccessAuditEntry>(
-    `SELECT entry_id, at, actor_user_id, subject_user_id, action, target, http_request_id
+    `SELECT entry_id, at, actor_user_id, subject_user_id, action, target, http_request_id, api_key_id
      FROM access_audit
      WHERE tenant_id = $1
        AND ($2::text IS NULL OR subject_user_id = $2 OR actor_user_id = $2)

@@ -191,6 +191,8 @@ export interface AppendTurnRequest {
   ttlMs: number;
   ttlMode: 'sliding' | 'absolute';
   turn: NewTurn;
+  /** The user's erasure epoch when the request started (readEraseEpoch): nothing is stored if it moved since. */
+  eraseEpoch: number;
 }
 
 /**
@@ -208,16 +210,20 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   const ttlFromNow = sql`${now}::timestamptz + ${param(req.ttlMs)}::float8 * interval '1 millisecond'`;
   // Absolute mode keeps the expiry set at creation; LEAST only matters if MEMORY_TTL was shortened since.
   const expiry = req.ttlMode === 'sliding' ? ttlFromNow : sql`LEAST(expires_at, ${ttlFromNow})`;
+  // Raises SQLSTATE ME001, rolling the whole statement back, when the user was erased since the
+  // request started (migration 011); the turn is written only after the session row, so this guards both.
+  const notErased = sql`memorychat_erase_barrier(${tenant}, ${user}, ${param(req.eraseEpoch)}::bigint)`;
   const touchSession =
     req.createWithName !== undefined
       ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
                                turn_count, last_turn_number, slots)
-         VALUES (${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
-                 jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)))`
+         SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+                jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb))
+         WHERE ${notErased}`
       : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
            slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
            expires_at = ${expiry}
-         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}`;
+         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${notErased}`;
 
   const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
     prepared(

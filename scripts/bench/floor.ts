@@ -64,6 +64,8 @@ export function floorTurns(dbFor: (owner: { tenantId: string; userId: string }) 
       sessionId,
       createWithName: t.sessionId ? undefined : t.question.slice(0, 100),
       now,
+      // The seeded users were never erased.
+      eraseEpoch: 0,
       ttlMs: SETTINGS.ttlMs,
       ttlMode: 'sliding',
       turn: {

@@ -43,6 +43,7 @@ export async function startService(dataDir: string, answerUrl: string, extraEnv:
         NODE_ENV: 'production',
         DATA_DIR: dataDir,
         ANSWER_URL: answerUrl,
+        ANSWER_AUTH: 'none',
         JWT_SECRET,
         LOG_LEVEL: 'warn',
         PORT: String(port),

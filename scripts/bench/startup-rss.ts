@@ -144,7 +144,7 @@ async function prepareDatabase(): Promise<{ env: () => Promise<Record<string, st
 }
 
 async function underLoad(variant: Variant, env: Record<string, string>, answerUrl: string) {
-  const service = await start(variant, { ...env, ANSWER_URL: answerUrl });
+  const service = await start(variant, { ...env, ANSWER_URL: answerUrl, ANSWER_AUTH: 'none' });
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, treeRssMb(service.child.pid!).mb)), 200);
   const clients = Number(args['load-clients']);

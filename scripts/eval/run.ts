@@ -57,6 +57,7 @@ const config = loadConfig({
   DATA_DIR: dataDir,
   JWT_SECRET: SECRET,
   ANSWER_URL: `http://127.0.0.1:${(answerer.address() as AddressInfo).port}/answerQuestion`,
+  ANSWER_AUTH: 'none',
   RATE_LIMIT_PER_MINUTE: '0',
   LOG_LEVEL: 'silent',
 });

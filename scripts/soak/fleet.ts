@@ -139,6 +139,7 @@ export async function runFleetSoak(o: FleetOptions): Promise<FleetReport> {
       QUEUE_PREFIX: queuePrefix,
       JWT_SECRET,
       ANSWER_URL: answerer.url,
+      ANSWER_AUTH: 'none',
       // The fakes answer within 0.6 s; IDEMPOTENCY_CLAIM_LEASE stays at its default, as deployed.
       ANSWER_TIMEOUT_MS: '5000',
       LLM_TIMEOUT_MS: '1000',

@@ -114,6 +114,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     DATABASE_POOL_MAX: '1',
     JWT_SECRET,
     ANSWER_URL: answerer.url,
+    ANSWER_AUTH: 'none',
     // Short timeouts keep an orphaned Idempotency-Key claim's lease (answer + LLM timeouts + 60 s) short.
     ANSWER_TIMEOUT_MS: '5000',
     LLM_TIMEOUT_MS: '1000',

@@ -1,3 +1,4 @@
+import type { ServerOptions } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
@@ -5,14 +6,17 @@ import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../config/config.js';
 import type { JobQueue } from '../core/jobs/job-queue.js';
 import { createMetrics } from '../core/metrics.js';
+import { MAX_ID_CHARS } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import apiKeys from './plugins/api-keys.js';
 import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
 import idempotency from './plugins/idempotency.js';
 import inputGuard from './plugins/input-guard.js';
+import loopbackHost from './plugins/loopback-host.js';
 import memoryPlugin from './plugins/memory.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiDocs from './plugins/openapi-docs.js';
@@ -25,6 +29,7 @@ import shutdownRefusal from './plugins/shutdown-refusal.js';
 import tracing from './plugins/tracing.js';
 import { requestIdOf } from './request-id.js';
 import { requestValidatorFactory } from './request-validator.js';
+import adminApiKeyRoutes from './routes/admin-api-keys.js';
 import adminAuditRoutes from './routes/admin-audit.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
 import gdprRoutes from './routes/gdpr.js';
@@ -71,14 +76,16 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    ...connectionTimeouts(config),
     // The id is chosen by requestIdOf (validated), not taken from the header as sent.
     requestIdHeader: false,
     genReqId: requestIdOf,
     // Errors raised before routing or by Node's HTTP parser are problem documents too.
     frameworkErrors: renderFrameworkError,
     clientErrorHandler: renderClientError,
-    // Above the longest path parameter a schema allows (an admin route's user_id: 256 characters).
-    routerOptions: { maxParamLength: 512 },
+    // The longest path parameter a schema allows, percent-encoded: an admin route's user_id of
+    // MAX_ID_CHARS characters of up to 3 UTF-8 bytes each.
+    routerOptions: { maxParamLength: 9 * MAX_ID_CHARS },
     // Requests arriving while closing get a problem from the shutdown-refusal plugin instead.
     return503OnClosing: false,
     schemaController: { compilersFactory: { buildValidator: requestValidatorFactory } },
@@ -96,6 +103,7 @@ export async function buildApp(deps: AppDeps) {
   });
   await app.register(tracing);
   await app.register(problemErrors);
+  await app.register(loopbackHost, { config });
   await app.register(inputGuard);
   await app.register(shutdownRefusal);
   // Before every route (docs included) and before auth: hooks apply to routes declared after them, and
@@ -105,6 +113,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(metricsPlugin, { metrics: createMetrics(), pool: deps.db });
   await app.register(openapiDocs, { version: SERVICE_VERSION });
   await app.register(auth, { config, localSecret: deps.localSecret });
+  await app.register(apiKeys);
   await app.register(rateLimit, { config });
   await app.register(playground, { config, localSecret: deps.localSecret });
   await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
@@ -126,7 +135,31 @@ export async function buildApp(deps: AppDeps) {
   await app.register(gdprRoutes);
   await app.register(adminJobsRoutes);
   await app.register(adminAuditRoutes);
+  await app.register(adminApiKeyRoutes);
+  // Beyond it, Node closes new connections at once: keep it under the process's descriptor limit
+  // (`ulimit -n`) less the database pool and Redis connections.
+  app.server.maxConnections = config.MAX_CONNECTIONS || Number.POSITIVE_INFINITY;
   return app;
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
+
+/**
+ * Node closes a connection whose headers or body have not all arrived within REQUEST_TIMEOUT_MS with
+ * a 408 (problem-errors.ts renders it), so sockets that send part of a request and stop cannot pile up
+ * until the process runs out of descriptors. Node looks for such connections every
+ * `connectionsCheckingInterval` (30 s by default, which would double a short timeout), so it looks
+ * four times per timeout. Once a request has arrived whole, the time to answer it is bounded by
+ * ANSWER_TIMEOUT_MS, not by this. No socket inactivity timeout (`connectionTimeout`) is set: it would
+ * also cut a /memoryChat that waits for its answerer in silence.
+ */
+function connectionTimeouts(config: Config): { requestTimeout: number; keepAliveTimeout: number; http: ServerOptions } {
+  return {
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      headersTimeout: config.REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.REQUEST_TIMEOUT_MS / 4)),
+    },
+  };
+}

@@ -1,5 +1,5 @@
 import closeWithGrace from 'close-with-grace';
-import { loadEmbeddedDemo } from '../../db/demo/demo-dataset.js';
+import { type DemoEngine, startDemoEngine } from '../../db/demo/demo-engine.js';
 import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
@@ -8,6 +8,8 @@ import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { startTracing } from '../infra/tracing.js';
+import { checkConfiguredSqlLogin } from '../providers/answerers/sql/sql-login-check.js';
+import { answerAuthNotice } from '../providers/answerers/upstream-auth.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
 
@@ -31,14 +33,18 @@ const database = await openDatabase(config, { onIdleClientError: (err) => logIdl
   console.error(`memorychat: ${err.message}`);
   process.exit(1);
 });
-let embeddedSql: Awaited<ReturnType<typeof loadEmbeddedDemo>> | undefined;
+let demoEngine: DemoEngine | undefined;
 try {
   // The embedded database migrates at start; a server database is migrated by `npm run migrate`
   // (the migration Job in k8s), but migrating here too is idempotent and keeps `npm start` one step.
   await migrate(database.pool);
-  if (config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo') embeddedSql = await loadEmbeddedDemo(database.pool);
+  if (config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo') {
+    demoEngine = await startDemoEngine({ waitMs: config.SQL_POOL_WAIT_MS, log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
+  }
+  if (config.answerBackend === 'sql') await checkConfiguredSqlLogin(config, database.pool, demoEngine);
 } catch (err) {
   console.error(`memorychat: ${(err as Error).message}`);
+  await demoEngine?.close();
   await database.close();
   process.exit(1);
 }
@@ -47,7 +53,7 @@ try {
 // process that opened it can reach it, so no separate worker can run its jobs.
 const runsOwnJobs = !config.REDIS_URL || !config.DATABASE_URL;
 // The sql answerer logs a failed schema refresh through the app's logger, which exists by the first question.
-const providers = createProviders(config, { embeddedSql, log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
+const providers = createProviders(config, { demoEngine, log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
 const app = await buildApp({
   config,
   db: database.pool,
@@ -91,6 +97,10 @@ app.log.info(
   },
   'memorychat ready',
 );
+if (config.answerBackend === 'upstream') {
+  const notice = answerAuthNotice(config.answerAuth);
+  app.log[notice.level](notice.message);
+}
 if (config.localAuth) {
   app.log.warn(
     'local mode: no JWT_SECRET/JWT_PUBLIC_KEY/JWT_JWKS_URL, listening on loopback with a secret kept in ' +

@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { DURATION_PATTERN, parseDurationMs } from './duration.js';
 import { type CustomPiiPattern, parseCustomPiiPatterns } from './pii-patterns.js';
@@ -17,6 +17,12 @@ export const ConfigSchema = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ minLength: 1, default: './.data' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+  // Slow clients (docs/scaling.md#connections): the most time from a connection or request's start to
+  // its last body byte (408 and closed past it; not the time to answer), how long a connection may idle
+  // between requests, and the open connections one process accepts (0: no bound).
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 72_000 }),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 0, default: 10_000 }),
   // Requests per minute per (tenant, user); 0 turns the limit off. Kept in Redis when REDIS_URL is set.
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
@@ -46,9 +52,11 @@ export const ConfigSchema = Type.Object({
   MEMORY_SEMANTIC_SEARCH_K: Type.Integer({ minimum: 0, maximum: 50, default: 3 }),
   MEMORY_MIN_SIMILARITY: Type.Number({ minimum: -1, maximum: 1, default: 0.25 }),
   // Up to this many turns a user's memory is searched exactly; past it, approximately (an HNSW index
-  // per embedding model, and lexical matches among the newest this-many turns): docs/performance.md.
+  // per embedding model, and lexical matches among the newest 1,000 turns): docs/performance.md.
   MEMORY_EXACT_SEARCH_MAX_TURNS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 2000 }),
-  MEMORY_MAX_CONTEXT_TOKENS: Type.Integer({ minimum: 0, maximum: 200_000, default: 4000 }),
+  // Unset: 2000 with an upstream answerer (the Denodo AI SDK sends custom_instructions, and so the
+  // memory block, in about four LLM prompts per question: docs/denodo-ai-sdk.md), 4000 otherwise.
+  MEMORY_MAX_CONTEXT_TOKENS: Type.Optional(Type.Integer({ minimum: 0, maximum: 200_000 })),
   MEMORY_AUGMENTATION: Type.Union([Type.Literal('instructions'), Type.Literal('inline'), Type.Literal('rewrite')], {
     default: 'instructions',
   }),
@@ -73,6 +81,8 @@ export const ConfigSchema = Type.Object({
   MEMORY_STORE_RESULT_ROWS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10_000 }),
   // The stored result's size as JSON; fewer rows are kept to fit.
   MEMORY_STORE_RESULT_BYTES: Type.Integer({ minimum: 1024, maximum: 104_857_600, default: 1_048_576 }),
+  // Each stored text (answer, SQL, explanation, question) in UTF-8 bytes; longer ones are cut with a marker.
+  MEMORY_STORE_TEXT_BYTES: Type.Integer({ minimum: 1024, maximum: 104_857_600, default: 262_144 }),
   // Personal data in stored turns (docs/privacy.md): unset → `mask` in production, `off` elsewhere.
   MEMORY_PII: Type.Optional(Type.Union([Type.Literal('off'), Type.Literal('mask'), Type.Literal('hash')])),
   // The HMAC key of MEMORY_PII=hash; the same on every replica, or equal values stop linking up.
@@ -90,21 +100,23 @@ export const ConfigSchema = Type.Object({
 
   ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  ANSWER_AUTH: Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')], {
-    default: 'none',
-  }),
+  // Unset: `forward` with an upstream answerer (each caller's Denodo credentials, so VDP applies each
+  // user's permissions), `none` otherwise. docs/denodo-ai-sdk.md says what each mode means.
+  ANSWER_AUTH: Type.Optional(Type.Union([Type.Literal('forward'), Type.Literal('basic'), Type.Literal('bearer'), Type.Literal('none')])),
+  // The most bytes read of one answerer reply (and the most a /memoryChat reply may carry): past it, 502.
+  ANSWER_MAX_REPLY_BYTES: Type.Integer({ minimum: 65_536, maximum: 268_435_456, default: 16_777_216 }),
   ANSWER_BASIC_USER: Type.Optional(Type.String()),
   ANSWER_BASIC_PASSWORD: Type.Optional(Type.String()),
   ANSWER_BEARER_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   ANSWER_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 120_000 }),
   // A Denodo-AI-SDK-compatible /executeVQL, for re-running stored SQL (`result.csv?fresh=true`).
   ANSWER_EXECUTE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  // A Denodo-AI-SDK-compatible /streamAnswerQuestion for streamed /memoryChat replies, or `derive`: ANSWER_URL
-  // with its last path segment replaced by streamAnswerQuestion. Unset: a streamed reply is the answer in one chunk.
-  ANSWER_STREAM_URL: Type.Optional(Type.String({ pattern: '^(https?://|derive$)' })),
+  // Put before every custom_instructions memorychat sends: the Denodo AI SDK 0.5 lets a request's
+  // custom_instructions replace its CUSTOM_INSTRUCTIONS (newer versions merge them; leave this unset there).
+  ANSWER_OPERATOR_INSTRUCTIONS: Type.Optional(Type.String({ maxLength: 20_000 })),
 
   // ANSWER_BACKEND=sql (docs/design.md §5): the database the LLM's SQL runs on (a read-only login is
-  // recommended), or `embedded-demo` for the demo dataset in the embedded database.
+  // required: sql-login-check.ts), or `embedded-demo` for the demo dataset in an embedded engine of its own.
   SQL_DATABASE_URL: Type.Optional(Type.String({ pattern: '^(postgres(ql)?://|embedded-demo$)' })),
   // Comma-separated schemas the LLM is shown and the SQL's search_path; default `public` (`demo` for embedded-demo).
   SQL_SCHEMAS: Type.Optional(Type.String({ pattern: '^[^,]+(,[^,]+)*$' })),
@@ -115,12 +127,21 @@ export const ConfigSchema = Type.Object({
   // A query the planner estimates above this cost is not run (default 20000 with embedded-demo, which cannot time out).
   SQL_MAX_PLAN_COST: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   SQL_MAX_ROWS: Type.Integer({ minimum: 1, maximum: 10_000, default: 100 }),
+  // A value's text beyond this many bytes is cut (with a marker) by the database, before it is fetched.
+  SQL_MAX_CELL_BYTES: Type.Integer({ minimum: 64, maximum: 10_485_760, default: 16_384 }),
+  // Rows past this many bytes of values are not fetched (the reply says so).
+  SQL_MAX_RESULT_BYTES: Type.Integer({ minimum: 1024, maximum: 104_857_600, default: 1_048_576 }),
   // Times the LLM may correct its SQL after the database rejected it.
   SQL_REPAIR_ATTEMPTS: Type.Integer({ minimum: 0, maximum: 3, default: 1 }),
   SQL_SCHEMA_MAX_TOKENS: Type.Integer({ minimum: 200, maximum: 100_000, default: 4000 }),
   // How old the introspected schema may get before it is read again.
   SQL_SCHEMA_REFRESH: Type.String({ pattern: DURATION_PATTERN, default: '10m' }),
   SQL_POOL_MAX: Type.Integer({ minimum: 1, maximum: 100, default: 4 }),
+  // How long a statement waits for a connection (or for the demo's engine to restart) before 503 sql-database-busy.
+  SQL_POOL_WAIT_MS: Type.Integer({ minimum: 1, default: 5000 }),
+  // Questions one user / one tenant may have in the sql answerer at once, per API process (429 sql-queries-limited beyond).
+  SQL_MAX_CONCURRENT_PER_USER: Type.Integer({ minimum: 1, default: 2 }),
+  SQL_MAX_CONCURRENT_PER_TENANT: Type.Integer({ minimum: 1, default: 3 }),
 
   EMBEDDINGS_PROVIDER: Type.Union([Type.Literal('local'), Type.Literal('openai')], { default: 'local' }),
   EMBEDDINGS_MODEL: Type.Optional(Type.String({ minLength: 1 })),
@@ -168,6 +189,8 @@ export const ConfigSchema = Type.Object({
 export type RawConfig = Static<typeof ConfigSchema>;
 
 export type Config = RawConfig & {
+  /** MEMORY_MAX_CONTEXT_TOKENS, or its default for the answerer. */
+  MEMORY_MAX_CONTEXT_TOKENS: number;
   isProduction: boolean;
   /** No JWT setting outside production: listen on loopback, sign with a secret kept under DATA_DIR. */
   localAuth: boolean;
@@ -188,8 +211,8 @@ export type Config = RawConfig & {
   sqlTables?: string[];
   sqlSchemaRefreshMs: number;
   sqlMaxPlanCost?: number;
-  /** ANSWER_STREAM_URL, derived from ANSWER_URL when it says `derive`. */
-  answerStreamUrl?: string;
+  /** ANSWER_AUTH, or its default: `forward` with an upstream answerer. */
+  answerAuth: 'forward' | 'basic' | 'bearer' | 'none';
   piiMode: 'off' | 'mask' | 'hash';
   piiPatterns: CustomPiiPattern[];
   rolloutTenantPercent: Map<string, number>;
@@ -212,8 +235,19 @@ const RETIRED_LOCAL_MODELS = ['local-hash-v1'];
 const DEFAULT_MODELS = { local: LOCAL_MODEL, openai: 'text-embedding-3-small' } as const;
 const DEFAULT_DIMENSIONS = { local: 384, openai: 1536 } as const;
 
+/** Settings that are refused rather than ignored, because a deployment setting them expects what they did. */
+const RETIRED_SETTINGS: Record<string, string> = {
+  ANSWER_STREAM_URL:
+    "no longer used: a streamed /memoryChat asks ANSWER_URL and streams its answer, because the Denodo AI SDK's " +
+    '/streamAnswerQuestion computes the whole answer first and streams its text without the SQL, tables and tokens the ' +
+    'stored turn needs (docs/denodo-ai-sdk.md#streaming); remove the setting',
+};
+
 /** Validates the environment once; a bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
+  for (const [name, why] of Object.entries(RETIRED_SETTINGS)) {
+    if (env[name]) throw new ConfigError(`${name}: ${why}`);
+  }
   const known = Object.keys(ConfigSchema.properties);
   // Empty strings mean "unset", as in most .env tooling.
   const input: Record<string, unknown> = {};
@@ -223,14 +257,32 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const converted = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, input));
   if (!Value.Check(ConfigSchema, converted)) {
-    const problems = [...Value.Errors(ConfigSchema, converted)].map((e) => {
-      const name = e.instancePath.replace(/^\//, '') || String((e.params as { requiredProperties?: string[] })?.requiredProperties ?? '');
-      return `${name}: ${e.message} (got ${JSON.stringify(input[name] ?? null)})`;
-    });
-    throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    throw new ConfigError(`invalid configuration:\n  ${configProblems(converted as Record<string, unknown>, input).join('\n  ')}`);
   }
   const raw = converted as RawConfig;
   return deriveConfig(raw);
+}
+
+/**
+ * One line per invalid variable. TypeBox reports a union of literals once per literal ("must be equal
+ * to constant", three times for three values), so such a variable is told its allowed values instead.
+ */
+function configProblems(converted: Record<string, unknown>, input: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const [name, schema] of Object.entries(ConfigSchema.properties) as [string, TSchema][]) {
+    const value = converted[name];
+    if (value === undefined || Value.Check(schema, value)) continue;
+    const allowed = allowedValues(schema);
+    const message = allowed ? `must be one of ${allowed.join(', ')}` : ([...Value.Errors(schema, value)][0]?.message ?? 'is invalid');
+    problems.push(`${name}: ${message} (got ${JSON.stringify(input[name] ?? null)})`);
+  }
+  return problems;
+}
+
+function allowedValues(schema: TSchema): string[] | undefined {
+  const variants = (schema as { anyOf?: { const?: unknown }[] }).anyOf;
+  if (!variants?.every((v) => v.const !== undefined)) return undefined;
+  return variants.map((v) => String(v.const));
 }
 
 function deriveConfig(raw: RawConfig): Config {
@@ -248,9 +300,6 @@ function deriveConfig(raw: RawConfig): Config {
   if (answerBackend === 'sql') checkSqlBackend(raw);
   if (answerBackend === 'upstream' && !raw.ANSWER_URL) {
     throw new ConfigError('ANSWER_URL: required when ANSWER_BACKEND=upstream');
-  }
-  if (raw.ANSWER_STREAM_URL === 'derive' && !raw.ANSWER_URL) {
-    throw new ConfigError('ANSWER_STREAM_URL: "derive" needs ANSWER_URL');
   }
   if (raw.ANSWER_AUTH === 'basic' && (!raw.ANSWER_BASIC_USER || raw.ANSWER_BASIC_PASSWORD === undefined)) {
     throw new ConfigError('ANSWER_BASIC_USER and ANSWER_BASIC_PASSWORD: required when ANSWER_AUTH=basic');
@@ -342,7 +391,8 @@ function deriveConfig(raw: RawConfig): Config {
     ...(raw.SQL_TABLES ? { sqlTables: listOf(raw.SQL_TABLES) } : {}),
     sqlSchemaRefreshMs: parseDurationMs(raw.SQL_SCHEMA_REFRESH),
     ...sqlMaxPlanCost(raw),
-    ...(raw.ANSWER_STREAM_URL ? { answerStreamUrl: streamUrlOf(raw.ANSWER_STREAM_URL, raw.ANSWER_URL) } : {}),
+    answerAuth: raw.ANSWER_AUTH ?? (answerBackend === 'upstream' ? 'forward' : 'none'),
+    MEMORY_MAX_CONTEXT_TOKENS: raw.MEMORY_MAX_CONTEXT_TOKENS ?? (answerBackend === 'upstream' ? 2000 : 4000),
     embeddingsModel: raw.EMBEDDINGS_MODEL ?? DEFAULT_MODELS[raw.EMBEDDINGS_PROVIDER],
     embeddingsDimensions: raw.EMBEDDINGS_DIMENSIONS ?? DEFAULT_DIMENSIONS[raw.EMBEDDINGS_PROVIDER],
   };
@@ -378,12 +428,4 @@ function listOf(value: string | undefined): string[] | undefined {
     .map((item) => item.trim())
     .filter(Boolean);
   return items?.length ? items : undefined;
-}
-
-/** `derive`: the Denodo AI SDK serves /streamAnswerQuestion beside /answerQuestion. */
-function streamUrlOf(setting: string, answerUrl: string | undefined): string {
-  if (setting !== 'derive' || !answerUrl) return setting;
-  const url = new URL(answerUrl);
-  url.pathname = url.pathname.replace(/[^/]*$/, 'streamAnswerQuestion');
-  return url.toString();
 }

@@ -104,11 +104,9 @@ export function instrumentAnswerer(answerer: Answerer, metrics: Metrics): Answer
       throw err;
     }
   };
-  const { answerStream } = answerer;
   return {
     kind: answerer.kind,
     answer: (request) => timed(() => answerer.answer(request)),
-    ...(answerStream ? { answerStream: (request, onText) => timed(() => answerStream.call(answerer, request, onText)) } : {}),
   };
 }
 

@@ -55,6 +55,49 @@ describe('authentication', () => {
       await expect401(t, sign({ sub: 'alice' }, { aud: 'other-service' }));
     });
 
+    it('when JWT_ISSUER and JWT_AUDIENCE are set and the token lacks iss or aud, then 401 names the missing claim', async () => {
+      await expect401(t, sign({ sub: 'alice' }, { iss: undefined }), /iss/);
+      await expect401(t, sign({ sub: 'alice' }, { aud: undefined }), /aud/);
+      await expect401(t, sign({ sub: 'alice' }, { iss: undefined, aud: undefined }));
+    });
+
+    it('when a user or tenant id holds an invisible or control character (alice\\u200b, a bidi override, a tab), then 401 names the character', async () => {
+      await expect401(t, sign({ sub: 'alice\u200b' }), /invisible or control character \(U\+200B\)/);
+      await expect401(t, sign({ sub: '\u202egnp.exe' }), /U\+202E/);
+      await expect401(t, sign({ sub: 'al\tice' }), /U\+0009/);
+      await expect401(t, sign({ sub: 'alice\u2060' }), /U\+2060/);
+      await expect401(t, sign({ sub: 'alice', tenant: 'acme\ufeff' }), /"tenant" claim contains an invisible/);
+    });
+
+    it('when the same id arrives composed and decomposed (NFC and NFD), then both tokens are one user', async () => {
+      const composed = sign({ sub: 'jos\u00e9' });
+      const decomposed = sign({ sub: 'jose\u0301' });
+      const stored = await t.request('POST', '/sessions/turns', { token: decomposed, body: { question: 'Whose turn?', answer: 'José' } });
+      expect(stored.status).toBe(201);
+      const listed = await t.request('GET', '/sessions', { token: composed });
+      expect(listed.body.sessions.map((x: { session_id: string }) => x.session_id)).toEqual([stored.body.session.session_id]);
+    });
+
+    it('when an admin exports or erases a user whose id is as long as sign-in allows (1,024 characters, non-ASCII), then 202; an id sign-in refuses is 400 there too', async () => {
+      const admin = sign({ sub: 'admin-long', roles: ['memory-admin'] });
+      const long = 'ü'.repeat(1024);
+      // That user can sign in...
+      expect((await t.request('GET', '/sessions', { token: sign({ sub: long }) })).status).toBe(200);
+      // ...so an admin can act on them.
+      const exported = await t.request('POST', `/admin/users/${encodeURIComponent(long)}/export`, { token: admin });
+      expect(exported.status).toBe(202);
+      expect(exported.body.subject_user_id).toBe(long);
+      expect((await t.request('DELETE', `/admin/users/${encodeURIComponent(long)}`, { token: admin })).status).toBe(202);
+      await expect401(t, sign({ sub: `${long}ü` }), /longer than 1024 characters/);
+      expect((await t.request('POST', `/admin/users/${'u'.repeat(1025)}/export`, { token: admin })).status).toBe(400);
+      // The NFD spelling of a user names the same (NFC) user; an invisible character is refused as at sign-in.
+      const nfd = await t.request('POST', `/admin/users/${encodeURIComponent('jose\u0301')}/export`, { token: admin });
+      expect(nfd.body.subject_user_id).toBe('jos\u00e9');
+      const hidden = await t.request('POST', `/admin/users/${encodeURIComponent('alice\u200b')}/export`, { token: admin });
+      expect(hidden.status).toBe(400);
+      expect(hidden.body.detail).toMatch(/U\+200B/);
+    });
+
     it('when the signature is wrong, the payload tampered or alg is none, then 401', async () => {
       await expect401(
         t,

@@ -58,4 +58,48 @@ describe('request bodies are validated without type coercion', () => {
     expect(listed.status).toBe(200);
     expect(listed.body.sessions).toHaveLength(1);
   });
+
+  it('when a JSON body is not valid UTF-8, then 400 invalid-body and nothing is stored or sent upstream', async () => {
+    const sent = upstream.requests.length;
+    for (const bytes of [
+      Buffer.concat([Buffer.from('{"question":"Sales '), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
+      Buffer.concat([Buffer.from('{"question":"caf'), Buffer.from([0xc3]), Buffer.from('"}')]), // a cut two-byte sequence
+      Buffer.concat([Buffer.from('{"question":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]), // an encoded surrogate
+    ]) {
+      const reply = await fetch(`${t.baseUrl}/memoryChat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: bytes,
+      });
+      expect(reply.status, bytes.toString('hex')).toBe(400);
+      expect(reply.headers.get('content-type')).toContain('application/problem+json');
+      expect((await reply.json()).code).toBe('invalid-body');
+    }
+    const turn = await fetch(`${t.baseUrl}/sessions/turns`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json; charset=utf-8' },
+      body: Buffer.concat([Buffer.from('{"question":"q","answer":"'), Buffer.from([0x80]), Buffer.from('"}')]),
+    });
+    expect([turn.status, (await turn.json()).code]).toEqual([400, 'invalid-body']);
+    expect(upstream.requests).toHaveLength(sent);
+    const replaced = await t.admin.query(`SELECT 1 FROM turns WHERE question LIKE '%\uFFFD%' OR answer LIKE '%\uFFFD%'`);
+    expect(replaced.rowCount).toBe(0);
+  });
+
+  it('when /memoryChat or a turn is sent as text/plain or a form, then 415 unsupported-media-type', async () => {
+    for (const [url, type, body] of <[string, string, string][]>[
+      ['/memoryChat', 'text/plain', 'Sales in 2024?'],
+      ['/memoryChat', 'text/plain; charset=utf-8', '{"question":"Sales in 2024?"}'],
+      ['/sessions/turns', 'text/plain', '{"question":"q","answer":"a"}'],
+      ['/memoryChat', 'application/x-www-form-urlencoded', 'question=Sales'],
+    ]) {
+      const reply = await fetch(`${t.baseUrl}${url}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': type },
+        body,
+      });
+      expect(reply.status, `${url} ${type}`).toBe(415);
+      expect((await reply.json()).code).toBe('unsupported-media-type');
+    }
+  });
 });

@@ -6,11 +6,12 @@ import { programOf } from '../support/isolation-operations.js';
 import { emptyAllTables } from '../support/isolation-reset.js';
 import { runProgram } from '../support/isolation-runner.js';
 import { type IsolationUpstream, startIsolationUpstream } from '../support/isolation-upstream.js';
-import { Registry } from '../support/isolation-world.js';
+import { KEY_USERS, type Principal, Registry } from '../support/isolation-world.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
- * Isolation as a property (issue 5, item 2): random programs of tenants, users and admins storing
+ * Isolation as a property (issue 5, item 2): random programs of tenants, users and admins (some users
+ * calling through their tenant's API key, acting for them with X-Memory-User, every other request) storing
  * turns (memory API and /memoryChat, with Idempotency-Keys from a pool every user shares), reading,
  * searching, asking for context, recalling SQL, aiming at other users' sessions, deleting,
  * clearing, exporting and erasing, run concurrently over HTTP against one real service (one lane
@@ -67,6 +68,7 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
         const client = new IsolationClient(t.baseUrl, registry, figures);
         upstream.watch(registry);
         const principals = registry.createPrincipals((sub, claims) => t.token(sub, claims));
+        await giveApiKeys(t, principals);
         try {
           await runProgram(
             {
@@ -121,3 +123,20 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
     TIME_LIMIT_MS + 60_000,
   );
 });
+
+/**
+ * Each tenant's admin creates one on-behalf-of key per run (the tables were emptied), which the
+ * KEY_USERS of that tenant use. Made through the API, as a tenant's admin would.
+ */
+async function giveApiKeys(t: TestApp, principals: Principal[]): Promise<void> {
+  for (const index of KEY_USERS) {
+    const user = principals[index]!;
+    const admin = principals.find((p) => p.admin && p.tenantId === user.tenantId)!;
+    const res = await t.request('POST', '/admin/api-keys', {
+      token: admin.token,
+      body: { name: `bot of ${user.key}`, act_for_users: true },
+    });
+    if (res.status !== 201) throw new Error(`creating an API key answered ${res.status}: ${JSON.stringify(res.body)}`);
+    user.apiKey = res.body.api_key;
+  }
+}

@@ -21,40 +21,21 @@ function parseEvents(text: string): SseEvent[] {
     });
 }
 
-const CHUNKS = ['Total sales ', 'by region: ', 'EMEA 100, AMER 200.'];
-
-/** The Denodo AI SDK's two endpoints: answerQuestion (JSON) and streamAnswerQuestion (the answer as plain text, in chunks). */
-function denodoLike(streamHandler: (req: RecordedRequest, res: ServerResponse) => void) {
-  return (req: RecordedRequest, res: ServerResponse) => {
-    if (req.path === '/streamAnswerQuestion') return streamHandler(req, res);
-    return sendJson(res, 200, salesReply(String(req.body?.question ?? '')));
-  };
-}
-
-function streamChunks(_req: RecordedRequest, res: ServerResponse) {
-  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
-  let i = 0;
-  const next = () => {
-    if (i === CHUNKS.length) return void res.end();
-    res.write(CHUNKS[i++]);
-    setTimeout(next, 20);
-  };
-  next();
+/** The Denodo AI SDK's answerQuestion: the whole turn as JSON. */
+function answerQuestion(req: RecordedRequest, res: ServerResponse) {
+  return sendJson(res, 200, salesReply(String(req.body?.question ?? '')));
 }
 
 describe('/memoryChat as Server-Sent Events', () => {
   let upstream: FakeHttpServer;
   let streaming: TestApp;
-  let oneChunk: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeHttpServer(denodoLike(streamChunks));
-    streaming = await startTestApp({ ANSWER_URL: `${upstream.url}/answerQuestion`, ANSWER_STREAM_URL: 'derive' });
-    oneChunk = await startTestApp({ ANSWER_URL: `${upstream.url}/answerQuestion` });
+    upstream = await startFakeHttpServer(answerQuestion);
+    streaming = await startTestApp({ ANSWER_URL: `${upstream.url}/answerQuestion` });
   });
   afterAll(async () => {
     await streaming?.close();
-    await oneChunk?.close();
     await upstream?.close();
   });
 
@@ -75,28 +56,27 @@ describe('/memoryChat as Server-Sent Events', () => {
     return rows;
   }
 
-  it('when the answerer streams, then memory comes first, the answer chunks in order, and the complete reply last; one turn is stored', async () => {
-    upstream.handle(denodoLike(streamChunks));
+  it('when a reply is streamed, then memory comes first, the answer once the answerer has the whole turn, and the complete reply last; the turn is stored with its SQL', async () => {
     const { status, headers, events } = await streamChat(streaming, 'streamer', { question: 'Total sales by region for 2024' });
     expect(status).toBe(200);
     expect(headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(events.map((e) => e.event)).toEqual(['memory', 'answer', 'answer', 'answer', 'reply']);
+    expect(events.map((e) => e.event)).toEqual(['memory', 'answer', 'reply']);
     expect(events[0]?.data).toMatchObject({ memory_context_used: { history_messages_count: 0, similar_queries_count: 0 } });
-    expect(events.slice(1, 4).map((e) => e.data.text)).toEqual(CHUNKS);
-    const reply = events[4]?.data;
-    expect(reply.answer).toBe(CHUNKS.join(''));
+    const expected = salesReply('Total sales by region for 2024');
+    expect(events[1]?.data.text).toBe(expected.answer);
+    const reply = events[2]?.data;
+    expect(reply.answer).toBe(expected.answer);
     expect(reply.conversation_metadata.conversation_id).toBe(events[0]?.data.conversation_id);
-    expect(upstream.requests.at(-1)?.path).toBe('/streamAnswerQuestion');
-    expect(upstream.requests.at(-1)?.body.question).toBe('Total sales by region for 2024');
+    expect(upstream.requests.at(-1)?.path).toBe('/answerQuestion');
     const turns = await turnsOf(streaming, 'streamer');
     expect(turns).toHaveLength(1);
-    expect(turns[0]).toMatchObject({ answer: CHUNKS.join(''), sql_query: null, metadata: { streamed: true } });
+    expect(turns[0]).toMatchObject({ status: 'ok', answer: expected.answer, sql_query: expected.sql_query, metadata: { streamed: true } });
   });
 
-  it('when the answerer does not stream, then the answer is one chunk and the final event equals the non-streaming reply', async () => {
-    const streamed = await streamChat(oneChunk, 'same-a', { question: 'Total sales by region for 2024' });
-    const plain = await oneChunk.request('POST', '/memoryChat', {
-      token: oneChunk.token('same-b'),
+  it('when a reply is streamed, then the answer is one chunk and the final event equals the non-streaming reply', async () => {
+    const streamed = await streamChat(streaming, 'same-a', { question: 'Total sales by region for 2024' });
+    const plain = await streaming.request('POST', '/memoryChat', {
+      token: streaming.token('same-b'),
       body: { question: 'Total sales by region for 2024' },
     });
     expect(streamed.events.map((e) => e.event)).toEqual(['memory', 'answer', 'reply']);
@@ -111,30 +91,26 @@ describe('/memoryChat as Server-Sent Events', () => {
 
   it('when a streamed request is retried with its Idempotency-Key, then the stored reply is replayed, as a stream or as JSON', async () => {
     const headers = { 'idempotency-key': 'stream-1' };
-    const first = await streamChat(oneChunk, 'idem', { question: 'Total sales for 2022' }, headers);
-    const replay = await streamChat(oneChunk, 'idem', { question: 'Total sales for 2022' }, headers);
+    const first = await streamChat(streaming, 'idem', { question: 'Total sales for 2022' }, headers);
+    const replay = await streamChat(streaming, 'idem', { question: 'Total sales for 2022' }, headers);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.events.map((e) => e.event)).toEqual(['memory', 'answer', 'reply']);
     expect(replay.events[2]?.data).toEqual(first.events[2]?.data);
-    const asJson = await oneChunk.request('POST', '/memoryChat', {
-      token: oneChunk.token('idem'),
+    const asJson = await streaming.request('POST', '/memoryChat', {
+      token: streaming.token('idem'),
       body: { question: 'Total sales for 2022' },
       headers,
     });
     expect(asJson.body).toEqual(first.events[2]?.data);
-    expect(await turnsOf(oneChunk, 'idem')).toHaveLength(1);
+    expect(await turnsOf(streaming, 'idem')).toHaveLength(1);
   });
 
-  it('when the client goes away mid-stream, then the turn is stored once, flagged incomplete, and never used as history', async () => {
+  it('when the client goes away before the answer, then the upstream call is abandoned and the turn is stored once, flagged incomplete, and never used as history', async () => {
     let upstreamClosed: () => void = () => {};
     const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
-    upstream.handle(
-      denodoLike((_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
-        res.write(CHUNKS[0]);
-        res.on('close', () => upstreamClosed());
-      }),
-    );
+    upstream.handle((_req, res) => {
+      res.on('close', () => upstreamClosed());
+    });
     const aborts = new AbortController();
     const response = await fetch(`${streaming.baseUrl}/memoryChat`, {
       method: 'POST',
@@ -144,7 +120,7 @@ describe('/memoryChat as Server-Sent Events', () => {
     });
     const reader = response.body!.getReader();
     let text = '';
-    while (!text.includes('event: answer')) text += new TextDecoder().decode((await reader.read()).value);
+    while (!text.includes('event: memory')) text += new TextDecoder().decode((await reader.read()).value);
     aborts.abort();
     await closed; // memorychat abandons the upstream call when its client is gone
 
@@ -154,29 +130,25 @@ describe('/memoryChat as Server-Sent Events', () => {
       turns = await turnsOf(streaming, 'leaver');
     }
     expect(turns).toHaveLength(1);
-    expect(turns[0]).toMatchObject({ status: 'incomplete', answer: CHUNKS[0], sql_query: null, metadata: { incomplete: true } });
+    expect(turns[0]).toMatchObject({ status: 'incomplete', answer: '', sql_query: null, metadata: { incomplete: true } });
 
-    upstream.handle(denodoLike(streamChunks));
+    upstream.handle(answerQuestion);
     const next = await streamChat(streaming, 'leaver', { question: 'And 2023?', session_key: 'web:leaver' });
     expect(next.events.at(-1)?.data.memory_context_used.history_messages_count).toBe(0);
   });
 
-  it('when the answerer fails mid-stream, then the stream ends with an error event carrying a problem document', async () => {
-    upstream.handle(
-      denodoLike((_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
-        res.write(CHUNKS[0]);
-        setTimeout(() => res.destroy(), 20);
-      }),
-    );
+  it('when the answerer fails, then the stream ends with an error event carrying a problem document', async () => {
+    upstream.handle((_req, res) => {
+      res.socket?.destroy();
+    });
     const { status, events } = await streamChat(streaming, 'broken', { question: 'Total sales by region for 2024' });
     expect(status).toBe(200);
-    expect(events.map((e) => e.event)).toEqual(['memory', 'answer', 'error']);
-    expect(events[2]?.data).toMatchObject({ type: '/problems/upstream-failed', status: 502, code: 'upstream-failed' });
-    expect(events[2]?.data.conversation_id).toBe(events[0]?.data.conversation_id);
+    expect(events.map((e) => e.event)).toEqual(['memory', 'error']);
+    expect(events[1]?.data).toMatchObject({ type: '/problems/upstream-failed', status: 502, code: 'upstream-failed' });
+    expect(events[1]?.data.conversation_id).toBe(events[0]?.data.conversation_id);
     const turns = await turnsOf(streaming, 'broken');
     expect(turns.map((t) => t.status)).toEqual(['upstream_error']);
-    upstream.handle(denodoLike(streamChunks));
+    upstream.handle(answerQuestion);
   });
 
   it('when a streamed request is refused before it starts, then it gets a plain problem response', async () => {

@@ -55,10 +55,13 @@ describe('memory commands in /memoryChat', () => {
     expect(recall.body.memory_command).toEqual({
       name: 'recall',
       questions: [
-        { turn_number: 1, question: 'Total sales by region for 2022' },
-        { turn_number: 2, question: 'How many Android users bought something in 2023?' },
+        { turn_number: 1, question: 'Total sales by region for 2022', sql_query: first.body.sql_query },
+        { turn_number: 2, question: 'How many Android users bought something in 2023?', sql_query: second.body.sql_query },
       ],
     });
+    // The conversation's latest SQL, which the next follow-up builds on; and each question's SQL in the answer.
+    expect(recall.body.sql_query).toBe(second.body.sql_query);
+    expect(recall.body.answer).toContain(`SQL: ${first.body.sql_query}`);
     expect(upstream.requests.length).toBe(upstreamCalls);
 
     const next = await chat(t, 'cmd', { question: 'And for 2024?', session_key: key });
@@ -104,6 +107,7 @@ describe('memory commands in /memoryChat', () => {
     const reply = await chat(t, 'fresh', { question: 'show me the SQL' });
     expect(reply.status).toBe(200);
     expect(reply.body.memory_command).toEqual({ name: 'show_sql', found: false });
+    expect(reply.body.sql_query).toBeNull();
     expect(reply.body.answer).toMatch(/no earlier question/);
   });
 });

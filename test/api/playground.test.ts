@@ -58,6 +58,50 @@ describe('the memory playground', () => {
     });
   });
 
+  it('when local mode gets a request whose Host is not a loopback name (DNS rebinding), then every route refuses it with 421', async () => {
+    await withApp(LOCAL_MODE, async (app) => {
+      for (const host of ['evil.example:8080', 'evil.example', '127.0.0.1.evil.example', 'localhost.', '10.0.0.5:8080', '[::2]:8080']) {
+        for (const [method, url] of [
+          ['POST', '/playground/local-token'],
+          ['GET', '/playground/'],
+          ['GET', '/healthz'],
+          ['GET', '/sessions'],
+          ['GET', '/no-such-route'],
+        ] as const) {
+          const reply = await app.inject({ method, url, payload: method === 'POST' ? {} : undefined, headers: { host } });
+          expect(reply.statusCode, `${host} ${url}`).toBe(421);
+          expect(reply.headers['content-type']).toContain('application/problem+json');
+          expect(reply.json().code).toBe('misdirected-request');
+        }
+      }
+      for (const host of ['127.0.0.1:8080', '127.0.0.1', 'localhost:8080', 'LOCALHOST', '[::1]:8080', '[::1]']) {
+        expect((await app.inject({ url: '/playground/', headers: { host } })).statusCode, host).toBe(200);
+      }
+    });
+    await withApp(SECRET_MODE, async (app) => {
+      expect((await app.inject({ url: '/openapi.json', headers: { host: 'memorychat.example.com' } })).statusCode).toBe(200);
+    });
+  });
+
+  it('when a local token is asked for with an Origin, then only a loopback origin gets one', async () => {
+    await withApp(LOCAL_MODE, async (app) => {
+      const ask = (origin: string) =>
+        app.inject({ method: 'POST', url: '/playground/local-token', payload: {}, headers: { origin, host: '127.0.0.1:8080' } });
+      for (const origin of ['http://localhost:8080', 'http://[::1]:8080', 'http://127.0.0.1:8080']) {
+        expect((await ask(origin)).statusCode, origin).toBe(200);
+      }
+      for (const origin of [
+        'null',
+        'http://evil.example:8080',
+        'http://127.0.0.1.evil.example:8080',
+        'file://',
+        'http://localhost@evil.example',
+      ]) {
+        expect((await ask(origin)).statusCode, origin).toBe(403);
+      }
+    });
+  });
+
   it('when tokens come from a configured key, then there is no playground by default, and with PLAYGROUND=on no local token', async () => {
     await withApp(SECRET_MODE, async (app) => {
       expect((await app.inject('/playground/')).statusCode).toBe(404);

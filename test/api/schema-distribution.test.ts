@@ -15,6 +15,8 @@ const USER_COLUMN: Record<string, string> = {
   gdpr_audit: 'subject_user_id',
   // An access-audit entry belongs to the user whose memory was accessed (migration 008).
   access_audit: 'subject_user_id',
+  // An API key belongs to its tenant, not to a user (migration 012): distributed by tenant, its id second.
+  api_keys: 'key_id',
 };
 
 interface Key {
@@ -62,7 +64,16 @@ describe('the schema stays distributable (Citus shards by tenant or by user)', (
     expect(tables).toEqual(expect.arrayContaining(Object.keys(EXEMPT)));
     const userData = tables.filter((table) => !(table in EXEMPT));
     expect(userData).toEqual(
-      expect.arrayContaining(['sessions', 'turns', 'gdpr_audit', 'gdpr_exports', 'idempotency_keys', 'job_outbox', 'access_audit']),
+      expect.arrayContaining([
+        'sessions',
+        'turns',
+        'gdpr_audit',
+        'gdpr_exports',
+        'idempotency_keys',
+        'job_outbox',
+        'access_audit',
+        'api_keys',
+      ]),
     );
     // A table without a primary key would pass the check below by having no key at all.
     expect(userData.filter((table) => !keys.some((k) => k.table === table && k.primary))).toEqual([]);

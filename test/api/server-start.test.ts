@@ -47,7 +47,7 @@ describe('the server entry point', () => {
     const upstream = await startFakeUpstream();
     const dataDir = await freshDataDir();
     dirs.push(dataDir);
-    const env = { DATA_DIR: dataDir, ANSWER_URL: upstream.answerUrl };
+    const env = { DATA_DIR: dataDir, ANSWER_URL: upstream.answerUrl, ANSWER_AUTH: 'none' };
     try {
       const { url, child } = await startServer(env);
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:/);

@@ -32,7 +32,12 @@ describe('memory API: SQL recall', () => {
 
   beforeAll(async () => {
     execute = await startFakeHttpServer((req, res) =>
-      sendJson(res, 200, { vql: req.body?.vql, execution_result: { 'Row 1': [{ columnName: 'users', value: 1500 }] } }),
+      sendJson(res, 200, {
+        vql: req.body?.vql,
+        execution_result: String(req.body?.vql).includes('hostile')
+          ? [{ name: '=HYPERLINK("http://evil.example","x")', delta: -3 }]
+          : { 'Row 1': [{ columnName: 'users', value: 1500 }] },
+      }),
     );
     t = await startTestApp({ ANSWER_EXECUTE_URL: `${execute.url}/executeVQL`, ANSWER_AUTH: 'forward' });
     token = t.token('slack-user');
@@ -127,5 +132,26 @@ describe('memory API: SQL recall', () => {
 
     const without = await t.request('GET', `/sessions/${id}/turns/last/result.csv?fresh=true`, { token });
     expect([without.status, without.body.code]).toEqual([400, 'validation-failed']);
+  });
+
+  it('when stored and fresh results hold formulas, then both CSV exports neutralise them and keep negative numbers', async () => {
+    const stored = await t.request('POST', '/sessions/turns', {
+      token,
+      body: {
+        question: 'Names please',
+        answer: 'Here',
+        sql_query: 'SELECT name FROM hostile',
+        execution_result: { full_csv: "name,delta\n=cmd|' /C calc'!A0,-3\n@SUM(A1),4\n" },
+      },
+    });
+    const session = stored.body.session.session_id;
+    const csvOf = async (query: string) =>
+      (
+        await fetch(`${t.baseUrl}/sessions/${session}/turns/last/result.csv${query}`, {
+          headers: { authorization: `Bearer ${token}`, 'x-upstream-authorization': 'Basic dXNlcjpwdw==' },
+        })
+      ).text();
+    expect(await csvOf('')).toBe("name,delta\n'=cmd|' /C calc'!A0,-3\n'@SUM(A1),4\n");
+    expect(await csvOf('?fresh=true')).toBe(`name,delta\n"'=HYPERLINK(""http://evil.example"",""x"")",-3\n`);
   });
 });

@@ -42,12 +42,13 @@ function headingsOf(file: string) {
       if (line.startsWith('```')) fenced = !fenced;
       const match = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
       if (!match) continue;
-      const base = slug(match[1]);
+      const heading = match[1] ?? '';
+      const base = slug(heading);
       const count = seen.get(base) ?? 0;
       seen.set(base, count + 1);
       anchors.add(count === 0 ? base : `${base}-${count}`);
-      const numbered = /^(\d+(?:\.\d+)*)\.?\s/.exec(match[1]);
-      if (numbered) numbers.add(numbered[1]);
+      const numbered = /^(\d+(?:\.\d+)*)\.?\s/.exec(heading)?.[1];
+      if (numbered) numbers.add(numbered);
     }
     found = { anchors, numbers };
     headingsCache.set(file, found);
@@ -69,7 +70,7 @@ describe('links to docs', () => {
     const broken: string[] = [];
     for (const file of filesUnder(ROOT, (f) => f.endsWith('.md'))) {
       const text = readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '');
-      for (const [, href] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      for (const [, href = ''] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         if (/^[a-z]+:/i.test(href)) continue;
         const [where, anchor] = href.split('#');
         const target = where ? path.resolve(path.dirname(file), decodeURI(where)) : file;
@@ -87,7 +88,7 @@ describe('links to docs', () => {
     );
     for (const file of sources) {
       const text = readFileSync(file, 'utf8');
-      for (const [, name, anchor, section] of text.matchAll(/\bdocs\/([a-z0-9-]+\.md)(?:#([A-Za-z0-9_-]+)| ?§ ?(\d+(?:\.\d+)*))?/g)) {
+      for (const [, name = '', anchor, section] of text.matchAll(/\bdocs\/([a-z0-9-]+\.md)(?:#([A-Za-z0-9_-]+)| ?§ ?(\d+(?:\.\d+)*))?/g)) {
         const problem = problemWith(path.join(ROOT, 'docs', name), anchor, section);
         if (problem)
           broken.push(`${path.relative(ROOT, file)}: docs/${name}${anchor ? `#${anchor}` : ''}${section ? ` §${section}` : ''} ${problem}`);

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAYGROUND_CSP } from '../../services/api/plugins/playground.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
+import { sendJson } from '../support/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -137,6 +138,48 @@ describe('the memory playground in chromium', () => {
     await page.getByText('Everything of yours was erased.').waitFor();
     const { body } = await service.request('GET', '/sessions', { token: service.token('playground-user') });
     expect(body.sessions).toEqual([]);
+  });
+
+  it('when a user presses Enter, then the question is sent, and a Markdown table in the answer is drawn as a table of text', async () => {
+    const token = service.token('playground-user');
+    // The same question asked in two earlier conversations: one row under similar questions.
+    for (let i = 0; i < 2; i++) {
+      await service.request('POST', '/sessions/turns', {
+        token,
+        body: { question: 'Which regions sold most in 2021?', answer: 'EMEA.', sql_query: 'SELECT 2021' },
+      });
+    }
+    upstream.handle((req, res) =>
+      sendJson(res, 200, {
+        ...salesReply(String(req.body?.question ?? '')),
+        answer: 'Sales in 2021:\n\n| Region | Total |\n| --- | ---: |\n| EMEA | 100 |\n| <img src=x onerror=alert(1)> | 200 |\n\nEMEA led.',
+      }),
+    );
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Chat' }).click();
+    const question = page.getByLabel('Question', { exact: true });
+    const before = await page.locator('.exchange').count();
+
+    await question.fill('Which regions');
+    await question.press('Shift+Enter');
+    await question.pressSequentially('sold most in 2021?');
+    expect(await question.inputValue()).toBe('Which regions\nsold most in 2021?');
+    expect(await page.locator('.exchange').count()).toBe(before);
+
+    await question.fill('Which regions sold most in 2021?');
+    await question.press('Enter');
+    await page.locator('.exchange').nth(before).waitFor();
+    const exchange = page.locator('.exchange').first();
+    const table = exchange.locator('.answer table.answer-table');
+    expect(await table.locator('thead th').allTextContents()).toEqual(['Region', 'Total']);
+    expect(await table.locator('tbody tr').count()).toBe(2);
+    expect(await table.locator('tbody tr').nth(1).locator('td').first().textContent()).toBe('<img src=x onerror=alert(1)>');
+    expect(await exchange.locator('.answer img').count()).toBe(0);
+    expect(await exchange.locator('.answer p').allTextContents()).toEqual(['Sales in 2021:', 'EMEA led.']);
+
+    const similar = exchange.locator('table.similar tbody tr');
+    expect(await similar.count()).toBe(1);
+    expect(await similar.locator('td').nth(1).textContent()).toBe('Which regions sold most in 2021?');
+    expect((await similar.locator('td').nth(2).textContent())?.match(/turn 1 of/g)).toHaveLength(2);
   });
 
   it('when the whole tour is over, then the browser reported no script error and no CSP violation', () => {

@@ -43,6 +43,7 @@ describe('loadConfig', () => {
     [{ JWT_SECRET: 's'.repeat(32), JWT_JWKS_URL: 'https://idp/jwks' }, /exactly one/],
     [{ ANSWER_BACKEND: 'upstream' }, /ANSWER_URL/],
     [{ ANSWER_URL: 'http://x/answerQuestion', ANSWER_AUTH: 'basic' }, /ANSWER_BASIC_USER/],
+    [{ ANSWER_URL: 'http://x/answerQuestion', ANSWER_STREAM_URL: 'derive' }, /ANSWER_STREAM_URL: no longer used/],
     [{ ANSWER_URL: 'http://x/answerQuestion', ANSWER_AUTH: 'bearer' }, /ANSWER_BEARER_TOKEN/],
     [{ LLM_PROVIDER: 'openai', LLM_MODEL: 'm' }, /OPENAI_API_KEY/],
     [{ LLM_PROVIDER: 'anthropic', ANTHROPIC_API_KEY: 'k' }, /LLM_MODEL/],
@@ -62,6 +63,36 @@ describe('loadConfig', () => {
     [{ MEMORY_ROLLOUT_PERCENT: '101' }, /MEMORY_ROLLOUT_PERCENT/],
   ])('when %j, then the error says %s', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('when enum settings and a number are invalid, then each is named once, an enum with its allowed values', () => {
+    let message = '';
+    try {
+      loadConfig({ LOG_LEVEL: 'loud', MEMORY_AUGMENTATION: 'summary', PORT: 'eighty' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(
+      message
+        .split('\n')
+        .slice(1)
+        .map((line) => line.trim()),
+    ).toEqual([
+      'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+      'PORT: must be integer (got "eighty")',
+      'MEMORY_AUGMENTATION: must be one of instructions, inline, rewrite (got "summary")',
+    ]);
+  });
+
+  it("when ANSWER_URL is set and ANSWER_AUTH is not, then the caller's credentials are forwarded; without ANSWER_URL nothing is", () => {
+    expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion' }).answerAuth).toBe('forward');
+    expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion', ANSWER_AUTH: 'none' }).answerAuth).toBe('none');
+    expect(loadConfig({}).answerAuth).toBe('none');
+  });
+
+  it("when an upstream answerer is set and MEMORY_MAX_CONTEXT_TOKENS is not, then the memory block is bounded for the SDK's four prompts", () => {
+    expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion' }).MEMORY_MAX_CONTEXT_TOKENS).toBe(2000);
+    expect(loadConfig({ ANSWER_URL: 'http://x/answerQuestion', MEMORY_MAX_CONTEXT_TOKENS: '4000' }).MEMORY_MAX_CONTEXT_TOKENS).toBe(4000);
   });
 
   it('when ANSWER_BACKEND=sql is set with its database and LLM, then it is accepted with its defaults', () => {

@@ -53,4 +53,22 @@ describe('limitStoredResult', () => {
       truncated: { rows_stored: 0, rows_total: null },
     });
   });
+
+  it('when cells are hundreds of megabytes in all, then the result is cut without serialising it whole (no RangeError)', () => {
+    // One 100 MB string shared by six cells: 600 MB as JSON, past V8's longest string.
+    const cell = 'x'.repeat(100_000_000);
+    const rows = Array.from({ length: 6 }, (_, i) => ({ id: i, text: cell }));
+    const limits = { maxRows: 1000, maxBytes: 1_048_576 };
+    const started = performance.now();
+    expect(limitStoredResult(rows, limits)).toEqual({ result: null, truncated: { rows_stored: 0, rows_total: 6 } });
+    expect(limitStoredResult({ 'Row 1': [{ columnName: 'x', value: cell }], 'Row 2': [{ columnName: 'x', value: cell }] }, limits)).toEqual(
+      {
+        result: null,
+        truncated: { rows_stored: 0, rows_total: 2 },
+      },
+    );
+    const small = { id: 9, text: 'small' };
+    expect(limitStoredResult([small, ...rows], limits)).toEqual({ result: [small], truncated: { rows_stored: 1, rows_total: 7 } });
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
 });

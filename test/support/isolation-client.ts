@@ -35,6 +35,8 @@ export interface SendOptions {
  */
 export class IsolationClient {
   private inFlight = 0;
+  /** Requests so far per principal that has an API key: even ones go with the key, odd ones with the JWT. */
+  private readonly keyTurns = new Map<number, number>();
 
   constructor(
     private readonly baseUrl: string,
@@ -51,7 +53,7 @@ export class IsolationClient {
       response = await fetch(`${this.baseUrl}${path}`, {
         method,
         headers: {
-          authorization: `Bearer ${caller.token}`,
+          ...this.credentials(caller),
           ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
           ...options.headers,
         },
@@ -85,6 +87,16 @@ export class IsolationClient {
     if (response.headers.get('idempotent-replayed') === 'true') this.count('replayed');
     if (text.includes('"is_summarized":true')) this.count('summarized session seen');
     return { status: response.status, headers: response.headers, text, body };
+  }
+
+  /** The caller's JWT, or every other request of a principal with an API key, the key acting for them. */
+  private credentials(caller: Principal): Record<string, string> {
+    if (!caller.apiKey) return { authorization: `Bearer ${caller.token}` };
+    const turn = this.keyTurns.get(caller.index) ?? 0;
+    this.keyTurns.set(caller.index, turn + 1);
+    if (turn % 2 === 1) return { authorization: `Bearer ${caller.token}` };
+    this.count('sent with an API key');
+    return { 'x-api-key': caller.apiKey, 'x-memory-user': caller.userId };
   }
 
   count(outcome: string): void {

@@ -17,6 +17,12 @@ export interface Principal {
   /** Planted in every text this principal stores. */
   marker: string;
   token: string;
+  /**
+   * An API key of the principal's tenant with the act_for_users permission, for the principals that
+   * use one (KEY_USERS): their requests alternate between it (with X-Memory-User) and their JWT, so
+   * both must reach the same memory for the model to stay exact.
+   */
+  apiKey?: string;
 }
 
 export interface GdprRequestRecord {
@@ -53,6 +59,8 @@ const LAYOUT: { tenant: 0 | 1 | 'default'; shared: boolean; admin: boolean }[] =
   { tenant: 'default', shared: true, admin: false },
 ];
 export const PRINCIPALS_PER_RUN = LAYOUT.length;
+/** A plain user of each tenant, and the shared user id of the second (the id a missing tenant filter confuses). */
+export const KEY_USERS = [1, 3, 4];
 export const ADMIN_INDEXES = LAYOUT.flatMap((p, i) => (p.admin ? [i] : []));
 
 /** The principals of one run, and the owner of every id and text handed out to them so far. */

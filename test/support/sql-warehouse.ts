@@ -9,6 +9,8 @@ const server = inject('serverDatabase') as { login: string } | undefined;
 /** Where the sql answerer's statements run in a test, and a pool above it to check what the data holds. */
 export interface SqlWarehouse {
   env: { SQL_DATABASE_URL: string };
+  /** Server: the warehouse under the memory database's own login (the test login, its owner), which the service must refuse. */
+  ownerUrl?: string;
   /** True for embedded-demo: the demo schema inside the test's embedded database (read it through the app's admin pool). */
   embedded: boolean;
   /** The server's warehouse as its owner, to check what the data holds. */
@@ -17,30 +19,41 @@ export interface SqlWarehouse {
 }
 
 /**
- * Embedded project: `embedded-demo` (the service loads it at start). Server project: a database of
+ * Embedded project: `embedded-demo` (the service starts its engine). Server project: a database of
  * the test's own on the PostgreSQL server, owned by the test login (no superuser), holding the same
- * demo tables: a warehouse apart from the memory database, as in a deployment.
+ * demo tables: a warehouse apart from the memory database, as in a deployment, read through a login
+ * of its own that may read the demo schema and nothing else (README: the SQL login).
  */
 export async function startSqlWarehouse(): Promise<SqlWarehouse> {
   if (!server) return { env: { SQL_DATABASE_URL: 'embedded-demo' }, embedded: true, remove: async () => {} };
   const database = `${server.login}_warehouse_${randomBytes(4).toString('hex')}`;
   await asSuperuser((admin) => admin.query(`CREATE DATABASE ${database} OWNER ${server.login}`));
+  const reader = `${database}_reader`;
+  await asSuperuser(async (admin) => {
+    await admin.query(`CREATE ROLE ${reader} LOGIN NOSUPERUSER NOINHERIT`);
+    await admin.query(`GRANT CONNECT ON DATABASE ${database} TO ${reader}`);
+  });
   const url = `postgres://${server.login}@${SERVER.host}:${SERVER.port}/${database}`;
   const owner = new pg.Client({ connectionString: url });
   await owner.connect();
   try {
     await loadDemoTables(owner);
+    await owner.query(`GRANT USAGE ON SCHEMA demo TO ${reader}; GRANT SELECT ON ALL TABLES IN SCHEMA demo TO ${reader}`);
   } finally {
     await owner.end();
   }
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   return {
-    env: { SQL_DATABASE_URL: url },
+    env: { SQL_DATABASE_URL: `postgres://${reader}@${SERVER.host}:${SERVER.port}/${database}` },
+    ownerUrl: url,
     embedded: false,
     pool,
     async remove() {
       await pool.end();
-      await asSuperuser((admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+      await asSuperuser(async (admin) => {
+        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        await admin.query(`DROP ROLE IF EXISTS ${reader}`);
+      });
     },
   };
 }

@@ -1,9 +1,10 @@
 import { createSigner } from 'fast-jwt';
 import type pg from 'pg';
-import { loadEmbeddedDemo } from '../../db/demo/demo-dataset.js';
+import { startDemoEngine } from '../../db/demo/demo-engine.js';
 import { type Database, openDatabase } from '../../db/pool.js';
 import { type App, type AppDeps, buildApp } from '../../services/api/app.js';
 import { type Config, loadConfig } from '../../services/config/config.js';
+import { checkConfiguredSqlLogin } from '../../services/providers/answerers/sql/sql-login-check.js';
 import { createProviders } from '../../services/providers/index.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from './test-database.js';
 
@@ -48,7 +49,14 @@ export async function startTestApp(
   options: { testDatabase?: TestDatabase; database?: Database; logger?: AppDeps['logger']; keepTestDatabase?: boolean } = {},
 ): Promise<TestApp> {
   const testDatabase = options.testDatabase ?? (await freshTestDatabase());
-  const config = loadConfig({ JWT_SECRET: TEST_JWT_SECRET, ...testDatabase.env, LOG_LEVEL: 'silent', ...env });
+  const config = loadConfig({
+    JWT_SECRET: TEST_JWT_SECRET,
+    // The suite's fake answerers take any request; tests of credentials (test/api/denodo-sdk-*.test.ts) set ANSWER_AUTH.
+    ANSWER_AUTH: 'none',
+    ...testDatabase.env,
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
   const database = options.database ?? (await openDatabase(config));
   const admin = adminPool(testDatabase, database);
   const clock: TestClock = {
@@ -57,13 +65,24 @@ export async function startTestApp(
       this.now = new Date(this.now.getTime() + ms);
     },
   };
+  const demoEngine =
+    config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo'
+      ? await startDemoEngine({ waitMs: config.SQL_POOL_WAIT_MS })
+      : undefined;
+  // As the service's start does (services/api/server.ts): a login that could reach the memory is refused.
+  if (config.answerBackend === 'sql') {
+    await checkConfiguredSqlLogin(config, database.pool, demoEngine).catch(async (err) => {
+      await demoEngine?.close();
+      if (!options.database) await database.close();
+      await admin.close();
+      if (!options.keepTestDatabase) await testDatabase.remove();
+      throw err;
+    });
+  }
   const app = await buildApp({
     config,
     db: database.pool,
-    ...createProviders(config, {
-      embeddedSql:
-        config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo' ? await loadEmbeddedDemo(database.pool) : undefined,
-    }),
+    ...createProviders(config, { demoEngine }),
     clock: () => clock.now,
     logger: options.logger,
   });

@@ -20,6 +20,7 @@ export const silentLog = pino({ level: 'silent' });
 export function summarizingAppSettings(options: { answerUrl: string; llmBaseURL: string; queuePrefix: string }): Record<string, string> {
   return {
     ANSWER_URL: options.answerUrl,
+    ANSWER_AUTH: 'none',
     REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: options.queuePrefix,
     MEMORY_SUMMARIZATION_THRESHOLD: '4',

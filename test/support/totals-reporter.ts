@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import type { Reporter, TestModule } from 'vitest/node';
 
 type Totals = { passed: number; failed: number; skipped: number };
@@ -7,7 +8,9 @@ const line = (t: Totals) => `${t.passed} passed, ${t.failed} failed, ${t.skipped
 /**
  * .ci/run's closing line: the totals of the run, then of each project (embedded, server), e.g.
  * `410 passed, 0 failed, 2 skipped (embedded: 260 passed, ...; server: 150 passed, ...)`.
- * A file that failed outside its tests (an import or a hook) counts as one failure.
+ * A file that failed outside its tests (an import or a hook) counts as one failure. Suites run
+ * outside vitest before it (the Python client's) leave their counts in EXTRA_TOTALS_FILE, as
+ * `{project: {passed, failed, skipped}}`, and count here too.
  */
 export default class TotalsReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>) {
@@ -27,6 +30,13 @@ export default class TotalsReporter implements Reporter {
       for (const key of ['passed', 'failed', 'skipped'] as const) {
         project[key] += counts[key];
         all[key] += counts[key];
+      }
+    }
+    const extra = process.env.EXTRA_TOTALS_FILE;
+    if (extra && existsSync(extra)) {
+      for (const [name, counts] of Object.entries(JSON.parse(readFileSync(extra, 'utf8')) as Record<string, Totals>)) {
+        byProject.set(name, counts);
+        for (const key of ['passed', 'failed', 'skipped'] as const) all[key] += counts[key];
       }
     }
     const projects = [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([name, t]) => `${name}: ${line(t)}`);

@@ -440,6 +440,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's API keys, without their secrets (memory-admin) */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key for a bot (memory-admin, own tenant)
+         * @description The answer carries the key itself, this once; the service keeps only its hash.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key (memory-admin, own tenant)
+         * @description Requests with the key are refused from now on; the key stays listed with its revoked_at.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -663,6 +704,8 @@ export interface operations {
                             augmented_question: string;
                             /** @description Present when memory went into custom_instructions */
                             custom_instructions?: string;
+                            /** @description What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names */
+                            use_views?: string;
                             /** @description Whether memory was used for this answer */
                             applied: boolean;
                             /** @description Why memory was or was not used (MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, use_memory, a failed read; a memory command sends nothing upstream) */
@@ -688,10 +731,12 @@ export interface operations {
                             csv?: string;
                             /** @description forget: the session was cleared */
                             cleared?: boolean;
-                            /** @description recall: the session's questions */
+                            /** @description recall: the session's questions with their SQL */
                             questions?: {
                                 turn_number: number;
                                 question: string;
+                                /** @description The SQL that answered it, if any */
+                                sql_query: string | null;
                             }[];
                         } & {
                             [key: string]: unknown;
@@ -3296,8 +3341,8 @@ export interface operations {
             query?: {
                 /** @description Entries where this user is the subject or the actor */
                 user_id?: string;
-                /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request */
-                action?: "export" | "erase" | "download" | "admin_read";
+                /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; act_for_user: an API key called a route for the user named in X-Memory-User */
+                action?: "export" | "erase" | "download" | "admin_read" | "act_for_user";
                 /** @description Entries at or after this time */
                 from?: string;
                 /** @description Entries before this time */
@@ -3325,12 +3370,14 @@ export interface operations {
                             at: string;
                             actor_user_id: string;
                             subject_user_id: string;
-                            /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request */
-                            action: "export" | "erase" | "download" | "admin_read";
-                            /** @description The GDPR request acted on */
+                            /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; act_for_user: an API key called a route for the user named in X-Memory-User */
+                            action: "export" | "erase" | "download" | "admin_read" | "act_for_user";
+                            /** @description The GDPR request acted on; for act_for_user, the operationId called */
                             target: string;
                             /** @description X-Request-Id of the request that did it */
                             http_request_id: string | null;
+                            /** @description The API key that made the call (act_for_user); its actor is `api-key:<key id>` */
+                            api_key_id: string | null;
                         }[];
                         /** @description Pass as `cursor` for the next page; null on the last */
                         next_cursor: string | null;
@@ -3357,6 +3404,245 @@ export interface operations {
             };
             /** @description Not allowed for this token */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first, revoked ones included */
+                        api_keys: {
+                            /** Format: uuid */
+                            key_id: string;
+                            name: string;
+                            act_for_users: boolean;
+                            databases: string[] | null;
+                            routes: string[] | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            revoked_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the key is for, e.g. "slack-bot" */
+                    name: string;
+                    /**
+                     * @description May act for the end user named in X-Memory-User, reading and writing their memory as their JWT would
+                     * @default false
+                     */
+                    act_for_users: boolean;
+                    /** @description Bounds the memory the key uses to these databases, as a JWT's databases claim does; absent: no bound */
+                    databases?: string[];
+                    /** @description The operationIds the key may call (e.g. memoryChat, listSessions); absent: every route a user may call */
+                    routes?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        key_id: string;
+                        name: string;
+                        act_for_users: boolean;
+                        databases: string[] | null;
+                        routes: string[] | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        revoked_at: string | null;
+                        /** @description The key, for the X-Api-Key header. Shown this once: only its hash is stored */
+                        api_key: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        key_id: string;
+                        name: string;
+                        act_for_users: boolean;
+                        databases: string[] | null;
+                        routes: string[] | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        revoked_at: string | null;
+                    };
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (or not the caller's) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -125,6 +125,66 @@ function seconds(value) {
   return typeof value === 'number' ? `${(value * 1000).toFixed(0)} ms` : undefined;
 }
 
+/** A Markdown table's separator row: `| --- | :---: |`. */
+const TABLE_RULE = /^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$/;
+
+function tableCells(line) {
+  return line
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split('|')
+    .map((cell) => cell.trim());
+}
+
+/**
+ * The answer's text, with Markdown tables (which answerers send for rows) drawn as tables. Every
+ * piece still goes in as text: a cell holding markup shows the markup.
+ */
+function answerNode(text) {
+  const node = el('div', { className: 'answer' });
+  const lines = String(text).split('\n');
+  let prose = [];
+  const flushProse = () => {
+    if (prose.join('').trim()) node.append(el('p', { text: prose.join('\n').trim() }));
+    prose = [];
+  };
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim().startsWith('|') && TABLE_RULE.test(lines[i + 1]?.trim() ?? '')) {
+      flushProse();
+      const header = tableCells(lines[i]);
+      const rows = [];
+      i += 2;
+      while (i < lines.length && lines[i].trim().startsWith('|')) rows.push(tableCells(lines[i++]));
+      i--;
+      node.append(
+        el(
+          'table',
+          { className: 'answer-table' },
+          el('thead', {}, el('tr', {}, ...header.map((cell) => el('th', { scope: 'col', text: cell })))),
+          el('tbody', {}, ...rows.map((row) => el('tr', {}, ...row.map((cell) => el('td', { text: cell }))))),
+        ),
+      );
+    } else {
+      prose.push(lines[i]);
+    }
+  }
+  flushProse();
+  return node;
+}
+
+/** Similar past questions, one row per question text: the same question asked in several conversations is one row. */
+function groupedSimilar(similar) {
+  const groups = new Map();
+  for (const s of similar) {
+    const key = s.question.trim().replace(/\s+/g, ' ').toLowerCase();
+    const group = groups.get(key);
+    if (group) group.places.push(s);
+    else groups.set(key, { best: s, places: [s] });
+  }
+  return [...groups.values()];
+}
+
 function memoryUsed(reply, roundTripMs) {
   const used = reply.memory_context_used;
   const details = el('details', { open: '', className: 'memory' }, el('summary', { text: 'Memory used for this answer' }));
@@ -138,13 +198,15 @@ function memoryUsed(reply, roundTripMs) {
   const similar = used.similar_queries ?? [];
   details.append(el('h4', { text: `Similar past questions: ${used.similar_queries_count}` }));
   if (similar.length) {
-    const rows = similar.map((s) =>
+    const rows = groupedSimilar(similar).map(({ best, places }) =>
       el(
         'tr',
         {},
-        el('td', { text: s.similarity.toFixed(3) }),
-        el('td', { text: s.question }),
-        el('td', { text: `turn ${s.turn_number} of ${s.session_id.slice(0, 8)}…` }),
+        el('td', { text: best.similarity.toFixed(3) }),
+        el('td', { text: best.question }),
+        el('td', {
+          text: places.map((s) => `turn ${s.turn_number} of ${s.session_id.slice(0, 8)}…`).join(', '),
+        }),
       ),
     );
     details.append(
@@ -213,7 +275,7 @@ async function ask() {
     'li',
     { className: 'exchange' },
     el('p', { className: 'question', text: question }),
-    el('p', { className: 'answer', text: reply.answer }),
+    answerNode(reply.answer),
     typeof reply.sql_query === 'string' && reply.sql_query ? el('pre', { className: 'sql', text: reply.sql_query }) : null,
     el('p', {
       className: 'turn-meta',
@@ -402,6 +464,13 @@ for (const button of document.querySelectorAll('#views button')) {
   );
 }
 $('chat-form').addEventListener('submit', guarded(ask));
+// Enter sends, as in every chat; Shift+Enter starts a new line (and Enter while an IME composes is the IME's).
+$('question').addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $('chat-form').requestSubmit();
+  }
+});
 $('refresh-sessions').addEventListener(
   'click',
   guarded(() => loadSessions()),

@@ -6,8 +6,9 @@ import type { Config } from '../../config/config.js';
 import { storableTextProblem } from '../../core/storable-text.js';
 import { traced } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
-import { type Identity, userPseudonym } from '../../model/identity.js';
+import { type Identity, normaliseIdentifier, userPseudonym } from '../../model/identity.js';
 import { createJwksKeys } from '../jwks-keys.js';
+import { identityOfApiKey, presentsApiKey } from './api-keys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,8 +32,8 @@ const RSA = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'] as const;
 const EC = ['ES256', 'ES384', 'ES512'] as const;
 
 /**
- * Verifies `Authorization: Bearer <JWT>` on every route not marked public and sets
- * `request.identity` from its claims. Only the configured key family's algorithms are accepted.
+ * Verifies `Authorization: Bearer <JWT>` (or an `X-Api-Key`: plugins/api-keys.ts) on every route not
+ * marked public and sets `request.identity` from its claims. Only the configured key family's algorithms are accepted.
  */
 export default fp(
   async function auth(app: FastifyInstance, { config, localSecret }: AuthOptions) {
@@ -41,18 +42,12 @@ export default fp(
 
     app.addHook('onRequest', async (request, reply) => {
       if (isPublicRoute(request)) return;
-      const header = request.headers.authorization;
-      if (!header || !/^Bearer\s+\S+$/i.test(header)) {
-        throw new AppError('unauthorized', 'send a JWT as "Authorization: Bearer <token>"');
-      }
-      if (header.length > MAX_TOKEN_BYTES) throw new AppError('unauthorized', 'the token is too large');
-      let claims: Record<string, unknown>;
-      try {
-        claims = await traced('auth', {}, () => request.jwtVerify<Record<string, unknown>>());
-      } catch (err) {
-        throw new AppError('unauthorized', describeJwtError(err), { cause: err });
-      }
-      request.identity = identityFrom(claims, config);
+      // An API key (docs/api-keys.md) names its end user in a header; that id passes the JWT subject's rules.
+      request.identity = presentsApiKey(request)
+        ? await identityOfApiKey(request, app.db, (userId, tenantId) =>
+            identityFrom({ [config.JWT_USER_CLAIM]: userId, [config.JWT_TENANT_CLAIM]: tenantId }, config),
+          )
+        : await identityOfJwt(request, config);
       // Logs name the tenant and a stable pseudonym of the user, never the user id itself.
       request.log = request.log.child({ tenant: request.identity.tenantId, user: userPseudonym(request.identity) });
       reply.log = request.log; // "request completed" is logged through the reply's logger
@@ -61,14 +56,36 @@ export default fp(
   { name: 'auth' },
 );
 
+async function identityOfJwt(request: FastifyRequest, config: Config): Promise<Identity> {
+  const header = request.headers.authorization;
+  if (!header || !/^Bearer\s+\S+$/i.test(header)) {
+    throw new AppError('unauthorized', 'send a JWT as "Authorization: Bearer <token>"');
+  }
+  if (header.length > MAX_TOKEN_BYTES) throw new AppError('unauthorized', 'the token is too large');
+  let claims: Record<string, unknown>;
+  try {
+    claims = await traced('auth', {}, () => request.jwtVerify<Record<string, unknown>>());
+  } catch (err) {
+    throw new AppError('unauthorized', describeJwtError(err), { cause: err });
+  }
+  return identityFrom(claims, config);
+}
+
 /** Routes marked `config.public` (health, metrics, docs, the spec); no route: the not-found handler answers. */
 export function isPublicRoute(request: FastifyRequest): boolean {
   return !request.routeOptions.url || request.routeOptions.config?.public === true;
 }
 
 function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
-  // A token without `exp` would be valid forever; in production such a token is refused.
-  const requiredClaims = [...(config.isProduction ? ['exp'] : []), ...(config.jwtMaxAgeMs ? ['iat'] : [])];
+  // A token without `exp` would be valid forever; in production such a token is refused. A configured
+  // issuer or audience is required, not only checked when present: a token minted for another
+  // service of the same key, without those claims, must not pass.
+  const requiredClaims = [
+    ...(config.isProduction ? ['exp'] : []),
+    ...(config.jwtMaxAgeMs ? ['iat'] : []),
+    ...(config.JWT_ISSUER ? ['iss'] : []),
+    ...(config.JWT_AUDIENCE ? ['aud'] : []),
+  ];
   const verify = {
     ...(config.JWT_ISSUER ? { allowedIss: config.JWT_ISSUER } : {}),
     ...(config.JWT_AUDIENCE ? { allowedAud: config.JWT_AUDIENCE } : {}),
@@ -106,28 +123,36 @@ function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
  */
 function identityFrom(claims: Record<string, unknown>, config: Config): Identity {
   const user = claims[config.JWT_USER_CLAIM];
-  const userId = typeof user === 'number' && Number.isSafeInteger(user) ? String(user) : user;
-  if (!isNonBlankString(userId)) {
+  const userClaim = typeof user === 'number' && Number.isSafeInteger(user) ? String(user) : user;
+  if (!isNonBlankString(userClaim)) {
     throw new AppError(
       'unauthorized',
       `the token's "${config.JWT_USER_CLAIM}" claim must name the user as a non-blank string or an integer`,
     );
   }
-  const tenant = claims[config.JWT_TENANT_CLAIM];
-  if (tenant !== undefined && !isNonBlankString(tenant)) {
+  const tenantClaim = claims[config.JWT_TENANT_CLAIM];
+  if (tenantClaim !== undefined && !isNonBlankString(tenantClaim)) {
     throw new AppError('unauthorized', `the token's "${config.JWT_TENANT_CLAIM}" claim must name the tenant as a non-blank string`);
   }
+  const userId = identifier(userClaim, config.JWT_USER_CLAIM);
+  const tenantId = tenantClaim === undefined ? 'default' : identifier(tenantClaim, config.JWT_TENANT_CLAIM);
   const databases = config.JWT_DATABASES_CLAIM ? databasesFrom(claims[config.JWT_DATABASES_CLAIM], config.JWT_DATABASES_CLAIM) : undefined;
-  const ids = [userId, ...(tenant === undefined ? [] : [tenant]), ...(databases ?? [])];
-  const problem = ids.map(storableTextProblem).find(Boolean);
-  // Such an id could not be stored or set as a row-security scope, and broken Unicode would merge users.
-  if (problem) throw new AppError('unauthorized', `a user, tenant or databases claim of the token ${problem}`);
+  // Such a name could not be stored or set as a row-security scope, and broken Unicode would merge databases.
+  const problem = (databases ?? []).map(storableTextProblem).find(Boolean);
+  if (problem) throw new AppError('unauthorized', `the token's "${config.JWT_DATABASES_CLAIM}" claim ${problem}`);
   return {
     userId,
-    tenantId: tenant ?? 'default',
+    tenantId,
     roles: stringList(claims[config.JWT_ROLES_CLAIM], ' ') ?? [],
     ...(databases ? { databases } : {}),
   };
+}
+
+/** The user or tenant id by the one identity rule (normaliseIdentifier), which the admin routes apply too. */
+function identifier(value: string, claim: string): string {
+  const rule = normaliseIdentifier(value);
+  if ('problem' in rule) throw new AppError('unauthorized', `the token's "${claim}" claim ${rule.problem}`);
+  return rule.id;
 }
 
 function isNonBlankString(value: unknown): value is string {

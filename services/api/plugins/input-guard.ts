@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { storableTextProblem } from '../../core/storable-text.js';
@@ -17,15 +18,21 @@ import { jsonShapeProblem } from '../json-shape.js';
  * soon as it is parsed, before any other work is spent on it.
  * Headers need no check: Node's HTTP parser refuses NUL and control characters in them and decodes
  * them as Latin-1, which has no surrogates.
+ * Bodies are JSON only: a body that is not valid UTF-8 (RFC 8259) is refused as `invalid-body` rather
+ * than decoded with U+FFFD in place of its bytes (stored text the client never sent), and fastify's
+ * own text/plain parser is removed, so any other content type answers 415 instead of a string body
+ * that fails the schema with a 400.
  */
 export default fp(
   async function inputGuard(app: FastifyInstance) {
     const parseJson = app.getDefaultJsonParser('error', 'error');
-    app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      const problem = jsonShapeProblem(body as string);
+    app.removeContentTypeParser(['application/json', 'text/plain']);
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
+      if (!isUtf8(bytes as Buffer)) return done(new AppError('invalid-body', 'the body is not valid UTF-8'), undefined);
+      const body = (bytes as Buffer).toString('utf8');
+      const problem = jsonShapeProblem(body);
       if (problem) return done(new AppError('validation-failed', `${problem.field} ${problem.message}`, { errors: [problem] }), undefined);
-      parseJson(request, body as string, done);
+      parseJson(request, body, done);
     });
     app.addHook('preHandler', async (request: FastifyRequest) => {
       const errors = [

@@ -20,7 +20,18 @@ export default fp(
         },
         // Relative: the document is served by the service it describes, wherever that is deployed.
         servers: [{ url: '/', description: 'the service serving this document' }],
-        components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+        components: {
+          securitySchemes: {
+            bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+            apiKeyAuth: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-Api-Key',
+              description:
+                'A key from POST /admin/api-keys. With X-Memory-User: <user id> (and the act_for_users permission) it acts for that user.',
+            },
+          },
+        },
       },
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
       transform: ({ schema, url }) => ({ schema: schema && withOptionalDefaults(schema), url }),

@@ -6,6 +6,7 @@ import fp from 'fastify-plugin';
 import Type from 'typebox';
 import type { Config } from '../../config/config.js';
 import { AppError } from '../../model/errors.js';
+import { isLoopbackHost } from './loopback-host.js';
 
 /**
  * Stricter than the service-wide policy (helmet's default): nothing inline, not even styles, and the
@@ -38,7 +39,8 @@ const LocalTokenBody = Type.Object(
  * The memory playground (PLAYGROUND): a plain HTML/CSS/JS page at /playground/ that calls the API
  * with the user's token, like any browser client. In local mode it can also get a token from
  * POST /playground/local-token, which exists only in local mode and answers only loopback callers
- * from the page's own origin (local mode already listens on 127.0.0.1 unless HOST says otherwise).
+ * from a page of a loopback origin (local mode already listens on 127.0.0.1 unless HOST says
+ * otherwise, and refuses any Host but a loopback name: loopback-host.ts).
  */
 export default fp(
   async function playground(app: FastifyInstance, { config, localSecret }: { config: Config; localSecret?: string }) {
@@ -86,10 +88,19 @@ export default fp(
   { name: 'playground' },
 );
 
-/** A loopback caller, and no page of another origin (a browser sends Origin on a cross-origin POST). */
+/**
+ * A loopback caller, and no page of another origin (a browser sends Origin on a cross-origin POST):
+ * the Origin, when sent, must be a loopback one, as Host must be (loopback-host.ts), never merely
+ * equal to Host, which a DNS-rebound page makes equal.
+ */
 function fromThisMachine(request: FastifyRequest): boolean {
   const address = request.socket.remoteAddress ?? '';
   const loopback = address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
   const origin = request.headers.origin;
-  return loopback && (origin === undefined || origin === `${request.protocol}://${request.headers.host}`);
+  return loopback && (origin === undefined || isLoopbackOrigin(origin));
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  const match = /^https?:\/\/([^/]*)$/i.exec(origin);
+  return match !== null && isLoopbackHost(match[1]);
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN_ROLE } from '../../core/gdpr/requests.js';
+import { identifierParam } from '../identifier-param.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminAuditQuery, AdminAuditResponse } from '../schemas/admin-audit.js';
 import { problemResponses } from '../schemas/problem.js';
@@ -22,7 +23,8 @@ const adminAuditRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { user_id, action, from, to, limit, cursor } = request.query;
-      return app.memory.audit(request.identity, { userId: user_id, action, from, to, limit, cursor });
+      const userId = user_id === undefined ? undefined : identifierParam(user_id, 'querystring.user_id');
+      return app.memory.audit(request.identity, { userId, action, from, to, limit, cursor });
     },
   );
 };

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { GdprAction } from '../../../db/repositories/gdpr.js';
 import { ADMIN_ROLE, describeRequest } from '../../core/gdpr/requests.js';
+import { identifierParam } from '../identifier-param.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStatus } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';
@@ -61,7 +62,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
       },
     },
-    (request, reply) => accept(request, reply, request.params.user_id, 'export'),
+    (request, reply) => accept(request, reply, identifierParam(request.params.user_id, 'params.user_id'), 'export'),
   );
 
   app.delete(
@@ -77,7 +78,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { ...accepted, ...problemResponses(400, 401, 403, 503) },
       },
     },
-    (request, reply) => accept(request, reply, request.params.user_id, 'erase'),
+    (request, reply) => accept(request, reply, identifierParam(request.params.user_id, 'params.user_id'), 'erase'),
   );
 
   app.get(

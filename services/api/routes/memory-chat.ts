@@ -48,6 +48,10 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { body } = request;
+      const clientGone = new AbortController();
+      reply.raw.on('close', () => {
+        if (!reply.raw.writableEnded) clientGone.abort();
+      });
       const params = Object.fromEntries(Object.entries(body).filter(([key]) => !MEMORY_FIELDS.has(key)));
       const chat = (claim: Parameters<typeof memory.chat>[0]['idempotency'], stream?: Parameters<typeof memory.chat>[1]) =>
         memory.chat(
@@ -63,6 +67,7 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
             semanticSearchK: body.semantic_search_k,
             params,
             upstreamAuthorization: request.headers['x-upstream-authorization'],
+            clientGone: clientGone.signal,
             idempotency: claim,
           },
           stream,

@@ -1,12 +1,19 @@
 import Type from 'typebox';
+import { MAX_ID_CHARS } from '../../model/identity.js';
 
-const AccessAction = Type.Union([Type.Literal('export'), Type.Literal('erase'), Type.Literal('download'), Type.Literal('admin_read')], {
-  description:
-    "export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request",
-});
+const AccessAction = Type.Union(
+  [Type.Literal('export'), Type.Literal('erase'), Type.Literal('download'), Type.Literal('admin_read'), Type.Literal('act_for_user')],
+  {
+    description:
+      "export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; " +
+      'act_for_user: an API key called a route for the user named in X-Memory-User',
+  },
+);
 
 export const AdminAuditQuery = Type.Object({
-  user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Entries where this user is the subject or the actor' })),
+  user_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: MAX_ID_CHARS, description: 'Entries where this user is the subject or the actor' }),
+  ),
   action: Type.Optional(AccessAction),
   from: Type.Optional(Type.String({ format: 'date-time', description: 'Entries at or after this time' })),
   to: Type.Optional(Type.String({ format: 'date-time', description: 'Entries before this time' })),
@@ -22,8 +29,11 @@ export const AdminAuditResponse = Type.Object({
       actor_user_id: Type.String(),
       subject_user_id: Type.String(),
       action: AccessAction,
-      target: Type.String({ description: 'The GDPR request acted on' }),
+      target: Type.String({ description: 'The GDPR request acted on; for act_for_user, the operationId called' }),
       http_request_id: Type.Union([Type.String(), Type.Null()], { description: 'X-Request-Id of the request that did it' }),
+      api_key_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
+        description: 'The API key that made the call (act_for_user); its actor is `api-key:<key id>`',
+      }),
     }),
   ),
   next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),

@@ -1,7 +1,9 @@
 import Type from 'typebox';
+import { MAX_ID_CHARS } from '../../model/identity.js';
 
 export const GdprRequestParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
-export const AdminUserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 256 }) });
+/** Every id that can sign in (services/model/identity.ts), so whoever can sign in can be exported and erased. */
+export const AdminUserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: MAX_ID_CHARS }) });
 
 export const GdprRequestStatus = Type.Object({
   request_id: Type.String({ format: 'uuid' }),

@@ -113,6 +113,12 @@ export const MemoryChatResponse = Type.Object(
       context_truncated: Type.Boolean(),
       augmented_question: Type.String({ description: 'What was sent upstream as the question' }),
       custom_instructions: Type.Optional(Type.String({ description: 'Present when memory went into custom_instructions' })),
+      use_views: Type.Optional(
+        Type.String({
+          description:
+            "What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names",
+        }),
+      ),
       applied: Type.Boolean({ description: 'Whether memory was used for this answer' }),
       reason: Type.Union(
         [
@@ -148,9 +154,14 @@ export const MemoryChatResponse = Type.Object(
           csv: Type.Optional(Type.String({ description: 'export_csv: the CSV itself when at most 8 KB' })),
           cleared: Type.Optional(Type.Boolean({ description: 'forget: the session was cleared' })),
           questions: Type.Optional(
-            Type.Array(Type.Object({ turn_number: Type.Integer(), question: Type.String() }), {
-              description: "recall: the session's questions",
-            }),
+            Type.Array(
+              Type.Object({
+                turn_number: Type.Integer(),
+                question: Type.String(),
+                sql_query: Type.Union([Type.String(), Type.Null()], { description: 'The SQL that answered it, if any' }),
+              }),
+              { description: "recall: the session's questions with their SQL" },
+            ),
           ),
         },
         {

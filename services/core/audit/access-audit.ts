@@ -16,7 +16,15 @@ export interface AccessOrigin {
  */
 export function recordAccess(
   db: Queryable,
-  access: { actor: Identity; subjectUserId: string; action: AccessAction; target: string; at: Date; origin?: AccessOrigin },
+  access: {
+    actor: Identity;
+    subjectUserId: string;
+    action: AccessAction;
+    target: string;
+    at: Date;
+    origin?: AccessOrigin;
+    apiKeyId?: string;
+  },
 ): Promise<void> {
   return appendAccessAudit(db, {
     tenant_id: access.actor.tenantId,
@@ -26,6 +34,7 @@ export function recordAccess(
     target: access.target,
     at: access.at,
     http_request_id: access.origin?.httpRequestId ?? null,
+    api_key_id: access.apiKeyId ?? null,
   });
 }
 

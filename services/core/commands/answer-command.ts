@@ -11,7 +11,7 @@ const INLINE_CSV_CHARS = 8192;
 
 export interface CommandOutcome {
   answer: string;
-  /** The recalled SQL, shown in the reply's `sql_query`; the command's own turn stores none. */
+  /** The recalled SQL, shown in the reply's `sql_query` (null when there is none); the command's own turn stores none. */
   sqlQuery: string | null;
   tablesUsed: string[];
   /** `memory_command` of the reply: the command's name and what it found. */
@@ -47,15 +47,16 @@ export async function answerMemoryCommand(
     }
     case 'recall': {
       const found = sessionId ? await getSessionWithTurns(db, identity, sessionId, now) : undefined;
-      const questions = (found?.turns ?? [])
-        .filter((t) => t.status !== 'memory_command' && t.status !== 'incomplete')
-        .map((t) => ({ turn_number: t.turn_number, question: t.question }));
+      const turns = (found?.turns ?? []).filter((t) => t.status !== 'memory_command' && t.status !== 'incomplete');
+      const questions = turns.map((t) => ({ turn_number: t.turn_number, question: t.question, sql_query: t.sql_query || null }));
+      // The reply's sql_query is the conversation's latest SQL, which a follow-up would build on.
+      const latest = turns.filter((t) => t.sql_query).at(-1);
       return {
         answer: questions.length
-          ? `Your questions in this conversation:\n${questions.map((q) => `${q.turn_number}. ${q.question}`).join('\n')}`
+          ? `Your questions in this conversation:\n${questions.map(listedQuestion).join('\n')}`
           : 'You have not asked anything in this conversation yet.',
-        sqlQuery: null,
-        tablesUsed: [],
+        sqlQuery: latest?.sql_query ?? null,
+        tablesUsed: latest?.tables_used ?? [],
         details: { name: 'recall', questions },
       };
     }
@@ -101,6 +102,10 @@ export async function answerMemoryCommand(
       };
     }
   }
+}
+
+function listedQuestion(q: { turn_number: number; question: string; sql_query: string | null }): string {
+  return q.sql_query ? `${q.turn_number}. ${q.question}\n   SQL: ${q.sql_query}` : `${q.turn_number}. ${q.question}`;
 }
 
 function lookupOf(target: CommandTarget): SqlTurnLookup {

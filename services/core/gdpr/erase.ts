@@ -1,4 +1,5 @@
 import { pseudonymiseAccessAudit } from '../../../db/repositories/access-audit.js';
+import { raiseEraseEpoch } from '../../../db/repositories/erasures.js';
 import {
   deleteUserExports,
   deleteUserSessions,
@@ -42,6 +43,9 @@ export async function runGdprErase(
   const subject = deps.db.asUser({ tenantId: job.tenantId, userId });
   // Counts accumulate across attempts so the audit row reports the whole erasure.
   const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, idempotency_keys: 0, queued_jobs: 0, ...audit.counts };
+  // The barrier before any deletion: a request already running for this user (an answer can take
+  // minutes) either stored before this returns, and is deleted below, or stores nothing (migration 011).
+  await raiseEraseEpoch(subject, job.tenantId, userId);
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
   // at the end for anything queued meanwhile.
   counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);

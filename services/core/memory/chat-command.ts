@@ -13,7 +13,12 @@ import { turnSearchTerms } from './lexical-terms.js';
  * A memory command, answered from memory and stored as a `memory_command` turn (never history for
  * later SQL). The reply has the usual shape, with no memory used and `memory_command` added.
  */
-export async function runMemoryCommand(deps: MemoryDeps, req: MemoryChatRequest, command: MemoryCommand, stream?: ChatStream) {
+export async function runMemoryCommand(
+  deps: MemoryDeps,
+  req: MemoryChatRequest & { eraseEpoch: number },
+  command: MemoryCommand,
+  stream?: ChatStream,
+) {
   const now = deps.clock();
   const sessionId = req.sessionId ?? randomUUID();
   const memoryContextUsed = {
@@ -67,7 +72,7 @@ export async function runMemoryCommand(deps: MemoryDeps, req: MemoryChatRequest,
   };
   const { response } = await store(deps, turnTarget(deps, req, sessionId, now), turn, req.idempotency, (session) => ({
     answer: outcome.answer,
-    sql_query: outcome.sqlQuery ?? '',
+    sql_query: outcome.sqlQuery,
     tables_used: outcome.tablesUsed,
     conversation_metadata: conversationMetadata(session),
     memory_context_used: memoryContextUsed,

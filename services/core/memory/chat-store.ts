@@ -18,6 +18,8 @@ export interface TurnTarget {
   sessionId: string;
   createWithName?: string;
   now: Date;
+  /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
+  eraseEpoch: number;
 }
 
 function appendRequest(deps: MemoryDeps, target: TurnTarget, turn: NewTurn): AppendTurnRequest {
@@ -96,12 +98,13 @@ export function conversationMetadata(session: SessionRow) {
 /** The request's session, or a new one named after `session_name` or the question. */
 export function turnTarget(
   deps: Pick<MemoryDeps, 'pii'>,
-  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string },
+  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string; eraseEpoch: number },
   sessionId: string,
   now: Date,
 ): TurnTarget {
   return {
     identity: req.identity,
+    eraseEpoch: req.eraseEpoch,
     sessionId,
     createWithName: req.sessionId ? undefined : newSessionName(deps, req),
     now,

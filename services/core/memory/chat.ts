@@ -10,6 +10,7 @@ import type { StoredTurnText } from '../privacy/mask-turn.js';
 import { embedWithDedup } from '../sessions/near-duplicate.js';
 import { sessionIdForWrite } from '../sessions/session-keys.js';
 import { storableTurn } from '../sessions/storable-turn.js';
+import { eraseEpochAtStart } from '../sessions/store-turn.js';
 import { embeddedTurnText } from '../sessions/turn-text.js';
 import { recordContent, traced } from '../tracing.js';
 import { buildAugmentedRequest } from './augment.js';
@@ -20,7 +21,9 @@ import { conversationMetadata, respondWithoutStoring, round, store, storeUnfinis
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
+import { pinnedViews } from './pinned-views.js';
 import { recallMemory } from './recall.js';
+import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
 import { memoryDecision, storesTurns } from './rollout.js';
 
 /**
@@ -35,6 +38,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const storing = storesTurns(deps.settings.rollout, asked.identity);
   const req = {
     ...asked,
+    eraseEpoch: storing ? await eraseEpochAtStart(deps.db, asked.identity) : 0,
     sessionId: storing ? await sessionIdForWrite(deps, asked.identity, asked, asked) : undefined,
   };
   const command = storing && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
@@ -71,6 +75,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     maxQuestionChars: settings.maxQuestionChars,
   });
   warnings.push(...augmented.warnings);
+  const useViews = pinnedViews(context, req.params.use_views, databases);
 
   const sessionId = storing ? (req.sessionId ?? randomUUID()) : null;
   const target = sessionId ? turnTarget(deps, req, sessionId, now) : undefined;
@@ -94,6 +99,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     context_tokens: context.tokens,
     context_truncated: context.truncated,
     augmented_question: augmented.question,
+    ...(useViews ? { use_views: useViews } : {}),
     ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
     // Whether memory was used, and why not: answers with and without memory can then be compared.
     applied: decision.applied && retrieved !== undefined,
@@ -107,11 +113,14 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 
   const request: AnswerRequest = {
     question: augmented.question,
+    identity: req.identity,
     customInstructions: augmented.customInstructions,
+    useViews,
     params: req.params,
     upstreamAuthorization: req.upstreamAuthorization,
     memory: context,
     ...(stream ? { signal: stream.signal } : {}),
+    ...(req.clientGone ? { clientGone: req.clientGone } : {}),
   };
   const streamed: string[] = [];
   let answer: Answer;
@@ -149,9 +158,10 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     throw err;
   }
 
-  // The reply, the same whether the turn is stored (with its session) or not (null).
+  // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
+  const fields = boundedReplyFields(answer.fields, settings, warnings);
   const reply = (session: SessionRow | null, duplicateOf: number | null) => ({
-    ...answer.fields,
+    ...fields,
     conversation_metadata: session && conversationMetadata(session),
     memory_context_used: memoryContextUsed,
     memory_retrieval_time: round(memoryRetrievalSeconds, 4),
@@ -165,11 +175,11 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     {
       ...turnBase,
       status: answer.status,
-      answer: answer.fields.answer,
+      answer: answer.storedAnswer ?? fields.answer,
       sqlQuery: answer.sqlQuery,
-      queryExplanation: typeof answer.fields.query_explanation === 'string' ? answer.fields.query_explanation : null,
-      tablesUsed: answer.fields.tables_used,
-      executionResult: answer.fields.execution_result ?? null,
+      queryExplanation: typeof fields.query_explanation === 'string' ? fields.query_explanation : null,
+      tablesUsed: fields.tables_used,
+      executionResult: fields.execution_result ?? null,
       metadata: stream ? { streamed: true } : {},
     },
     warnings,
@@ -182,7 +192,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     embeddingModel: deps.embedder.modelId,
     duplicateOf,
     accounting: {
-      tokens: answer.fields.tokens ?? null,
+      tokens: tokenCounts(fields.tokens),
       memoryRetrievalMs: round(memoryRetrievalSeconds * 1000, 3),
       answererMs: round(answer.latencyMs, 3),
       totalMs: round(performance.now() - started, 3),
@@ -191,24 +201,30 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const { stored, response } = await traced('memory.store', {}, () =>
     store(deps, target, turn, req.idempotency, (session) => reply(session, duplicateOf)),
   );
-  await deps.afterTurnStored?.({
-    identity: req.identity,
-    sessionId: target.sessionId,
-    turnCount: stored.session.turn_count,
-    lastTurnNumber: stored.turnNumber,
-    summaryThroughTurn: stored.session.summary_through_turn,
-  });
+  try {
+    await deps.afterTurnStored?.({
+      identity: req.identity,
+      sessionId: target.sessionId,
+      turnCount: stored.session.turn_count,
+      lastTurnNumber: stored.turnNumber,
+      summaryThroughTurn: stored.session.summary_through_turn,
+    });
+  } catch (err) {
+    // The turn is stored and its reply made: nothing after that may turn it into a 5xx (a retry would store it again).
+    deps.log.warn({ err }, 'queueing summarization failed');
+  }
   return response;
 }
 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
 
-/** The answerer's reply; streamed when asked and the answerer can, otherwise sent as one chunk. */
+/**
+ * The answerer's reply; a streamed reply gets its answer as one chunk once the answerer has the whole
+ * turn (SQL, tables, tokens), which the stored turn needs (docs/denodo-ai-sdk.md#streaming).
+ */
 async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: string) => void): Promise<Answer> {
-  if (!onText) return deps.answerer.answer(request);
-  if (deps.answerer.answerStream) return deps.answerer.answerStream(request, onText);
   const answer = await deps.answerer.answer(request);
-  onText(answer.fields.answer);
+  onText?.(answer.fields.answer);
   return answer;
 }
 

@@ -27,6 +27,10 @@ export interface MemorySettings {
   dedupSimilarity: number;
   /** MEMORY_STORE_RESULT_ROWS and MEMORY_STORE_RESULT_BYTES. */
   storedResult: ResultLimits;
+  /** MEMORY_STORE_TEXT_BYTES: the most UTF-8 bytes of each stored text. */
+  storedTextBytes: number;
+  /** ANSWER_MAX_REPLY_BYTES: the most bytes a /memoryChat reply carries as JSON. */
+  maxReplyBytes: number;
   /** Who gets memory on /memoryChat: MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS. */
   rollout: RolloutSettings;
 }
@@ -45,6 +49,8 @@ export function memorySettingsFrom(config: Config): MemorySettings {
     maxTurnsPerSession: config.MEMORY_MAX_TURNS_PER_SESSION,
     dedupSimilarity: config.MEMORY_DEDUP_SIMILARITY,
     storedResult: { maxRows: config.MEMORY_STORE_RESULT_ROWS, maxBytes: config.MEMORY_STORE_RESULT_BYTES },
+    storedTextBytes: config.MEMORY_STORE_TEXT_BYTES,
+    maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
     rollout: {
       enabled: config.MEMORY_ENABLED,
       percent: config.MEMORY_ROLLOUT_PERCENT,

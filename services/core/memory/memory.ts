@@ -5,6 +5,7 @@ import type { Identity } from '../../model/identity.js';
 import type { Answerer } from '../../providers/answerers/answerer.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import { createTenantApiKey, listTenantApiKeys, type NewApiKey, revokeTenantApiKey } from '../api-keys/api-keys.js';
 import { type AccessOrigin, type AuditQuery, listTenantAudit } from '../audit/access-audit.js';
 import { downloadExport, requestGdpr, viewRequest } from '../gdpr/requests.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
@@ -127,6 +128,13 @@ export function createMemory(parts: MemoryParts) {
 
     /** GET /admin/audit: the access audit of the admin's tenant. */
     audit: (admin: Identity, query: AuditQuery) => listTenantAudit(db, admin, query),
+
+    /** /admin/api-keys: the service credentials of the admin's tenant (docs/api-keys.md). */
+    apiKeys: {
+      create: (admin: Identity, input: NewApiKey) => createTenantApiKey(db, admin, input, clock()),
+      list: (admin: Identity) => listTenantApiKeys(db, admin),
+      revoke: (admin: Identity, keyId: string) => revokeTenantApiKey(db, admin, keyId, clock()),
+    },
 
     /** The job processors, the same for the BullMQ worker and the in-process queue. */
     processors: createProcessors({

@@ -1,18 +1,25 @@
 import { stringify } from 'csv-stringify/sync';
+import { neutraliseCell, parseCsv } from './csv-cells.js';
 
 /**
  * CSV from a stored Denodo `execution_result` (docs/design.md §5 forms): the old `{"Row 1": [{columnName,
  * value}, …]}`, the new `{full, full_csv, llm, llm_csv}` (the full rows win over the LLM's sample),
  * or a plain list of row objects. Undefined when the result holds no rows (an error text, null).
+ * Every cell, column names and a ready-made CSV's included, is neutralised against formulas (csv-cells.ts).
  */
 export function executionResultToCsv(result: unknown): string | undefined {
   const table = tableOf(result);
-  if (table)
-    return stringify(table.rows, { header: true, columns: table.columns, cast: { boolean: String, object: (v) => JSON.stringify(v) } });
+  if (table) {
+    return stringify(table.rows, {
+      header: true,
+      columns: table.columns.map((c) => ({ key: c, header: neutraliseCell(c) })),
+      cast: { boolean: String, string: neutraliseCell, object: (v) => neutraliseCell(JSON.stringify(v)) },
+    });
+  }
   if (isObject(result)) {
     for (const key of ['full_csv', 'llm_csv']) {
       const csv = result[key];
-      if (typeof csv === 'string' && csv.trim()) return csv.endsWith('\n') ? csv : `${csv}\n`;
+      if (typeof csv === 'string' && csv.trim()) return stringify(parseCsv(csv).map((row) => row.map(neutraliseCell)));
     }
   }
   return undefined;

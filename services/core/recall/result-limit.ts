@@ -1,3 +1,5 @@
+import { jsonBytesWithin } from '../json-bytes.js';
+
 /** MEMORY_STORE_RESULT_ROWS and MEMORY_STORE_RESULT_BYTES: how much of an answer's result rows a turn keeps. */
 export interface ResultLimits {
   /** Rows kept; 0 keeps none. */
@@ -22,11 +24,14 @@ interface Rows {
 /**
  * The result as it may be stored: its first rows, as many as both limits allow, in the form it came in
  * (the old `{"Row 1": …}`, the new `{full, full_csv, llm, llm_csv}`, a list of rows, or JSON text of one).
- * A result that is not a table and is over the byte cap is not stored at all.
+ * A result that is not a table and is over the byte cap is not stored at all, nor is a table whose
+ * first row alone is over it (a huge single cell). Sizes are measured without serialising more than
+ * the cap (json-bytes.ts), so a result of hundreds of megabytes costs no more than one of the cap.
  */
 export function limitStoredResult(result: unknown, limits: ResultLimits): { result: unknown; truncated?: ResultTruncation } {
   if (result === null || result === undefined) return { result };
   const rows = rowsOf(result);
+  const byteSize = (value: unknown) => jsonBytesWithin(value, limits.maxBytes);
   if (!rows) {
     return byteSize(result) <= limits.maxBytes ? { result } : { result: null, truncated: { rows_stored: 0, rows_total: null } };
   }
@@ -47,10 +52,6 @@ export function limitStoredResult(result: unknown, limits: ResultLimits): { resu
   }
   if (keep === rows.total) return { result };
   return { result: keep === 0 ? null : kept, truncated: { rows_stored: keep, rows_total: rows.total } };
-}
-
-function byteSize(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value) ?? '');
 }
 
 function rowsOf(result: unknown): Rows | undefined {

@@ -9,7 +9,7 @@ import { AppError } from '../../model/errors.js';
 export function createVqlExecutor(
   config: Pick<
     Config,
-    'ANSWER_EXECUTE_URL' | 'ANSWER_AUTH' | 'ANSWER_BASIC_USER' | 'ANSWER_BASIC_PASSWORD' | 'ANSWER_BEARER_TOKEN' | 'ANSWER_TIMEOUT_MS'
+    'ANSWER_EXECUTE_URL' | 'answerAuth' | 'ANSWER_BASIC_USER' | 'ANSWER_BASIC_PASSWORD' | 'ANSWER_BEARER_TOKEN' | 'ANSWER_TIMEOUT_MS'
   >,
 ) {
   return async (sql: string, options: { limit?: number; upstreamAuthorization?: string }): Promise<unknown> => {
@@ -43,7 +43,7 @@ export function createVqlExecutor(
 export type VqlExecutor = ReturnType<typeof createVqlExecutor>;
 
 function authHeader(config: Parameters<typeof createVqlExecutor>[0], forwarded?: string): Record<string, string> {
-  switch (config.ANSWER_AUTH) {
+  switch (config.answerAuth) {
     case 'forward':
       if (!forwarded) {
         throw new AppError('validation-failed', 'send your upstream credentials in the X-Upstream-Authorization header to re-run SQL');

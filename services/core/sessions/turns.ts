@@ -15,7 +15,7 @@ import { newSessionName } from './session-name.js';
 import { sessionView } from './session-view.js';
 import { notFound } from './sessions.js';
 import { storableTurn } from './storable-turn.js';
-import { storeTurn } from './store-turn.js';
+import { eraseEpochAtStart, storeTurn } from './store-turn.js';
 import { embeddedTurnText } from './turn-text.js';
 
 export interface TurnInput {
@@ -46,6 +46,7 @@ export async function recordTurn(
   input: TurnInput,
   claim?: IdempotencyClaim,
 ) {
+  const eraseEpoch = await eraseEpochAtStart(deps.db, identity);
   const target: { sessionId: string } | { newSessionName?: string } =
     'sessionKey' in asked && asked.sessionKey !== undefined
       ? {
@@ -106,6 +107,7 @@ export async function recordTurn(
         createWithName:
           'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
         now,
+        eraseEpoch,
         ttlMs: deps.settings.ttlMs,
         ttlMode: deps.settings.ttlMode,
         turn: {

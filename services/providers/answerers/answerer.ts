@@ -1,3 +1,4 @@
+import type { Identity } from '../../model/identity.js';
 import type { HistoryTurn, TurnStatus } from '../../model/turns.js';
 
 /** The memory /memoryChat built for the question (docs/design.md §4), for answerers that write their own prompt. */
@@ -12,19 +13,31 @@ export interface AnswerMemory {
 
 export interface AnswerRequest {
   question: string;
+  /** Who asks: the sql answerer bounds its concurrent questions per user and per tenant. */
+  identity?: Pick<Identity, 'tenantId' | 'userId'>;
   customInstructions?: string;
+  /** The views the answerer must consider (`use_views`): the caller's and those memory relies on. */
+  useViews?: string;
   /** answerQuestion parameters from the caller, forwarded as given. */
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */
   upstreamAuthorization?: string;
   memory?: AnswerMemory;
-  /** Aborted when the client that asked has gone away: the upstream call is abandoned. */
+  /** Aborted when the client of a streamed reply has gone away: the upstream call is abandoned. */
   signal?: AbortSignal;
+  /**
+   * Aborted when the client of any reply has gone away: the sql answerer cancels its running
+   * statement, which only holds a connection others wait for (the upstream answer still completes
+   * and is stored, for the client's retry).
+   */
+  clientGone?: AbortSignal;
 }
 
 export interface Answer {
   /** The answerer's reply fields, normalised (tables_used always an array). */
   fields: Record<string, unknown> & { answer: string; tables_used: string[] };
+  /** The answer as memory keeps it, when it differs from what the caller is shown (the SDK's DISCLAIMER removed). */
+  storedAnswer?: string;
   status: TurnStatus;
   sqlQuery: string | null;
   /** How long the answerer took, in milliseconds. */
@@ -36,9 +49,4 @@ export interface Answerer {
   answer(request: AnswerRequest): Promise<Answer>;
   /** Releases what the answerer holds (the sql answerer's pool, the upstream answerer's keep-alive connections). */
   close?(): Promise<void>;
-  /**
-   * The answer streamed: `onText` gets the answer text as it arrives. Present only when a streaming
-   * endpoint is configured (ANSWER_STREAM_URL).
-   */
-  answerStream?(request: AnswerRequest, onText: (text: string) => void): Promise<Answer>;
 }

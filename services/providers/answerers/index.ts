@@ -1,24 +1,20 @@
 import pg from 'pg';
+import type { DemoEngine } from '../../../db/demo/demo-engine.js';
 import type { Config } from '../../config/config.js';
 import type { ChatLlm } from '../llm/chat-llm.js';
 import type { Answerer } from './answerer.js';
 import { noneAnswerer } from './none-answerer.js';
 import { createSqlAnswerer } from './sql/sql-answerer.js';
+import { serverSqlDatabase } from './sql/sql-database.js';
 import { createUpstreamAnswerer } from './upstream-answerer.js';
 
 export type { Answer, Answerer, AnswerMemory, AnswerRequest } from './answerer.js';
 
-/** The embedded database's pool and the role that reads only the demo schema (db/demo/demo-dataset.ts). */
-export interface EmbeddedSqlDatabase {
-  pool: pg.Pool;
-  role: string;
-}
-
 export interface AnswererParts {
   /** The LLM_PROVIDER model, which the sql answerer writes its SQL with. */
   llm?: ChatLlm;
-  /** SQL_DATABASE_URL=embedded-demo: the demo dataset, loaded by the API process that opened the embedded database. */
-  embeddedSql?: EmbeddedSqlDatabase;
+  /** SQL_DATABASE_URL=embedded-demo: the demo dataset's engine, started by the API process; the answerer closes it. */
+  demoEngine?: DemoEngine;
   log?: { warn(obj: object, msg: string): void };
 }
 
@@ -26,12 +22,14 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
   if (config.answerBackend === 'upstream') {
     return createUpstreamAnswerer({
       url: config.ANSWER_URL!,
-      streamUrl: config.answerStreamUrl,
-      auth: config.ANSWER_AUTH,
+      auth: config.answerAuth,
       basicUser: config.ANSWER_BASIC_USER,
       basicPassword: config.ANSWER_BASIC_PASSWORD,
       bearerToken: config.ANSWER_BEARER_TOKEN,
+      operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
       timeoutMs: config.ANSWER_TIMEOUT_MS,
+      maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
+      log: parts.log,
     });
   }
   if (config.answerBackend === 'sql' && parts.llm) {
@@ -39,9 +37,12 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
       llm: parts.llm,
       tables: config.sqlTables,
       maxRows: config.SQL_MAX_ROWS,
+      cellBytes: config.SQL_MAX_CELL_BYTES,
+      resultBytes: config.SQL_MAX_RESULT_BYTES,
       repairAttempts: config.SQL_REPAIR_ATTEMPTS,
       schemaMaxTokens: config.SQL_SCHEMA_MAX_TOKENS,
       schemaRefreshMs: config.sqlSchemaRefreshMs,
+      concurrency: { perUser: config.SQL_MAX_CONCURRENT_PER_USER, perTenant: config.SQL_MAX_CONCURRENT_PER_TENANT },
       log: parts.log,
     };
     const database = {
@@ -50,12 +51,23 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
       maxPlanCost: config.sqlMaxPlanCost,
     };
     if (config.SQL_DATABASE_URL !== 'embedded-demo') {
-      const pool = new pg.Pool({ connectionString: config.SQL_DATABASE_URL, max: config.SQL_POOL_MAX });
+      const pool = new pg.Pool({
+        connectionString: config.SQL_DATABASE_URL,
+        max: config.SQL_POOL_MAX,
+        connectionTimeoutMillis: config.SQL_POOL_WAIT_MS,
+      });
       // An idle connection that breaks is dropped and the next statement reconnects, as in db/pool.ts.
       pool.on('error', (err) => parts.log?.warn({ err }, 'an idle SQL_DATABASE_URL connection failed'));
-      return createSqlAnswerer({ ...limits, database: { ...database, pool }, close: () => pool.end() });
+      return createSqlAnswerer({ ...limits, database: serverSqlDatabase(pool, database), close: () => pool.end() });
     }
-    if (parts.embeddedSql) return createSqlAnswerer({ ...limits, database: { ...database, ...parts.embeddedSql } });
+    const engine = parts.demoEngine;
+    if (engine) {
+      return createSqlAnswerer({
+        ...limits,
+        database: { ...database, role: engine.role, connect: engine.connect, cancel: engine.restart, watchdog: true },
+        close: engine.close,
+      });
+    }
   }
   // The worker answers no questions: it gets no embedded demo, and no pool of its own.
   return noneAnswerer;

@@ -2,89 +2,54 @@ import { context, propagation } from '@opentelemetry/api';
 import { Agent, type Dispatcher, request } from 'undici';
 import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
+import { readBoundedText } from './bounded-body.js';
+import { isNoRelevantViews, readUpstreamDetail, upstreamProblem } from './upstream-errors.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 
 export interface UpstreamOptions {
   url: string;
-  /** A `/streamAnswerQuestion`: its reply is the answer as plain text, streamed (the Denodo AI SDK's form). */
-  streamUrl?: string;
   auth: 'forward' | 'basic' | 'bearer' | 'none';
   basicUser?: string;
   basicPassword?: string;
   bearerToken?: string;
+  /** ANSWER_OPERATOR_INSTRUCTIONS: put before every custom_instructions sent (the SDK 0.5 lets a request's replace its own). */
+  operatorInstructions?: string;
   timeoutMs: number;
+  /** ANSWER_MAX_REPLY_BYTES: the most of a reply that is read. */
+  maxReplyBytes: number;
+  log?: { warn(obj: object, msg: string): void };
 }
+
+/** The Denodo AI SDK's default `vector_search_total_limit`: the views a question may consider in all. */
+const SDK_TOTAL_VIEWS_LIMIT = 20;
+
+/** How much of an error reply's body is logged. */
+const LOGGED_BODY_CHARS = 2000;
 
 /**
  * A Denodo-AI-SDK-compatible `answerQuestion` endpoint over HTTP: undici's `request` on a keep-alive
  * agent of its own. The global `fetch` wraps the same client in WHATWG streams and wrote a string
  * body as a separate chunk; the profile showed it as the service's largest single cost per turn
- * (docs/performance.md).
+ * (docs/performance.md). A streamed /memoryChat asks it too and streams the answer: the SDK's own
+ * `/streamAnswerQuestion` computes the whole answer first and streams its text only, without the SQL
+ * and tables the stored turn needs (docs/denodo-ai-sdk.md).
  */
 export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
   const agent = new Agent({ keepAliveTimeout: 30_000 });
-  const { streamUrl } = options;
   return {
     kind: 'upstream',
     async answer(answerRequest) {
       const started = performance.now();
       const response = await post(agent, options, options.url, answerRequest);
-      const reply = await readReply(response);
+      const reply = await readReply(response, options);
       return { ...reply, latencyMs: performance.now() - started };
     },
-    ...(streamUrl
-      ? {
-          async answerStream(answerRequest: AnswerRequest, onText: (text: string) => void) {
-            const started = performance.now();
-            const response = await post(agent, options, streamUrl, answerRequest);
-            const reply = await readStreamedReply(response, onText, options.timeoutMs);
-            return { ...reply, latencyMs: performance.now() - started };
-          },
-        }
-      : {}),
     close: () => agent.close(),
   };
 }
 
-/**
- * The Denodo AI SDK's `/streamAnswerQuestion` takes the answerQuestion body and streams only the
- * answer text (`text/plain`): no SQL, tables or tokens, so a streamed turn is stored without SQL. An
- * error status, or a JSON reply, is read as answerQuestion's and sent as one chunk.
- */
-async function readStreamedReply(
-  response: Dispatcher.ResponseData,
-  onText: (text: string) => void,
-  timeoutMs: number,
-): Promise<Omit<Answer, 'latencyMs'>> {
-  const type = String(response.headers['content-type'] ?? '');
-  if (response.statusCode >= 300 || type.includes('json')) {
-    const reply = await readReply(response);
-    onText(reply.fields.answer);
-    return reply;
-  }
-  const decoder = new TextDecoder();
-  let text = '';
-  try {
-    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-      const piece = decoder.decode(chunk, { stream: true });
-      if (!piece) continue;
-      text += piece;
-      onText(piece);
-    }
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    if ((err as Error).name === 'TimeoutError') {
-      throw new AppError('upstream-timeout', `the answering backend did not finish its streamed reply within ${timeoutMs} ms`);
-    }
-    throw new AppError('upstream-failed', 'the answering backend broke off its streamed reply', { cause: err });
-  }
-  text += decoder.decode();
-  return { fields: { answer: text, tables_used: [] }, status: 'clarification', sqlQuery: null };
-}
-
 async function post(agent: Agent, options: UpstreamOptions, url: string, answerRequest: AnswerRequest): Promise<Dispatcher.ResponseData> {
-  const body: Record<string, unknown> = { ...answerRequest.params, question: answerRequest.question };
-  if (answerRequest.customInstructions) body.custom_instructions = answerRequest.customInstructions;
+  const body = requestBody(options, answerRequest);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json',
@@ -103,6 +68,32 @@ async function post(agent: Agent, options: UpstreamOptions, url: string, answerR
     }
     throw new AppError('upstream-failed', 'the answering backend could not be reached', { cause: err });
   }
+}
+
+/**
+ * The answerQuestion body. The SDK's fields are strings where lists might be expected
+ * (`vdp_database_names`, `vdp_tag_names`: comma-separated), and a list there is a 422.
+ */
+function requestBody(options: UpstreamOptions, answerRequest: AnswerRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...answerRequest.params, question: answerRequest.question };
+  for (const field of ['vdp_database_names', 'vdp_tag_names']) {
+    const value = body[field];
+    if (Array.isArray(value)) body[field] = value.map(String).join(',');
+  }
+  if (answerRequest.useViews) {
+    body.use_views = answerRequest.useViews;
+    // The SDK adds the associations of the views it found before use_views, and stops at
+    // vector_search_total_limit: associations of unrelated views would crowd the pinned ones out.
+    if (body.vector_search_total_limit === undefined) {
+      body.vector_search_total_limit = SDK_TOTAL_VIEWS_LIMIT + answerRequest.useViews.split(',').length;
+    }
+  }
+  if (answerRequest.customInstructions) {
+    body.custom_instructions = options.operatorInstructions
+      ? `${options.operatorInstructions}\n\n${answerRequest.customInstructions}`
+      : answerRequest.customInstructions;
+  }
+  return body;
 }
 
 function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<string, string> {
@@ -126,12 +117,12 @@ function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<st
   }
 }
 
-async function readReply(response: Dispatcher.ResponseData): Promise<Omit<Answer, 'latencyMs'>> {
+async function readReply(response: Dispatcher.ResponseData, options: UpstreamOptions): Promise<Omit<Answer, 'latencyMs'>> {
   let text: string;
   try {
-    text = await response.body.text();
+    text = await readBoundedText(response.body, options.maxReplyBytes);
   } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
+    if ((err as Error).name === 'AbortError' || err instanceof AppError) throw err;
     if ((err as Error).name === 'TimeoutError') {
       throw new AppError('upstream-timeout', 'the answering backend did not finish its reply in time');
     }
@@ -139,23 +130,14 @@ async function readReply(response: Dispatcher.ResponseData): Promise<Omit<Answer
   }
   const json = parseObject(text);
 
-  if (response.statusCode >= 500) {
-    throw new AppError('upstream-failed', `the answering backend failed with HTTP ${response.statusCode}`);
-  }
-  if (response.statusCode === 404) {
-    const message = messageOf(json) ?? text.trim();
-    if (/relevant/i.test(message)) return noRelevantViewsReply(message);
-    throw new AppError('upstream-rejected', 'the answering backend answered 404: check ANSWER_URL');
-  }
-  if (response.statusCode === 401 || response.statusCode === 403) {
-    throw new AppError('upstream-rejected', `the answering backend refused the credentials (HTTP ${response.statusCode})`);
-  }
-  if (response.statusCode >= 400) {
-    const message = messageOf(json);
-    throw new AppError(
-      'upstream-rejected',
-      `the answering backend rejected the request (HTTP ${response.statusCode})${message ? `: ${message.slice(0, 300)}` : ''}`,
+  if (response.statusCode >= 300) {
+    options.log?.warn(
+      { upstreamStatus: response.statusCode, upstreamBody: text.slice(0, LOGGED_BODY_CHARS) },
+      'the answering backend answered with an error',
     );
+    const detail = readUpstreamDetail(json);
+    if (response.statusCode === 404 && isNoRelevantViews(detail.message)) return noRelevantViewsReply(detail.message);
+    throw upstreamProblem(response.statusCode, detail, options.auth === 'forward');
   }
   if (!json) throw new AppError('upstream-bad-response', 'the answering backend did not reply with a JSON object');
   return normaliseUpstreamReply(json);
@@ -168,9 +150,4 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-}
-
-function messageOf(json: Record<string, unknown> | undefined): string | undefined {
-  const candidate = json?.answer ?? json?.detail ?? json?.message ?? json?.error;
-  return typeof candidate === 'string' ? candidate : undefined;
 }

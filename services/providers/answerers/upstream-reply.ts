@@ -13,7 +13,24 @@ export function normaliseUpstreamReply(body: Record<string, unknown>): Omit<Answ
     answer: textOf(body.answer),
     tables_used: tablesOf(body.tables_used),
   };
-  return { fields, status: statusOf(body, sqlQuery), sqlQuery };
+  const storedAnswer = withoutDisclaimer(fields.answer);
+  return {
+    fields,
+    ...(storedAnswer === fields.answer ? {} : { storedAnswer }),
+    status: statusOf(body, sqlQuery),
+    sqlQuery,
+  };
+}
+
+/**
+ * The SDK appends this paragraph to every answer unless the request says `disclaimer: false`
+ * (answers, and a longer form for metadata answers). The caller sees it; memory keeps the answer
+ * without it, or every later memory block would repeat it once per turn.
+ */
+const SDK_DISCLAIMER = /\s*DISCLAIMER: This response has been generated based on an LLM's interpretation of the data[\s\S]*$/;
+
+function withoutDisclaimer(answer: string): string {
+  return answer.replace(SDK_DISCLAIMER, '');
 }
 
 /** The reply to a 404 "no relevant views": an answer for the user, with no SQL. */

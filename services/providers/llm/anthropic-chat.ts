@@ -1,4 +1,4 @@
-import type { ChatLlm, TokenUsage } from './chat-llm.js';
+import { type ChatLlm, jsonOrText, type TokenUsage } from './chat-llm.js';
 import { anthropicClient } from './sdk-clients.js';
 
 export function createAnthropicChat(options: { apiKey: string; baseURL?: string; model: string; timeoutMs: number }): ChatLlm {
@@ -31,8 +31,9 @@ export function createAnthropicChat(options: { apiKey: string; baseURL?: string;
         tool_choice: { type: 'tool', name: output.name },
       });
       const call = response.content.find((block) => block.type === 'tool_use' && block.name === output.name);
-      if (call?.type !== 'tool_use') throw new Error(`the model did not call ${output.name}`);
-      return { value: call.input, usage: anthropicUsage(response.usage) };
+      if (call?.type === 'tool_use') return { value: call.input, usage: anthropicUsage(response.usage) };
+      const text = response.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+      return { value: jsonOrText(text.trim()), usage: anthropicUsage(response.usage) };
     },
   };
 }

@@ -17,11 +17,24 @@ export interface ChatLlm {
   readonly name: string;
   /** The model's text, trimmed, and what the call cost. */
   complete(request: { system: string; user: string; maxTokens: number }): Promise<{ text: string; usage: TokenUsage }>;
-  /** The object the model produced, not yet validated beyond being JSON, and what the call cost. */
+  /**
+   * The object the model produced, not yet validated beyond being JSON, and what the call cost. A
+   * model that answers with text instead (no JSON, no tool call) gives that text as a string, for the
+   * caller to read or refuse.
+   */
   completeStructured(request: {
     system: string;
     user: string;
     maxTokens: number;
     output: StructuredOutput;
   }): Promise<{ value: unknown; usage: TokenUsage }>;
+}
+
+/** The model's text as JSON when it is JSON, else the text itself. */
+export function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }

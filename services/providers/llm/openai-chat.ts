@@ -1,4 +1,4 @@
-import type { ChatLlm, TokenUsage } from './chat-llm.js';
+import { type ChatLlm, jsonOrText, type TokenUsage } from './chat-llm.js';
 import { openAIClient } from './sdk-clients.js';
 
 export function createOpenAIChat(options: { apiKey: string; baseURL?: string; model: string; timeoutMs: number }): ChatLlm {
@@ -30,7 +30,7 @@ export function createOpenAIChat(options: { apiKey: string; baseURL?: string; mo
       const message = response.choices[0]?.message;
       if (message?.refusal) throw new Error(`the model refused: ${message.refusal}`);
       return {
-        value: JSON.parse(message?.content ?? ''),
+        value: jsonOrText(message?.content ?? ''),
         usage: openAIUsage(response.usage),
       };
     },

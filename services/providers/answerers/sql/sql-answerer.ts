@@ -4,6 +4,7 @@ import type { Answer, Answerer, AnswerRequest } from '../answerer.js';
 import { normaliseUpstreamReply } from '../upstream-reply.js';
 import { createSchemaCache, introspectSchema, type SchemaTable } from './schema-introspection.js';
 import { renderSchema } from './schema-prompt.js';
+import { type ConcurrencyLimits, createConcurrencyLimiter } from './sql-concurrency.js';
 import type { SqlDatabase } from './sql-database.js';
 import { type Execution, executeReadOnly } from './sql-execution.js';
 import { type Generated, type GenerationInput, generateSql, UnusableReplyError } from './sql-generation.js';
@@ -15,12 +16,17 @@ export interface SqlAnswererOptions {
   /** SQL_TABLES: only these are shown to the LLM. */
   tables?: string[];
   maxRows: number;
+  /** SQL_MAX_CELL_BYTES and SQL_MAX_RESULT_BYTES: the values read, cut while they are fetched. */
+  cellBytes: number;
+  resultBytes: number;
   repairAttempts: number;
   schemaMaxTokens: number;
   schemaRefreshMs: number;
+  /** Questions one user, and one tenant, may have in the answerer at once. */
+  concurrency: ConcurrencyLimits;
   log?: { warn(obj: object, msg: string): void };
-  /** Ends the answerer's own pool; unset when the pool is the memory database's (embedded-demo). */
-  close?: () => Promise<void>;
+  /** Ends the answerer's own pool, or the demo's engine. */
+  close: () => Promise<void>;
 }
 
 /**
@@ -35,9 +41,17 @@ export function createSqlAnswerer(options: SqlAnswererOptions): Answerer {
     options.schemaRefreshMs,
     (err) => options.log?.warn({ err }, 'refreshing the SQL schema failed; the previous copy stays in use'),
   );
+  const limiter = createConcurrencyLimiter(options.concurrency);
   return {
     kind: 'sql',
-    answer: (request) => answer(options, request, schema),
+    async answer(request) {
+      const release = request.identity ? limiter.acquire(request.identity) : () => {};
+      try {
+        return await answer(options, request, schema);
+      } finally {
+        release();
+      }
+    },
     close: options.close,
   };
 }
@@ -67,7 +81,7 @@ async function answer(options: SqlAnswererOptions, request: AnswerRequest, schem
   let generated = await generate(options.llm, input, cost);
   let execution: Execution | undefined;
   for (let repairs = 0; generated.kind === 'sql'; repairs++) {
-    execution = await execute(options, generated.sql, cost);
+    execution = await execute(options, generated.sql, cost, request.clientGone ?? request.signal);
     if (execution.ok || execution.kind !== 'error' || repairs >= options.repairAttempts) break;
     generated = await generate(options.llm, { ...input, repair: { sql: generated.sql, error: execution.message } }, cost);
   }
@@ -90,6 +104,8 @@ async function answer(options: SqlAnswererOptions, request: AnswerRequest, schem
     total_execution_time: seconds(performance.now() - started),
     ...(execution && !execution.ok ? { sql_error: execution.message } : {}),
     ...(execution?.ok && execution.truncated ? { rows_limited_to: options.maxRows } : {}),
+    ...(execution?.ok && execution.bytesLimited ? { result_bytes_limited_to: options.resultBytes } : {}),
+    ...(execution?.ok && execution.cellsCut ? { cells_cut_to_bytes: options.cellBytes } : {}),
   };
   return { ...normaliseUpstreamReply(body), latencyMs: performance.now() - started };
 }
@@ -98,6 +114,7 @@ async function readSchema(schema: () => Promise<SchemaTable[]>): Promise<SchemaT
   try {
     return await schema();
   } catch (err) {
+    if (isPoolWaitTimeout(err)) throw poolBusy(err);
     throw new AppError('upstream-failed', 'the SQL database could not be read (SQL_DATABASE_URL)', { cause: err });
   }
 }
@@ -123,14 +140,27 @@ async function generate(llm: ChatLlm, input: GenerationInput, cost: Cost): Promi
   }
 }
 
-async function execute(options: SqlAnswererOptions, sql: string, cost: Cost): Promise<Execution> {
+async function execute(options: SqlAnswererOptions, sql: string, cost: Cost, signal: AbortSignal | undefined): Promise<Execution> {
   try {
-    const execution = await executeReadOnly(options.database, sql, options.maxRows);
+    const limits = { maxRows: options.maxRows, cellBytes: options.cellBytes, resultBytes: options.resultBytes };
+    const execution = await executeReadOnly(options.database, sql, limits, signal);
     cost.sqlMs += execution.ms;
     return execution;
   } catch (err) {
+    if (isPoolWaitTimeout(err)) throw poolBusy(err);
     throw new AppError('upstream-failed', 'the SQL database could not be reached (SQL_DATABASE_URL)', { cause: err });
   }
+}
+
+/** pg-pool's error when no connection came within connectionTimeoutMillis (SQL_POOL_WAIT_MS). */
+function isPoolWaitTimeout(err: unknown): boolean {
+  return err instanceof Error && err.message === 'timeout exceeded when trying to connect';
+}
+
+function poolBusy(err: unknown): AppError {
+  return new AppError('sql-database-busy', 'no connection to the SQL database came free within SQL_POOL_WAIT_MS; ask again shortly', {
+    cause: err,
+  });
 }
 
 function seconds(ms: number): number {

@@ -1,19 +1,18 @@
 import pg from 'pg';
-import { inReadOnlyTransaction, type SqlDatabase } from './sql-database.js';
+import { type Fetched, type FetchLimits, fetchBounded } from './bounded-fetch.js';
+import { inReadOnlyTransaction, type SqlDatabase, StatementEndedError } from './sql-database.js';
 
 export type Execution =
-  | { ok: true; columns: string[]; rows: (string | null)[][]; truncated: boolean; ms: number }
+  | ({ ok: true; ms: number } & Fetched)
   /**
    * `refused`: the database would not run it as a read-only query (a write, a privilege); `timeout`:
-   * cancelled by statement_timeout; `error`: anything else, which the LLM may repair.
+   * cancelled by statement_timeout or ended by the watchdog; `cancelled`: the client that asked went
+   * away; `error`: anything else, which the LLM may repair.
    */
-  | { ok: false; kind: 'refused' | 'timeout' | 'error'; message: string; ms: number };
+  | { ok: false; kind: 'refused' | 'timeout' | 'cancelled' | 'error'; message: string; ms: number };
 
 const CURSOR = 'memorychat_answer';
 const DECLARE = `DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
-
-/** Every value as Postgres prints it: no Date shifted by the time zone, no numeric rounded. */
-const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
 
 /**
  * Runs the LLM's statement with the database as the judge of what it may do:
@@ -22,28 +21,38 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as 
  * - the extended query protocol (`queryMode: 'extended'`) refuses more than one statement;
  * - the READ ONLY transaction refuses writes from inside a query (nextval, a function that writes);
  * - statement_timeout cancels it, and with `maxPlanCost` a query the planner prices above it is not
- *   fetched (where the timeout is not enforced: PGlite); FETCH reads at most `maxRows + 1` rows, the one more telling that
- *   the result was cut.
+ *   fetched; where the database has no timeout of its own (PGlite), the watchdog ends it (sql-database.ts);
+ * - the rows are read bounded in count and bytes (bounded-fetch.ts): at most `maxRows + 1`, the one
+ *   more telling that the result was cut.
  */
-export async function executeReadOnly(db: SqlDatabase, sql: string, maxRows: number): Promise<Execution> {
+export async function executeReadOnly(db: SqlDatabase, sql: string, limits: FetchLimits, signal?: AbortSignal): Promise<Execution> {
   const statement = sql.trim().replace(/;\s*$/, '');
   const started = performance.now();
   const ms = () => performance.now() - started;
   try {
-    return await inReadOnlyTransaction(db, async (client) => {
-      // pg takes queryMode (8.11+); its type definitions do not list it yet.
-      await client.query({ text: DECLARE + statement, queryMode: 'extended' } as pg.QueryConfig);
-      const cost = db.maxPlanCost === undefined ? undefined : await planCost(client, statement);
-      if (cost !== undefined && cost > db.maxPlanCost!) {
-        const message = `the planner estimates this query at cost ${Math.round(cost)}, above the limit of ${db.maxPlanCost}: write a cheaper one`;
-        return { ok: false, kind: 'error', message, ms: ms() };
-      }
-      const result = await client.query({ text: `FETCH FORWARD ${maxRows + 1} FROM ${CURSOR}`, rowMode: 'array', types: AS_TEXT });
-      const rows = result.rows as (string | null)[][];
-      const columns = result.fields.map((f) => f.name);
-      return { ok: true, columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows, ms: ms() };
-    });
+    return await inReadOnlyTransaction(
+      db,
+      async (client) => {
+        // pg takes queryMode (8.11+); its type definitions do not list it yet.
+        await client.query({ text: DECLARE + statement, queryMode: 'extended' } as pg.QueryConfig);
+        const cost = db.maxPlanCost === undefined ? undefined : await planCost(client, statement);
+        if (cost !== undefined && cost > db.maxPlanCost!) {
+          const message = `the planner estimates this query at cost ${Math.round(cost)}, above the limit of ${db.maxPlanCost}: write a cheaper one`;
+          return { ok: false, kind: 'error', message, ms: ms() };
+        }
+        const fetched = await fetchBounded(client, CURSOR, statement, limits);
+        return { ok: true, ...fetched, ms: ms() };
+      },
+      signal,
+    );
   } catch (err) {
+    if (err instanceof StatementEndedError) {
+      const message =
+        err.reason === 'timeout'
+          ? `statement timeout: the engine was restarted after ${db.statementTimeoutMs} ms`
+          : 'cancelled: the client that asked went away';
+      return { ok: false, kind: err.reason, message, ms: ms() };
+    }
     // Anything but the database's verdict on the statement (the database unreachable) is the answerer failing.
     if (!(err instanceof pg.DatabaseError)) throw err;
     return { ok: false, kind: kindOf(err), message: err.message, ms: ms() };

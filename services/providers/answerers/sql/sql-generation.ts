@@ -79,6 +79,7 @@ function userMessage(input: GenerationInput): string {
 
 /** The model's object, checked: anything else is an unusable reply, not SQL to run. */
 function readGenerated(value: unknown): Generated {
+  if (typeof value === 'string') return sqlFromText(value);
   if (!value || typeof value !== 'object') throw new UnusableReplyError('the LLM did not return an object');
   const reply = value as Record<string, unknown>;
   const tables = Array.isArray(reply.tables) ? reply.tables.filter((t): t is string => typeof t === 'string') : [];
@@ -90,6 +91,37 @@ function readGenerated(value: unknown): Generated {
   }
   if (reply.kind !== 'sql') throw new UnusableReplyError('the LLM returned neither SQL nor a clarification');
   return { kind: 'sql', sql, explanation, tables };
+}
+
+/** The explanation of SQL that came without one: the rows follow it in the answer. */
+const PLAIN_SQL_EXPLANATION = 'The result of the query:';
+
+/**
+ * A model that ignores the structured output and answers with the SQL itself, bare or in a fenced
+ * block, is taken at its word: the statement still runs read-only, one statement only. Its tables are
+ * read from its FROM and JOIN clauses. Any other text is refused, saying what the model must return.
+ */
+function sqlFromText(text: string): Generated {
+  const fenced = /```[a-z]*[ \t]*\n([\s\S]*?)```/i.exec(text)?.[1];
+  const candidate = (fenced ?? text).trim().replace(/;\s*$/, '');
+  if (!/^(select|with)\b/i.test(candidate)) {
+    throw new UnusableReplyError(
+      'the LLM answered with text that is neither the JSON object {"kind": "sql" | "clarification", "sql", "explanation", "tables"} ' +
+        `nor one SELECT statement (bare or in a \`\`\`sql block): "${text.trim().slice(0, 120)}"`,
+    );
+  }
+  return { kind: 'sql', sql: candidate, explanation: PLAIN_SQL_EXPLANATION, tables: tablesRead(candidate) };
+}
+
+/** FROM and JOIN targets, leaving out the FROM inside EXTRACT(… FROM …), SUBSTRING(… FROM …) and the like. */
+function tablesRead(sql: string): string[] {
+  const tables = new Set<string>();
+  for (const match of sql.matchAll(/\b(?:from|join)\s+([a-z_][\w$]*(?:\.[a-z_][\w$]*)?)/gi)) {
+    const before = sql.slice(0, match.index);
+    if (/\b(?:extract|substring|trim|overlay|position)\s*\([^()]*$/i.test(before)) continue;
+    if (match[1]) tables.add(match[1]);
+  }
+  return [...tables];
 }
 
 export class UnusableReplyError extends Error {

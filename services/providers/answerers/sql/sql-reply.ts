@@ -11,7 +11,7 @@ const ROWS_IN_ANSWER = 10;
 export function answerText(
   generated: Generated,
   execution: Execution | undefined,
-  options: { maxRows: number; database: { statementTimeoutMs: number } },
+  options: { maxRows: number; cellBytes: number; resultBytes: number; database: { statementTimeoutMs: number } },
 ): string {
   if (generated.kind === 'clarification') return generated.question;
   if (!execution) return generated.explanation;
@@ -25,16 +25,22 @@ export function answerText(
         'Try a narrower question (a shorter period, fewer groups).'
       );
     }
+    if (execution.kind === 'cancelled') return 'The query was cancelled: the request that asked it was abandoned.';
     return `The query failed and could not be corrected: ${execution.message}`;
   }
   if (!execution.rows.length) return `${generated.explanation}\n\nThe query returned no rows.`;
   const shown = execution.rows.slice(0, ROWS_IN_ANSWER);
   const more = execution.truncated
     ? `\n\nShowing ${shown.length} rows; the result has more than ${options.maxRows}.`
-    : execution.rows.length > shown.length
-      ? `\n\nShowing ${shown.length} of ${execution.rows.length} rows.`
-      : '';
-  return `${generated.explanation}\n\n${markdownTable(execution.columns, shown)}${more}`;
+    : execution.bytesLimited
+      ? `\n\nShowing ${shown.length} of the first ${execution.rows.length} rows; the rest of the result was left out at ${options.resultBytes} bytes.`
+      : execution.rows.length > shown.length
+        ? `\n\nShowing ${shown.length} of ${execution.rows.length} rows.`
+        : '';
+  const cut = execution.cellsCut
+    ? `\n\n${execution.cellsCut} ${execution.cellsCut === 1 ? 'value was' : 'values were'} longer than ${options.cellBytes} bytes and cut ("… [cut: …]").`
+    : '';
+  return `${generated.explanation}\n\n${markdownTable(execution.columns, shown)}${more}${cut}`;
 }
 
 /** Denodo's `{"Row 1": [{columnName, value}, …]}` form, which CSV export and SQL recall already read. */

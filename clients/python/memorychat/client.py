@@ -1,0 +1,210 @@
+"""A client for memorychat over HTTP, with the standard library only (urllib, json, dataclasses)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Iterator
+
+from .errors import MemorychatError
+from .sse import StreamEvent, read_events
+
+JSON = dict[str, Any]
+
+
+class Memorychat:
+    """
+    One caller of the service: a user's JWT (`token`), or an API key (`api_key`), optionally acting
+    for the end user `user` (sent as X-Memory-User; the key needs the act_for_users permission).
+    Every method returns the service's JSON as dicts and raises MemorychatError for a problem document.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        api_key: str | None = None,
+        user: str | None = None,
+        timeout_s: float = 120.0,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if (token is None) == (api_key is None):
+            raise ValueError("pass either token (a JWT) or api_key")
+        if user is not None and api_key is None:
+            raise ValueError("user (X-Memory-User) goes with an api_key; a JWT names its user itself")
+        self.base_url = base_url.rstrip("/")
+        self.token, self.api_key, self.user = token, api_key, user
+        self.timeout_s = timeout_s
+        self.headers = dict(headers or {})
+
+    def for_user(self, user: str) -> "Memorychat":
+        """The same API key acting for another end user (e.g. one per Slack or Telegram user)."""
+        if self.api_key is None:
+            raise ValueError("for_user needs a client made with an api_key")
+        return Memorychat(self.base_url, api_key=self.api_key, user=user, timeout_s=self.timeout_s, headers=self.headers)
+
+    # --- asking -----------------------------------------------------------------------------------
+
+    def ask(self, question: str, *, session_id: str | None = None, session_key: str | None = None, **options: Any) -> JSON:
+        """POST /memoryChat: the answer, with memory. `options`: any field of the request (vdp_database_names, ...)."""
+        return self._json("POST", "/memoryChat", body=_without_none({"question": question, "session_id": session_id, "session_key": session_key, **options}))
+
+    def follow_up(self, previous: JSON, question: str, **options: Any) -> JSON:
+        """Asks in the conversation of a previous reply of `ask`."""
+        return self.ask(question, session_id=previous["conversation_metadata"]["conversation_id"], **options)
+
+    def stream(self, question: str, *, session_id: str | None = None, session_key: str | None = None, **options: Any) -> Iterator[StreamEvent]:
+        """POST /memoryChat as Server-Sent Events: `memory`, `answer` pieces, then `reply` (or `error`)."""
+        body = _without_none({"question": question, "session_id": session_id, "session_key": session_key, **options})
+        response = self._send("POST", "/memoryChat", body=body, accept="text/event-stream")
+        with response:
+            yield from read_events(response)
+
+    # --- sessions and turns -----------------------------------------------------------------------
+
+    def sessions(self, *, key: str | None = None, limit: int | None = None, cursor: str | None = None) -> JSON:
+        return self._json("GET", "/sessions", query={"key": key, "limit": limit, "cursor": cursor})
+
+    def session(self, session_id: str) -> JSON:
+        return self._json("GET", f"/sessions/{_seg(session_id)}")
+
+    def rename_session(self, session_id: str, name: str) -> JSON:
+        return self._json("PATCH", f"/sessions/{_seg(session_id)}", body={"session_name": name})
+
+    def clear_session(self, session_id: str) -> JSON:
+        return self._json("POST", f"/sessions/{_seg(session_id)}/clear")
+
+    def delete_session(self, session_id: str) -> None:
+        self._json("DELETE", f"/sessions/{_seg(session_id)}")
+
+    def store_turn(self, question: str, answer: str, *, session_id: str | None = None, session_key: str | None = None, **fields: Any) -> JSON:
+        """Stores a finished turn (a bot with its own LLM): in `session_id`, or a new or keyed session."""
+        body = _without_none({"question": question, "answer": answer, **fields})
+        if session_id is not None:
+            return self._json("POST", f"/sessions/{_seg(session_id)}/turns", body=body)
+        return self._json("POST", "/sessions/turns", body=_without_none({**body, "session_key": session_key}))
+
+    def correct_turn(self, session_id: str, number: int, **fields: Any) -> JSON:
+        return self._json("PATCH", f"/sessions/{_seg(session_id)}/turns/{number}", body=fields)
+
+    def delete_turn(self, session_id: str, number: int) -> None:
+        self._json("DELETE", f"/sessions/{_seg(session_id)}/turns/{number}")
+
+    def rate_turn(self, session_id: str, number: int, rating: str, comment: str | None = None) -> JSON:
+        return self._json("POST", f"/sessions/{_seg(session_id)}/turns/{number}/feedback", body=_without_none({"rating": rating, "comment": comment}))
+
+    # --- memory for your own LLM ------------------------------------------------------------------
+
+    def context(self, question: str, *, session_id: str | None = None, session_key: str | None = None, format: str = "text", **options: Any) -> JSON:
+        """POST /memory/context: what to put in your LLM's prompt (`format`: text, openai or anthropic)."""
+        body = _without_none({"question": question, "session_id": session_id, "session_key": session_key, "format": format, **options})
+        return self._json("POST", "/memory/context", body=body)
+
+    def search(self, query: str, **options: Any) -> JSON:
+        """POST /memory/search: the user's past turns ranked by similarity (k, session_id, min_similarity, ...)."""
+        return self._json("POST", "/memory/search", body={"query": query, **options})
+
+    # --- SQL recall -------------------------------------------------------------------------------
+
+    def turn_sql(self, session_id: str, ref: str | int = "last") -> JSON:
+        """The SQL of a turn: its number, or `first`, `last`, `previous`."""
+        return self._json("GET", f"/sessions/{_seg(session_id)}/turns/{_seg(str(ref))}/sql")
+
+    def find_sql(self, session_id: str, keywords: str) -> JSON:
+        return self._json("GET", f"/sessions/{_seg(session_id)}/sql", query={"q": keywords})
+
+    def result_csv(self, session_id: str, ref: str | int = "last", *, fresh: bool | None = None, limit: int | None = None) -> str:
+        """A turn's result as CSV text (stored, or re-run with `fresh=True` where the service can)."""
+        query = {"fresh": None if fresh is None else str(fresh).lower(), "limit": limit}
+        with self._send("GET", f"/sessions/{_seg(session_id)}/turns/{_seg(str(ref))}/result.csv", query=query, accept="text/csv") as response:
+            return response.read().decode("utf-8")
+
+    # --- GDPR -------------------------------------------------------------------------------------
+
+    def request_export(self) -> JSON:
+        """GET /me/export: queues an export of all the caller's data (202); poll gdpr_request, then download."""
+        return self._json("GET", "/me/export")
+
+    def gdpr_request(self, request_id: str) -> JSON:
+        return self._json("GET", f"/gdpr/requests/{_seg(request_id)}")
+
+    def download_export(self, request_id: str) -> JSON:
+        return self._json("GET", f"/gdpr/requests/{_seg(request_id)}/download")
+
+    def export_my_data(self, *, poll_s: float = 0.2, timeout_s: float = 60.0) -> JSON:
+        """Requests an export, waits for it and downloads it."""
+        request_id = self.request_export()["request_id"]
+        deadline = time.monotonic() + timeout_s
+        status = self.gdpr_request(request_id)
+        while status["status"] not in ("completed", "failed"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the export {request_id} is still {status['status']}")
+            time.sleep(poll_s)
+            status = self.gdpr_request(request_id)
+        if status["status"] == "failed":
+            raise RuntimeError(f"the export {request_id} failed")
+        return self.download_export(request_id)
+
+    def erase_my_data(self) -> JSON:
+        """DELETE /me: queues the erasure of every session, turn and export of the caller (202)."""
+        return self._json("DELETE", "/me")
+
+    # --- API keys (an admin's JWT, role memory-admin) ---------------------------------------------
+
+    def create_api_key(self, name: str, *, act_for_users: bool = False, databases: list[str] | None = None, routes: list[str] | None = None) -> JSON:
+        """A new key of the admin's tenant; `api_key` in the reply is the secret, shown this once."""
+        body = _without_none({"name": name, "act_for_users": act_for_users, "databases": databases, "routes": routes})
+        return self._json("POST", "/admin/api-keys", body=body)
+
+    def api_keys(self) -> JSON:
+        return self._json("GET", "/admin/api-keys")
+
+    def revoke_api_key(self, key_id: str) -> JSON:
+        return self._json("DELETE", f"/admin/api-keys/{_seg(key_id)}")
+
+    # --- HTTP -------------------------------------------------------------------------------------
+
+    def _json(self, method: str, path: str, *, body: JSON | None = None, query: dict[str, Any] | None = None) -> Any:
+        with self._send(method, path, body=body, query=query) as response:
+            text = response.read().decode("utf-8")
+        return json.loads(text) if text else None
+
+    def _send(self, method: str, path: str, *, body: JSON | None = None, query: dict[str, Any] | None = None, accept: str = "application/json"):
+        params = _without_none(query or {})
+        url = f"{self.base_url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        headers = {"accept": accept, **self.headers, **self._credentials()}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["content-type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            return urllib.request.urlopen(request, timeout=self.timeout_s)
+        except urllib.error.HTTPError as err:
+            text = err.read().decode("utf-8", "replace")
+            try:
+                problem = json.loads(text)
+            except ValueError:
+                problem = None
+            raise MemorychatError.from_problem(err.code, problem, text) from None
+
+    def _credentials(self) -> dict[str, str]:
+        if self.token is not None:
+            return {"authorization": f"Bearer {self.token}"}
+        headers = {"x-api-key": str(self.api_key)}
+        if self.user is not None:
+            # HTTP headers carry bytes; urllib sends str as Latin-1, so an id beyond ASCII goes as its UTF-8 bytes.
+            headers["x-memory-user"] = self.user.encode("utf-8").decode("latin-1")
+        return headers
+
+
+def _seg(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def _without_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}

@@ -1,0 +1,63 @@
+import time
+import unittest
+import uuid
+
+from memorychat import Memorychat, MemorychatError
+
+from .service import BASE_URL, as_admin, as_user, new_user
+
+
+class GdprTest(unittest.TestCase):
+    def test_when_a_user_exports_then_erases_then_the_export_has_their_sessions_and_nothing_is_left(self) -> None:
+        user = new_user()
+        client = as_user(user)
+        client.store_turn("Revenue in 2024?", "1 M.")
+        exported = client.export_my_data()
+        self.assertEqual(exported["format"], "memorychat-export/1")
+        self.assertEqual(exported["user_id"], user)
+        self.assertEqual(len(exported["sessions"]), 1)
+
+        accepted = client.erase_my_data()
+        deadline = time.monotonic() + 60
+        while client.gdpr_request(accepted["request_id"])["status"] not in ("completed", "failed"):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.2)
+        self.assertEqual(client.sessions()["sessions"], [])
+
+
+class ApiKeyTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tenant = f"tenant-{uuid.uuid4().hex[:8]}"
+        self.admin = as_admin(self.tenant)
+
+    def test_when_a_bot_acts_for_a_user_with_an_api_key_then_it_shares_memory_with_the_users_jwt(self) -> None:
+        created = self.admin.create_api_key("telegram-bot", act_for_users=True)
+        bot = Memorychat(BASE_URL, api_key=created["api_key"])
+        user = new_user("tg")
+        first = bot.for_user(user).ask("Show me total sales by region for 2024", session_key="chat-7")
+        own = as_user(user, tenant=self.tenant)
+        follow_up = own.ask("What about 2023?", session_key="chat-7")
+        self.assertEqual(follow_up["conversation_metadata"]["conversation_id"], first["conversation_metadata"]["conversation_id"])
+        self.assertEqual(follow_up["memory_context_used"]["history_messages_count"], 1)
+        # A user id beyond ASCII travels as UTF-8 and is the same user as the JWT's sub.
+        accented = "zoë-" + uuid.uuid4().hex[:6]
+        bot.for_user(accented).store_turn("Hallo?", "Hallo.")
+        self.assertEqual(len(as_user(accented, tenant=self.tenant).sessions()["sessions"]), 1)
+
+        listed = self.admin.api_keys()["api_keys"]
+        self.assertEqual([k["key_id"] for k in listed], [created["key_id"]])
+        self.assertNotIn("api_key", listed[0])
+
+    def test_when_the_key_is_revoked_or_lacks_the_permission_then_the_error_carries_the_code(self) -> None:
+        own_memory = self.admin.create_api_key("no-users")
+        with self.assertRaises(MemorychatError) as caught:
+            Memorychat(BASE_URL, api_key=own_memory["api_key"], user="someone").sessions()
+        self.assertEqual((caught.exception.status, caught.exception.code), (403, "forbidden"))
+
+        created = self.admin.create_api_key("short-lived", act_for_users=True)
+        bot = Memorychat(BASE_URL, api_key=created["api_key"], user=new_user())
+        bot.sessions()
+        self.assertIsNotNone(self.admin.revoke_api_key(created["key_id"])["revoked_at"])
+        with self.assertRaises(MemorychatError) as caught:
+            bot.sessions()
+        self.assertEqual((caught.exception.status, caught.exception.code), (401, "unauthorized"))

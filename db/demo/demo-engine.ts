@@ -1,0 +1,119 @@
+import pg from 'pg';
+import { type PgliteProcess, startPgliteProcess } from '../embedded/embedded-postgres.js';
+import { DEMO_READER_ROLE, loadDemoEngine } from './demo-dataset.js';
+
+/**
+ * SQL_DATABASE_URL=embedded-demo: the demo dataset in a PGlite of its own, in memory, in a child
+ * process apart from the memory store's. PGlite cannot time out or cancel a statement (WebAssembly
+ * has no timer interrupt), so the only way to end one is to kill the engine: `restart` does that and
+ * starts a fresh one, loaded again from the same arithmetic, while the memory store runs on.
+ */
+export interface DemoEngine {
+  /** The role every statement takes: reads the demo schema and nothing else. */
+  readonly role: string;
+  /** A connection to the running engine; during a restart, to the next one. */
+  connect(): Promise<pg.PoolClient>;
+  /** Kills the engine with whatever it runs and starts another; calls during a restart join it. */
+  restart(): Promise<void>;
+  /** The engine's process id, to measure it; undefined during a restart. */
+  pid(): number | undefined;
+  close(): Promise<void>;
+}
+
+interface Incarnation {
+  process: PgliteProcess;
+  pool: pg.Pool;
+}
+
+/**
+ * `waitMs` bounds how long `connect` waits, for the one connection (a statement running) or for a
+ * restart: past it, pg-pool's "timeout exceeded when trying to connect".
+ */
+export async function startDemoEngine(options: { waitMs: number; log?: { warn(obj: object, msg: string): void } }): Promise<DemoEngine> {
+  let enginePid: number | undefined;
+  let current: Promise<Incarnation> = startIncarnation(options.waitMs);
+  await current;
+  let restarting: Promise<void> | undefined;
+  let closed = false;
+
+  const restart = () => {
+    restarting ??= (async () => {
+      const old = await current.catch(() => undefined);
+      current = (async () => {
+        if (old) {
+          await old.process.kill();
+          await old.pool.end().catch(() => {});
+        }
+        if (closed) throw new Error('the demo engine is closed');
+        return startIncarnation(options.waitMs);
+      })();
+      await current.catch((err: Error) => options.log?.warn({ err }, 'restarting the demo engine failed; the next statement tries again'));
+      restarting = undefined;
+    })();
+    return restarting;
+  };
+
+  return {
+    role: DEMO_READER_ROLE,
+    async connect() {
+      const incarnation = await withDeadline(
+        current.catch(async () => {
+          // The last start failed: this statement tries once more.
+          await restart();
+          return current;
+        }),
+        options.waitMs,
+      );
+      return incarnation.pool.connect();
+    },
+    restart,
+    pid: () => (restarting ? undefined : enginePid),
+    async close() {
+      closed = true;
+      await restarting;
+      const incarnation = await current.catch(() => undefined);
+      if (!incarnation) return;
+      await incarnation.pool.end().catch(() => {});
+      await incarnation.process.stop();
+    },
+  };
+
+  function startIncarnation(waitMs: number): Promise<Incarnation> {
+    return (async () => {
+      const process = await startPgliteProcess({ vector: false });
+      enginePid = process.pid;
+      try {
+        const pool = new pg.Pool({ ...process.connection, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: waitMs });
+        // The kill breaks the idle connection too; the pool drops it, and is replaced with the engine.
+        pool.on('error', () => {});
+        const client = await pool.connect();
+        try {
+          await loadDemoEngine(client);
+        } finally {
+          client.release();
+        }
+        return { process, pool };
+      } catch (err) {
+        await process.kill();
+        throw err;
+      }
+    })();
+  }
+}
+
+/** The pool's own wait message, so that a wait for a restart reads the same as a wait for the connection. */
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('timeout exceeded when trying to connect')), ms);
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}

@@ -1,0 +1,87 @@
+import { Bot, type Context, InputFile } from 'grammy';
+import type { MemorychatClient } from 'memorychat-client';
+import { ask } from './ask.js';
+import { type MemorychatSettings, memorychatFor } from './memorychat-auth.js';
+
+export interface TelegramBotSettings {
+  /** From @BotFather. */
+  token: string;
+  /** The Bot API; only changed to point the bot at a local stand-in or a self-hosted Bot API server. */
+  apiRoot?: string;
+  memorychat: MemorychatSettings;
+}
+
+export const COMMANDS = [
+  { command: 'sql', description: 'the SQL of the last answer (or: /sql first, /sql 2, /sql android)' },
+  { command: 'csv', description: 'the data of the last answer as a CSV file (same choices as /sql)' },
+  { command: 'clear', description: 'start afresh in this chat (the conversation is emptied)' },
+  { command: 'forget', description: 'delete this chat’s conversation from memory' },
+];
+
+const HELP = [
+  'Ask me a question about your data; follow-up questions know what we talked about in this chat.',
+  ...COMMANDS.map(({ command, description }) => `/${command}: ${description}`),
+].join('\n');
+
+/**
+ * A grammY bot with one memorychat conversation per chat (session key `telegram:<chat id>`), each
+ * Telegram user's memory their own. Plain messages are questions; /sql, /csv, /clear and /forget
+ * act on the conversation.
+ */
+export function createTelegramBot(settings: TelegramBotSettings): Bot {
+  const bot = new Bot(settings.token, settings.apiRoot ? { client: { apiRoot: settings.apiRoot } } : {});
+  const memorychat = (ctx: Context) => memorychatFor(settings.memorychat, memorychatUser(ctx.from!.id));
+
+  bot.command(['start', 'help'], (ctx) => ctx.reply(HELP));
+  bot.command('sql', (ctx) => answer(ctx, memorychat(ctx), `show me the SQL${which(ctx.match)}`));
+  bot.command('csv', (ctx) => answer(ctx, memorychat(ctx), `export that as CSV${which(ctx.match)}`));
+  bot.command('clear', async (ctx) => {
+    const session = await sessionOfChat(memorychat(ctx), ctx.chat.id);
+    if (session) await memorychat(ctx).POST('/sessions/{id}/clear', { params: { path: { id: session } } });
+    await ctx.reply('Cleared: the next question starts a fresh conversation in this chat.');
+  });
+  bot.command('forget', async (ctx) => {
+    const session = await sessionOfChat(memorychat(ctx), ctx.chat.id);
+    if (session) await memorychat(ctx).DELETE('/sessions/{id}', { params: { path: { id: session } } });
+    await ctx.reply('Forgotten: this chat’s conversation is deleted from memory.');
+  });
+  bot.on('message:text', (ctx) => answer(ctx, memorychat(ctx), ctx.msg.text));
+  // Without a handler grammY stops polling at the first error: one failed reply must not end the bot.
+  bot.catch(({ error, ctx }) => console.error(`update ${ctx.update.update_id} failed:`, error));
+  return bot;
+}
+
+/** The memorychat user a Telegram user is: Telegram's user ids are global. */
+export function memorychatUser(telegramUserId: number): string {
+  return `telegram:${telegramUserId}`;
+}
+
+/** One conversation per chat. */
+export function sessionKey(chatId: number): string {
+  return `telegram:${chatId}`;
+}
+
+/** "/sql 2" means question 2; "/sql first" or "/sql android" name it as the memory command would. */
+function which(argument: string): string {
+  const words = argument.trim();
+  if (!words) return '';
+  return /^\d+$/.test(words) ? ` for question ${words}` : ` for the ${words} question`;
+}
+
+async function answer(ctx: Context, memorychat: MemorychatClient, question: string): Promise<void> {
+  await ctx.replyWithChatAction('typing');
+  const reply = await ask(memorychat, question, sessionKey(ctx.chat!.id));
+  if (reply.csv) {
+    await ctx.replyWithDocument(new InputFile(Buffer.from(reply.csv.content), reply.csv.filename), {
+      caption: reply.html,
+      parse_mode: 'HTML',
+    });
+    return;
+  }
+  await ctx.reply(reply.html, { parse_mode: 'HTML' });
+}
+
+async function sessionOfChat(memorychat: MemorychatClient, chatId: number): Promise<string | undefined> {
+  const { data } = await memorychat.GET('/sessions', { params: { query: { key: sessionKey(chatId) } } });
+  return data?.sessions[0]?.session_id;
+}

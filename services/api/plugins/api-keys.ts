@@ -1,0 +1,95 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { ScopedDatabase } from '../../../db/row-security.js';
+import { keyPrincipal, recordCallForUser, verifyApiKey } from '../../core/api-keys/api-keys.js';
+import { AppError } from '../../model/errors.js';
+import type { Identity } from '../../model/identity.js';
+
+export const API_KEY_HEADER = 'x-api-key';
+export const ON_BEHALF_HEADER = 'x-memory-user';
+
+/** Whether the request authenticates with an API key rather than a JWT. */
+export function presentsApiKey(request: FastifyRequest): boolean {
+  return request.headers[API_KEY_HEADER] !== undefined;
+}
+
+/**
+ * The identity of a request that presents `X-Api-Key` (docs/api-keys.md). With `X-Memory-User` (and
+ * the key's act_for_users permission) it is that end user's identity, made by `userIdentity`, the
+ * same function that makes a JWT's, so the user id passes the same rules and their memory is read and
+ * written exactly as with their JWT; the call is in the access audit with the key's id. Without the
+ * header the key acts as its own principal. A key never carries roles: admin routes need a JWT.
+ */
+export async function identityOfApiKey(
+  request: FastifyRequest,
+  db: ScopedDatabase,
+  userIdentity: (userId: string, tenantId: string) => Identity,
+): Promise<Identity> {
+  const presented = request.headers[API_KEY_HEADER];
+  if (typeof presented !== 'string') throw new AppError('unauthorized', 'send one X-Api-Key header');
+  // Two credentials could name two identities; neither is chosen silently.
+  if (request.headers.authorization !== undefined) throw new AppError('unauthorized', 'send either a JWT or an API key, not both');
+  const key = await verifyApiKey(db, presented);
+  const operation = request.routeOptions.schema?.operationId ?? request.routeOptions.url ?? '';
+  if (key.routes && !key.routes.includes(operation)) throw new AppError('forbidden', `this API key may not call ${operation}`);
+  const bounds = { roles: [], apiKeyId: key.key_id, ...(key.databases ? { databases: key.databases } : {}) };
+
+  const onBehalf = request.headers[ON_BEHALF_HEADER];
+  if (onBehalf === undefined) return { tenantId: key.tenant_id, userId: keyPrincipal(key.key_id), ...bounds };
+  if (!key.act_for_users) throw new AppError('forbidden', 'X-Memory-User needs an API key with the act_for_users permission');
+  const identity = userIdentityOrRefusal(headerText(onBehalf), key.tenant_id, userIdentity);
+  await recordCallForUser(db, {
+    key,
+    subjectUserId: identity.userId,
+    target: operation,
+    at: new Date(),
+    origin: { httpRequestId: request.id },
+  });
+  return { ...identity, ...bounds };
+}
+
+function userIdentityOrRefusal(userId: string | undefined, tenantId: string, userIdentity: (userId: string, tenantId: string) => Identity) {
+  if (userId === undefined) throw new AppError('unauthorized', 'X-Memory-User must name one user in UTF-8');
+  try {
+    return userIdentity(userId, tenantId);
+  } catch (err) {
+    if (err instanceof AppError) throw new AppError('unauthorized', `X-Memory-User is not a valid user id: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Node reads header bytes as Latin-1; clients send ids beyond ASCII as UTF-8 bytes. */
+function headerText(value: string | string[]): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return undefined;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every operationId of the service: what a key's `routes` may name. */
+    operationIds: ReadonlySet<string>;
+  }
+}
+
+/**
+ * Register before the routes. Documents the key as a second way in on every route a user calls with
+ * a JWT (the admin routes need the `memory-admin` role, which no key carries, so they keep the JWT
+ * alone), and collects the operationIds a key may be limited to.
+ */
+export default fp(
+  async function apiKeys(app: FastifyInstance) {
+    const operationIds = new Set<string>();
+    app.decorate('operationIds', operationIds);
+    app.addHook('onRoute', (route) => {
+      const schema = route.schema as { operationId?: string; security?: Record<string, string[]>[]; tags?: string[] } | undefined;
+      if (schema?.operationId) operationIds.add(schema.operationId);
+      if (!schema?.security?.some((s) => 'bearerAuth' in s) || schema.tags?.includes('admin')) return;
+      schema.security = [...schema.security, { apiKeyAuth: [] }];
+    });
+  },
+  { name: 'api-keys' },
+);

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RecordedRequest, sendJson } from '../support/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
+import { waitFor } from '../support/redis.js';
+import { countUserRows, rowsMentioning } from '../support/seed-memory.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/**
+ * An erasure is a barrier (docs/design.md §7): a request that was already waiting for its answer
+ * when the user's erasure began stores nothing when the answer arrives.
+ */
+describe('an erasure while a /memoryChat is in flight', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let t: TestApp;
+  /** Answers held by the fake upstream until the test lets them go. */
+  const held: (() => void)[] = [];
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+  });
+  afterAll(async () => {
+    for (const release of held.splice(0)) release();
+    await t?.close();
+    await upstream?.close();
+  });
+
+  function answerNormally() {
+    upstream.handle((req, res) => sendJson(res, 200, salesReply(req.body.question)));
+  }
+  /** From now on the upstream answers only when the test releases it. */
+  function holdAnswers() {
+    upstream.handle((req: RecordedRequest, res) => {
+      held.push(() => sendJson(res, 200, salesReply(req.body.question)));
+    });
+  }
+
+  async function eraseAndWait(token: string) {
+    const erase = await t.request('DELETE', '/me', { token });
+    expect(erase.status).toBe(202);
+    return waitFor(
+      async () => {
+        const res = await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { token });
+        return ['completed', 'failed'].includes(res.body?.status) && res.body;
+      },
+      30_000,
+      'the erasure',
+    );
+  }
+
+  async function storedFor(userId: string) {
+    const idempotency = await t.admin.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE user_id = $1', [userId]);
+    return { ...(await countUserRows(t.admin, userId)), idempotency_keys: idempotency.rows[0].n };
+  }
+
+  const cases = [
+    { what: 'starting a new session', resumes: false, keyed: false },
+    { what: 'starting a new session with an Idempotency-Key', resumes: false, keyed: true },
+    { what: 'resuming the session it had', resumes: true, keyed: false },
+  ];
+  for (const { what, resumes, keyed } of cases) {
+    it(`when a user is erased while their /memoryChat ${what} waits for its answer, then the answer that arrives after the erasure stores nothing and the request gets erased-during-request`, async () => {
+      const user = `in-flight-${resumes ? 'resume' : 'new'}${keyed ? '-keyed' : ''}`;
+      const token = t.token(user);
+      answerNormally();
+      let sessionId: string | undefined;
+      if (resumes) {
+        const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Sales by region for 2023' } });
+        expect(first.status).toBe(200);
+        sessionId = first.body.conversation_metadata.conversation_id;
+      }
+
+      holdAnswers();
+      const heldBefore = held.length;
+      const inFlight = t.request('POST', '/memoryChat', {
+        token,
+        body: { question: 'Sales by region for 2024', ...(sessionId ? { session_id: sessionId } : {}) },
+        headers: keyed ? { 'idempotency-key': `in-flight-${user}` } : {},
+      });
+      await waitFor(async () => held.length > heldBefore, 10_000, 'the question to reach the upstream');
+
+      expect((await eraseAndWait(token)).status).toBe('completed');
+      held.pop()!();
+      const reply = await inFlight;
+
+      expect(reply.status).toBe(409);
+      expect(reply.body.code).toBe('erased-during-request');
+      expect(await storedFor(user)).toEqual({ sessions: 0, turns: 0, embeddings: 0, idempotency_keys: 0 });
+      const leftovers = await rowsMentioning(t.admin, user, ['gdpr_audit']);
+      expect(
+        Object.values(leftovers).every((n) => n === 0),
+        JSON.stringify(leftovers),
+      ).toBe(true);
+
+      // The barrier holds back only requests that started before the erasure: the user starts afresh.
+      answerNormally();
+      const after = await t.request('POST', '/memoryChat', { token, body: { question: 'Sales by region for 2025' } });
+      expect(after.status).toBe(200);
+      expect((await storedFor(user)).turns).toBe(1);
+    });
+  }
+});

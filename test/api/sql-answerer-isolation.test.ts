@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startFakeOpenAI } from '../support/fake-llm.js';
+import { sqlByQuestion } from '../support/sql-llm-by-question.js';
+import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/** The server project provides its database server (test/support/global-setup-server.ts). */
+const ON_SERVER = inject('serverDatabase') !== undefined;
+
+/*
+ * A statement the LLM wrote that runs for minutes: the planner cannot see the row count behind the
+ * sub-select, so SQL_MAX_PLAN_COST lets it through. It must end at SQL_STATEMENT_TIMEOUT_MS and hold
+ * up no one but the SQL answerer's own queue: not the memory store, not /readyz.
+ */
+const ENDLESS = 'SELECT count(*) FROM generate_series(1, (SELECT 200000000))';
+const TIMEOUT_MS = 3000;
+
+describe.each([
+  { timeoutMs: TIMEOUT_MS, case: 'ended by the timeout' },
+  // A timeout far off: only the cancel can end the statement in time.
+  { timeoutMs: 120_000, case: 'cancelled when its client goes away' },
+])('the sql answerer: a statement that runs for minutes, $case', ({ timeoutMs }) => {
+  let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
+  let warehouse: SqlWarehouse;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI(
+      sqlByQuestion({ 'count everything': ENDLESS, 'how many regions': 'SELECT count(*) AS regions FROM demo.regions' }),
+    );
+    warehouse = await startSqlWarehouse();
+    t = await startTestApp({
+      ANSWER_BACKEND: 'sql',
+      ...warehouse.env,
+      SQL_SCHEMAS: 'demo',
+      LLM_PROVIDER: 'openai',
+      LLM_MODEL: 'test-model',
+      OPENAI_API_KEY: 'test',
+      OPENAI_BASE_URL: fake.baseURL,
+      SQL_STATEMENT_TIMEOUT_MS: String(timeoutMs),
+      SQL_REPAIR_ATTEMPTS: '0',
+      // The demo engine's restart takes seconds, tens of them on a loaded machine: the next question waits for it.
+      SQL_POOL_WAIT_MS: '90000',
+      ...(warehouse.embedded ? {} : { SQL_MAX_PLAN_COST: '20000' }),
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await warehouse?.remove();
+    await fake?.close();
+  });
+
+  const ask = (sub: string, question: string, signal?: AbortSignal, sessionKey?: string) =>
+    fetch(`${t.baseUrl}/memoryChat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.token(sub, { tenant: `tenant-${sub}` })}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ question, ...(sessionKey ? { session_key: sessionKey } : {}) }),
+      signal,
+    });
+  const timed = async <T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> => {
+    const started = performance.now();
+    const value = await work();
+    return { value, ms: performance.now() - started };
+  };
+
+  it.runIf(timeoutMs === TIMEOUT_MS)(
+    "when it runs, then another tenant's /memoryChat and /readyz answer at once, and the asker gets a failed turn within the timeout",
+    async () => {
+      // Something in the other tenant's memory to recall.
+      expect((await ask('bob', 'how many regions are there?', undefined, 'bob-chat')).status).toBe(200);
+
+      const started = performance.now();
+      const attack = ask('mallory', 'count everything, slowly');
+      await new Promise((resolve) => setTimeout(resolve, 800));
+
+      const recall = await timed(async () => {
+        const reply = await ask('bob', 'what did I ask before?', undefined, 'bob-chat');
+        return { status: reply.status, body: await reply.json() };
+      });
+      const ready = await timed(() => t.request('GET', '/readyz'));
+      expect(recall.value.status).toBe(200);
+      expect(JSON.stringify(recall.value.body)).toContain('how many regions are there?');
+      expect(recall.ms).toBeLessThan(1500);
+      expect(ready.value.status).toBe(200);
+      expect(ready.ms).toBeLessThan(1000);
+
+      const attacked = await attack;
+      const took = performance.now() - started;
+      const body = await attacked.json();
+      expect(attacked.status).toBe(200);
+      expect(body.answer).toMatch(new RegExp(`^The query ran longer than ${TIMEOUT_MS} ms and the database cancelled it`));
+      expect(took).toBeLessThan(TIMEOUT_MS + 2500);
+      const stored = await t.admin.query('SELECT status FROM turns WHERE session_id = $1', [body.conversation_metadata.conversation_id]);
+      expect(stored.rows).toEqual([{ status: 'failed' }]);
+
+      // The SQL answerer serves again (on the embedded demo, from a fresh engine).
+      const after = await ask('bob', 'how many regions now?');
+      expect(after.status).toBe(200);
+      expect((await after.json()).execution_result['Row 1']).toEqual([{ columnName: 'regions', value: '4' }]);
+    },
+    150_000,
+  );
+
+  it.runIf(timeoutMs !== TIMEOUT_MS)(
+    'when the client that asked goes away, then its statement is cancelled and the next question does not wait for it',
+    async () => {
+      const gone = new AbortController();
+      const attack = ask('mallory', 'count everything, then hang up', gone.signal).catch((err: Error) => err);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      gone.abort();
+      expect(await attack).toBeInstanceOf(Error);
+
+      const next = await timed(async () => (await ask('bob', 'how many regions this time?')).json());
+      expect(next.value.execution_result['Row 1']).toEqual([{ columnName: 'regions', value: '4' }]);
+      // The embedded demo's engine is restarted (seconds, more on a loaded machine); the statement alone ran for minutes.
+      expect(next.ms).toBeLessThan(ON_SERVER ? 2000 : timeoutMs / 2);
+      if (ON_SERVER) {
+        const running = await warehouse.pool!.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%generate_series(1, (SELECT 200000000))%' AND pid <> pg_backend_pid()",
+        );
+        expect(running.rows[0].n).toBe(0);
+      }
+    },
+    150_000,
+  );
+});
