@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Queryable, TransactionalQueryable } from './queryable.js';
 
 /*
- * The erasure barrier (migration 013, docs/design.md §7). A request reads its user's erasure epoch
+ * The erasure barrier (migration 011, docs/design.md §7). A request reads its user's erasure epoch
  * when it starts and stores its turn only if the epoch is still the same; the erase job raises it,
  * under a lock the storing statement also takes, before it deletes anything.
  */

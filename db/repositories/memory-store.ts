@@ -211,7 +211,7 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   // Absolute mode keeps the expiry set at creation; LEAST only matters if MEMORY_TTL was shortened since.
   const expiry = req.ttlMode === 'sliding' ? ttlFromNow : sql`LEAST(expires_at, ${ttlFromNow})`;
   // Raises SQLSTATE ME001, rolling the whole statement back, when the user was erased since the
-  // request started (migration 013); the turn is written only after the session row, so this guards both.
+  // request started (migration 011); the turn is written only after the session row, so this guards both.
   const notErased = sql`memorychat_erase_barrier(${tenant}, ${user}, ${param(req.eraseEpoch)}::bigint)`;
   const touchSession =
     req.createWithName !== undefined

@@ -44,7 +44,7 @@ export async function runGdprErase(
   // Counts accumulate across attempts so the audit row reports the whole erasure.
   const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, idempotency_keys: 0, queued_jobs: 0, ...audit.counts };
   // The barrier before any deletion: a request already running for this user (an answer can take
-  // minutes) either stored before this returns, and is deleted below, or stores nothing (migration 013).
+  // minutes) either stored before this returns, and is deleted below, or stores nothing (migration 011).
   await raiseEraseEpoch(subject, job.tenantId, userId);
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
   // at the end for anything queued meanwhile.
