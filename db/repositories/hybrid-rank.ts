@@ -87,43 +87,54 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const own = sql`t.tenant_id = ${s.tenant} AND t.user_id = ${s.user}`;
   const max = s.exactSearchMaxTurns ?? EXACT_SEARCH_MAX_TURNS;
   const ann = ANN_FUNCTIONS.get(s.embeddingModel);
-  // Inner product: 1 - cosine for the unit vectors every embedder stores (docs/design.md, Search).
-  const exact = sql`SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance
+  // Below the threshold (or for a model without an HNSW index), every turn of the user is scored once,
+  // on its reference, distance and lexical match only, and both lists are taken from that: scanning
+  // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
+  // the unit vectors every embedder stores (docs/design.md, Search).
+  const exact = ann === undefined ? sql`TRUE` : sql`NOT (SELECT heavy FROM history)`;
+  const scored = sql`scored AS (
+       SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM turns t
-       WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}`;
-  const nearest =
-    ann === undefined
-      ? sql`${exact} ORDER BY distance LIMIT ${s.depth}`
-      : sql`(${exact} AND NOT (SELECT heavy FROM history) ORDER BY distance LIMIT ${s.depth})
-       UNION ALL
-       (${annNearest(s, ann)})`;
+       WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+     )`;
+  const exactNearest = sql`SELECT ref, distance FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
+  const exactMatching = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} AND lexical > 0
+       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
+  if (ann === undefined) {
+    return sql`${scored}, nearest AS (
+       ${exactNearest}
+     ), matching AS (
+       ${exactMatching}
+     ), ${fusion(s)}`;
+  }
   // Whether the user has more than `max` turns, as their sessions count them (all models), summed over
   // no more than max + 1 sessions: a hint for the path only (both return the nearest turns), read in a
   // few rows where counting the turns themselves read max + 1. A one-time filter on each branch of
-  // `nearest`, so only one of them runs.
-  const history =
-    ann === undefined
-      ? sql``
-      : sql`history AS (
+  // `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
+  return sql`history AS (
        SELECT coalesce(sum(x.turn_count), 0) > ${max} AS heavy
        FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${max + 1}) x
-     ), `;
-  const window =
-    ann === undefined
-      ? sql`${max}`
-      : sql`(SELECT CASE WHEN heavy THEN ${HEAVY_USER_LEXICAL_WINDOW}::integer ELSE ${max}::integer END FROM history)`;
-  return sql`${history}nearest AS (
-       ${nearest}
+     ), ${scored}, nearest AS (
+       (${exactNearest})
+       UNION ALL
+       (${annNearest(s, ann)})
      ), matching AS (
-       -- Among the user's newest turns only, so that its cost does not grow with a long history
-       -- (turns_by_user_model_recency reads them newest first): all of them below the threshold.
-       -- Not read at all without a query (a one-time filter).
-       SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
-             ORDER BY t.created_at DESC LIMIT ${window}) t
-       WHERE ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery AND ${s.vector}::vector IS NOT NULL AND ${s.where}
-       ORDER BY lexical DESC, distance LIMIT ${s.depth}
-     ), ranked AS (
+       (${exactMatching})
+       UNION ALL
+       -- Past the threshold, among the user's newest turns only, so that its cost does not grow with
+       -- a long history (turns_by_user_model_recency reads them newest first).
+       (SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+        FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
+              ORDER BY t.created_at DESC LIMIT ${HEAVY_USER_LEXICAL_WINDOW}) t
+        WHERE (SELECT heavy FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
+          AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+        ORDER BY lexical DESC, distance LIMIT ${s.depth})
+     ), ${fusion(s)}`;
+}
+
+/** The CTEs `ranked` and `fused` over `nearest` (ref, distance) and `matching` (ref, distance, lexical). */
+function fusion(s: CandidateSearch): SqlFragment {
+  return sql`ranked AS (
        SELECT ref, distance, row_number() OVER (ORDER BY distance) AS r FROM nearest
        UNION ALL
        SELECT ref, distance, row_number() OVER (ORDER BY lexical DESC, distance) AS r FROM matching
