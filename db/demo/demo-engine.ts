@@ -38,11 +38,13 @@ export async function startDemoEngine(options: { waitMs: number; log?: { warn(ob
 
   const restart = () => {
     restarting ??= (async () => {
-      const old = await current.catch(() => undefined);
+      // Replaced at once, before any await: a connect() from now on waits for the next engine.
+      const old = current;
       current = (async () => {
-        if (old) {
-          await old.process.kill();
-          await old.pool.end().catch(() => {});
+        const incarnation = await old.catch(() => undefined);
+        if (incarnation) {
+          await incarnation.process.kill();
+          await incarnation.pool.end().catch(() => {});
         }
         if (closed) throw new Error('the demo engine is closed');
         return startIncarnation(options.waitMs);

@@ -33,6 +33,10 @@ CREATE POLICY key_reads_itself ON api_keys FOR SELECT TO memorychat_app
   USING (tenant_id = current_setting('memorychat.tenant_id', true)
          AND 'api-key:' || key_id::text = current_setting('memorychat.user_id', true));
 
+-- Every table has a policy for both roles (docs/row-level-security.md). No job reads keys, so the
+-- maintenance role has no grant on this table: its policy only keeps to that shape.
+CREATE POLICY all_rows ON api_keys TO memorychat_maintenance USING (current_user = 'memorychat_maintenance');
+
 -- Calls a key makes for an end user are in the access audit: actor 'api-key:<key_id>', subject the user.
 ALTER TABLE access_audit ADD COLUMN api_key_id uuid;
 ALTER TABLE access_audit DROP CONSTRAINT access_audit_action_check;

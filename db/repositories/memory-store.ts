@@ -30,6 +30,8 @@ export interface RetrievalRequest {
   withMessages?: boolean;
   /** Also read up to this many of the session's latest questions, as recentQuestions does (for dedup). */
   recentQuestions?: number;
+  /** Similar turns come from this session only (memory scope `session`): no cross-session recall. */
+  sessionOnly?: boolean;
 }
 
 export interface Retrieved {
@@ -103,11 +105,13 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        queryTerms,
        depth,
        minSimilarity: req.minSimilarity,
-       exactSearchMaxTurns: req.exactSearchMaxTurns,
+       // Within one session, exact search: the HNSW path returns the user's nearest, which may lie elsewhere.
+       exactSearchMaxTurns: req.sessionOnly ? Number.MAX_SAFE_INTEGER - 1 : req.exactSearchMaxTurns,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${inLiveSessions(tenant, user, now)}
          AND ${VISIBLE_IN_SEARCH}
-         AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))`,
+         AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
+         AND (NOT ${param(req.sessionOnly ?? false)}::boolean OR t.session_id = ${session}::uuid)`,
        columns: sql`t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at`,
      })}, sim AS (
        -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:

@@ -32,7 +32,7 @@ export interface LogicalRequest {
   dropped: { origin: string; sentAt: number; failedAt: number }[];
 }
 
-/** A GDPR export the client requested (`GET /me/export`). */
+/** A GDPR export the client requested (`POST /me/export`). */
 export interface ExportRequest {
   client: number;
   /** The request id of the 202; undefined when it was never accepted. */
@@ -146,11 +146,11 @@ export async function runSoakClient(o: SoakClientOptions): Promise<SoakClientRes
   return { requests: done, exports };
 }
 
-/** `GET /me/export` until it is accepted (a 202 with the request id) or refused for good. */
+/** `POST /me/export` until it is accepted (a 202 with the request id) or refused for good. */
 async function requestExport(o: SoakClientOptions): Promise<ExportRequest> {
   // No Idempotency-Key on this route: a retry after a lost response makes a second request, and the
   // client knows only the one it was answered.
-  const final = await untilFinal(o, { key: '', attempts: 0, conflicts: 0, dropped: [] }, 'GET', '/me/export');
+  const final = await untilFinal(o, { key: '', attempts: 0, conflicts: 0, dropped: [] }, 'POST', '/me/export');
   if (!final) return { client: o.client, outcome: 'unfinished' };
   if (final.status !== 202) return { client: o.client, outcome: 'rejected' };
   return { client: o.client, requestId: final.body.request_id, outcome: 'accepted' };

@@ -48,3 +48,19 @@ function shallowBytes(value: unknown, room: number, pending: unknown[]): number 
       return 0;
   }
 }
+
+/**
+ * Whether `value` nests arrays and objects deeper than `maxDepth` levels. Deeper values are refused
+ * rather than stored: serialising them (JSON.stringify, the masker, Postgres's jsonb input) recurses
+ * once per level and fails past the stack, as a 500 after the answer was already paid for.
+ */
+export function nestedDeeperThan(value: unknown, maxDepth: number): boolean {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (pending.length) {
+    const { value: current, depth } = pending.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth >= maxDepth) return true;
+    for (const item of Array.isArray(current) ? current : Object.values(current)) pending.push({ value: item, depth: depth + 1 });
+  }
+  return false;
+}

@@ -23,7 +23,7 @@ describe('the access audit (GET /admin/audit)', () => {
   it("when a user exports and an admin reads and downloads it, then each access is an entry of the admin's tenant", async () => {
     const user = t.token('audited-user');
     await t.request('POST', '/sessions/turns', { token: user, body: { question: 'q', answer: 'a' } });
-    const exported = await t.request('GET', '/me/export', { token: user, headers: { 'x-request-id': 'export-call-1' } });
+    const exported = await t.request('POST', '/me/export', { token: user, headers: { 'x-request-id': 'export-call-1' } });
     const requestId = exported.body.request_id;
     await waitFor(async () => (await t.request('GET', `/gdpr/requests/${requestId}`, { token: user })).body.status === 'completed');
 

@@ -97,6 +97,28 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     expect(byKey.body.entries).toHaveLength(2);
   });
 
+  it("when a key erases a user's data for them and polls the erasure, then no audit entry names the user afterwards", async () => {
+    const { api_key } = await createKey({ name: 'erasing-bot', act_for_users: true });
+    const user = asKey(api_key, 'leaving-user');
+    await t.request('POST', '/sessions/turns', { headers: user, body: { question: 'q?', answer: 'a.' } });
+    const erase = await t.request('DELETE', '/me', { headers: user });
+    expect(erase.status).toBe(202);
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'completed'; i++) {
+      const polled = await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { headers: user });
+      expect(polled.status).toBe(200);
+      status = polled.body.status;
+      if (status !== 'completed') await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe('completed');
+    // Polled once more after it completed, as a bot does.
+    await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { headers: user });
+    const { rows } = await t.admin.query(
+      `SELECT count(*)::int AS n FROM access_audit WHERE subject_user_id = 'leaving-user' OR actor_user_id = 'leaving-user'`,
+    );
+    expect(rows[0].n).toBe(0);
+  });
+
   it('when the key is revoked, then it is refused from then on and listed with revoked_at', async () => {
     const { api_key, key_id } = await createKey({ name: 'short-lived', act_for_users: true });
     expect((await t.request('GET', '/sessions', { headers: asKey(api_key, 'u1') })).status).toBe(200);
@@ -212,6 +234,13 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     expect(both.status).toBe(401);
     const garbage = await t.request('GET', '/sessions', { headers: asKey('mck.not-a-key', 'u1') });
     expect(garbage).toMatchObject({ status: 401, body: { code: 'unauthorized', detail: 'the API key is not valid' } });
+    // A tenant no text column can hold is refused before it reaches the database as a scope.
+    const [prefix, , id, secret] = api_key.split('.');
+    const nul = [prefix, Buffer.from('acme\u0000').toString('base64url'), id, secret].join('.');
+    expect(await t.request('GET', '/sessions', { headers: asKey(nul, 'u1') })).toMatchObject({
+      status: 401,
+      body: { code: 'unauthorized' },
+    });
   });
 });
 

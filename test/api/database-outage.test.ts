@@ -36,7 +36,7 @@ describe('a database outage', () => {
     for (const [method, path] of [
       ['GET', '/sessions'],
       ['GET', `/sessions/${sessionId}`],
-      ['GET', '/me/export'],
+      ['POST', '/me/export'],
     ] as const) {
       const read = await t.request(method, path, { token });
       expect([path, read.status, read.body.code]).toEqual([path, 503, 'memory-store-unavailable']);

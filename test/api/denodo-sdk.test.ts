@@ -153,6 +153,18 @@ describe('/memoryChat in front of the Denodo AI SDK', () => {
     expect(sent).not.toContain('DISCLAIMER');
   });
 
+  it("when the SDK's own /streamAnswerQuestion is asked, then it sends the answer's text alone, without SQL: why a streamed /memoryChat asks answerQuestion", async () => {
+    const response = await fetch(sdk.streamUrl, {
+      method: 'POST',
+      headers: { authorization: ALICE, 'content-type': 'application/json' },
+      body: JSON.stringify({ question: 'Total sales by region for 2024' }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await response.text();
+    expect(text).toContain('From sales_db.sales');
+    expect(text).not.toContain('SELECT');
+  });
+
   it('when a reply is streamed, then the stored turn is the same as a plain one: SQL, tables, tokens and status', async () => {
     const response = await fetch(`${t.baseUrl}/memoryChat`, {
       method: 'POST',
@@ -227,6 +239,5 @@ describe('/memoryChat in front of the Denodo AI SDK, with MEMORY_AUGMENTATION=in
     const call = sdk.calls.at(-1)!;
     expect(String(call.body.question)).toContain('Current question: What about 2023?');
     expect(call.body.use_views).toBe('sales_db.sales');
-    expect(call.views).toContain('sales_db.sales');
   });
 });

@@ -64,7 +64,7 @@ describe('erasing a user on the embedded database', () => {
         30_000,
         `gdpr request ${id}`,
       );
-    const exported = await t.request('GET', '/me/export', { token: subject });
+    const exported = await t.request('POST', '/me/export', { token: subject });
     expect((await finished(subject, exported.body.request_id)).status).toBe('completed');
 
     const erase = await t.request('DELETE', '/me', { token: subject });

@@ -2,11 +2,14 @@ import { readFile } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../support/fake-http-server.js';
+import { startFakeOpenAI } from '../support/fake-llm.js';
 import { salesReply } from '../support/fake-upstream.js';
+import { hostileReplies, hostileSqlReplies, sendHostileReply } from '../support/fuzz-answers.js';
 import { brokenAuthorizations } from '../support/fuzz-auth.js';
 import { rawRequest } from '../support/fuzz-raw-http.js';
 import { type FuzzWorld, fuzzRequests, operationsOf } from '../support/fuzz-requests.js';
 import { FuzzTally } from '../support/fuzz-tally.js';
+import { startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -146,4 +149,161 @@ describe('fuzzed input against every route', () => {
     expect(healthy.status).toBe(200);
     expect(ready.status).toBe(200);
   }, 180_000);
+});
+
+/**
+ * Hostile answers (huge, huge cells, NULs, invalid JSON, slow streams) from an upstream fake and from
+ * the SQL answerer's fake LLM: no 500 or 503 (a broken answerer is a documented 502 or 504), every
+ * stored turn within the stored bounds, and the process's
+ * memory does not grow from one round of them to the next. Memory is `process.memoryUsage().rss` of the
+ * test process, which runs the service in process, sampled every 50 ms.
+ */
+const HOSTILE_ANSWERS = Number(process.env.FUZZ_HOSTILE_ANSWERS ?? 60);
+const MAX_REPLY_BYTES = 2 * 1_048_576;
+const TEXT_BYTES = 65_536;
+const RESULT_BYTES = 262_144;
+const ANSWER_TIMEOUT_MS = 1500;
+
+function sampleRss() {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+  return () => {
+    clearInterval(timer);
+    return Math.round(Math.max(peak, process.memoryUsage().rss) / 1_048_576);
+  };
+}
+
+/** The largest stored texts and result of the app's turns, in bytes. */
+async function largestStored(t: TestApp) {
+  const { rows } = await t.admin.query<{ answer: number; sql: number; explanation: number; result: number; tables: number }>(
+    `SELECT coalesce(max(octet_length(answer)), 0) AS answer, coalesce(max(octet_length(sql_query)), 0) AS sql,
+            coalesce(max(octet_length(query_explanation)), 0) AS explanation,
+            coalesce(max(octet_length(execution_result::text)), 0) AS result,
+            coalesce(max(octet_length(array_to_string(tables_used, ','))), 0) AS tables
+       FROM turns`,
+  );
+  return rows[0]!;
+}
+
+describe('fuzzed hostile answers', () => {
+  const limits = {
+    ANSWER_MAX_REPLY_BYTES: String(MAX_REPLY_BYTES),
+    MEMORY_STORE_TEXT_BYTES: String(TEXT_BYTES),
+    MEMORY_STORE_RESULT_BYTES: String(RESULT_BYTES),
+    ANSWER_TIMEOUT_MS: String(ANSWER_TIMEOUT_MS),
+    RATE_LIMIT_PER_MINUTE: '0',
+  };
+
+  /** Asks each question (JSON or streamed, with an Idempotency-Key or not), 4 at a time; the statuses. */
+  async function askAll(t: TestApp, count: number, question: (i: number) => string) {
+    const token = t.token('hostile');
+    const failures: string[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < count) {
+          const i = next++;
+          const stream = i % 3 === 2;
+          const res = await fetch(`${t.baseUrl}/memoryChat`, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+              ...(stream ? { accept: 'text/event-stream' } : {}),
+              ...(i % 2 ? { 'idempotency-key': `hostile-${i}-${question(i).length}` } : {}),
+            },
+            body: JSON.stringify({ question: question(i) }),
+          });
+          const body = await res.text();
+          const type = res.headers.get('content-type') ?? '';
+          // A broken answerer is told as 502/504 (docs/errors.md); a 500 or 503 would be the service's own failure.
+          if (res.status >= 500 && res.status !== 502 && res.status !== 504)
+            failures.push(`${res.status} ${question(i).slice(0, 80)}: ${body.slice(0, 200)}`);
+          else if (res.status >= 400 && !type.startsWith('application/problem+json')) failures.push(`${res.status} as ${type}`);
+          else if (stream && res.status === 200 && !/event: (reply|error)\n/.test(body))
+            failures.push(`a stream that did not end: ${body.slice(-200)}`);
+        }
+      }),
+    );
+    return failures;
+  }
+
+  it('when an upstream answerer replies with hostile answers, then no 500 or 503, every stored turn is bounded, and memory does not grow per round', async () => {
+    const replies = fc.sample(hostileReplies({ maxReplyBytes: MAX_REPLY_BYTES, timeoutMs: ANSWER_TIMEOUT_MS }), {
+      seed: SEED,
+      numRuns: HOSTILE_ANSWERS,
+    });
+    const upstream = await startFakeHttpServer((req, res) => {
+      const i = Number(/hostile #(\d+)/.exec(String(req.body?.question))?.[1] ?? -1);
+      const reply = replies[i];
+      if (!reply) return sendJson(res, 200, salesReply(String(req.body?.question ?? '')));
+      return sendHostileReply(res, reply, req.path === '/streamAnswerQuestion');
+    });
+    const t = await startTestApp({
+      ...limits,
+      ANSWER_URL: `${upstream.url}/answerQuestion`,
+      ANSWER_STREAM_URL: `${upstream.url}/streamAnswerQuestion`,
+    });
+    try {
+      const rss: number[] = [];
+      for (const round of [1, 2]) {
+        const peak = sampleRss();
+        const failures = await askAll(t, replies.length, (i) => `hostile #${i} round ${round}: ${replies[i]!.kind}`);
+        rss.push(peak());
+        expect(failures, `seed ${SEED}`).toEqual([]);
+      }
+      const largest = await largestStored(t);
+      const healthy = await t.request('POST', '/memoryChat', { token: t.token('after'), body: { question: 'Sales for 2024?' } });
+      const ready = await t.request('GET', '/readyz');
+      console.log(
+        `hostile upstream answers: seed=${SEED} ${replies.length}×2 (${[...new Set(replies.map((r) => r.kind))].join(', ')}); ` +
+          `peak RSS round 1 ${rss[0]} MB, round 2 ${rss[1]} MB; largest stored: ${JSON.stringify(largest)}`,
+      );
+      expect(largest.answer).toBeLessThanOrEqual(TEXT_BYTES);
+      expect(largest.sql).toBeLessThanOrEqual(TEXT_BYTES);
+      expect(largest.tables).toBeLessThanOrEqual(TEXT_BYTES);
+      // jsonb's text form may differ from the JSON that was measured by a few bytes per value.
+      expect(largest.result).toBeLessThanOrEqual(RESULT_BYTES * 1.1);
+      expect(rss[1]! - rss[0]!).toBeLessThan(150);
+      expect([healthy.status, ready.status]).toEqual([200, 200]);
+    } finally {
+      await t.close();
+      await upstream.close();
+    }
+  }, 300_000);
+
+  it('when the SQL answerer’s LLM writes hostile SQL and output, then no 500 or 503 and every stored turn is bounded', async () => {
+    const llmReplies = fc.sample(hostileSqlReplies(300_000), { seed: SEED, numRuns: Math.ceil(HOSTILE_ANSWERS / 2) });
+    let calls = 0;
+    const fake = await startFakeOpenAI(() => llmReplies[calls++ % llmReplies.length]!);
+    const warehouse = await startSqlWarehouse();
+    const t = await startTestApp({
+      ...limits,
+      ANSWER_BACKEND: 'sql',
+      ...warehouse.env,
+      SQL_SCHEMAS: 'demo',
+      SQL_REPAIR_ATTEMPTS: '0',
+      LLM_PROVIDER: 'openai',
+      LLM_MODEL: 'test-model',
+      OPENAI_API_KEY: 'test',
+      OPENAI_BASE_URL: fake.baseURL,
+      SQL_STATEMENT_TIMEOUT_MS: '5000',
+    });
+    try {
+      const peak = sampleRss();
+      const failures = await askAll(t, llmReplies.length, (i) => `hostile sql #${i}`);
+      const rss = peak();
+      const largest = await largestStored(t);
+      console.log(`hostile SQL answers: seed=${SEED} ${llmReplies.length}; peak RSS ${rss} MB; largest stored: ${JSON.stringify(largest)}`);
+      expect(failures, `seed ${SEED}`).toEqual([]);
+      expect(largest.answer).toBeLessThanOrEqual(TEXT_BYTES);
+      expect(largest.explanation).toBeLessThanOrEqual(TEXT_BYTES);
+      expect(largest.tables).toBeLessThanOrEqual(TEXT_BYTES);
+      expect(largest.result).toBeLessThanOrEqual(RESULT_BYTES * 1.1);
+    } finally {
+      await t.close();
+      await warehouse.remove();
+      await fake.close();
+    }
+  }, 300_000);
 });

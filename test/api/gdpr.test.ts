@@ -51,7 +51,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const subjectToken = t.token(subject);
     const bystanderToken = t.token(bystander);
     for (const token of [subjectToken, bystanderToken]) {
-      const exp = await t.request('GET', '/me/export', { token });
+      const exp = await t.request('POST', '/me/export', { token });
       expect((await finished(t, exp.body.request_id, token)).status).toBe('completed');
     }
     // A stored Idempotency-Key response holds a question and an answer too.
@@ -107,8 +107,20 @@ describe('GDPR export and erase on BullMQ', () => {
     const oldExport = (await t.admin.query(`SELECT request_id FROM gdpr_audit WHERE subject_user_id = $1 AND action = 'export'`, [subject]))
       .rows[0].request_id;
     expect((await t.request('GET', `/gdpr/requests/${oldExport}/download`, { token: subjectToken })).body.code).toBe('export-expired');
-    const again = await t.request('GET', '/me/export', { token: subjectToken });
+    const again = await t.request('POST', '/me/export', { token: subjectToken });
     expect((await finished(t, again.body.request_id, subjectToken)).counts).toEqual({ sessions: 0, turns: 0 });
+  });
+
+  it('when an export is started by POST /me/export, then 202; the old GET still queues one for a release but answers Deprecation and a Link to POST', async () => {
+    const token = t.token('post-exporter');
+    const posted = await t.request('POST', '/me/export', { token });
+    expect(posted.status).toBe(202);
+    expect(posted.headers.get('deprecation')).toBeNull();
+    expect((await finished(t, posted.body.request_id, token)).status).toBe('completed');
+    const got = await t.request('GET', '/me/export', { token });
+    expect(got.status).toBe(202);
+    expect(got.headers.get('deprecation')).toMatch(/^@\d+$/);
+    expect(got.headers.get('link')).toBe('</me/export>; rel="successor-version"');
   });
 
   it("when a user exports, then the download holds every one of their live turns and nothing of any other user's", async () => {
@@ -123,7 +135,7 @@ describe('GDPR export and erase on BullMQ', () => {
     await seedSession(t.admin, { userId: owner, tenantId: 'tenant-b', turns: 3, expiresAt: future() });
     const token = t.token(owner);
 
-    const accepted = await t.request('GET', '/me/export', { token });
+    const accepted = await t.request('POST', '/me/export', { token });
     expect(accepted.status).toBe(202);
     expect(accepted.headers.get('location')).toBe(`/gdpr/requests/${accepted.body.request_id}`);
     const status = await finished(t, accepted.body.request_id, token);
@@ -205,7 +217,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const notReady = await t.request('GET', `/gdpr/requests/${pending}/download`, { token });
     expect(notReady.status).toBe(409);
     expect(notReady.body.code).toBe('export-not-ready');
-    expect((await t.request('GET', '/me/export')).status).toBe(401);
+    expect((await t.request('POST', '/me/export')).status).toBe(401);
   });
 });
 
@@ -220,7 +232,7 @@ describe('GDPR without Redis (in-process queue)', () => {
     expect(t.app.queue.mode).toBe('in-process');
     await seedSession(t.admin, { userId: 'solo', turns: 12, expiresAt: new Date(t.clock.now.getTime() + HOUR) });
     const token = t.token('solo');
-    const exp = await t.request('GET', '/me/export', { token });
+    const exp = await t.request('POST', '/me/export', { token });
     expect((await finished(t, exp.body.request_id, token)).counts).toEqual({ sessions: 1, turns: 12 });
     const download = await t.request('GET', `/gdpr/requests/${exp.body.request_id}/download`, { token });
     expect(download.body.sessions[0].turns).toHaveLength(12);

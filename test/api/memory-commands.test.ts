@@ -48,6 +48,9 @@ describe('memory commands in /memoryChat', () => {
       csv_url: `/sessions/${sessionId}/turns/2/result.csv`,
       csv: 'region\nEMEA\n',
     });
+    expect(csv.body.csv_url).toBe(csv.body.memory_command.csv_url);
+    expect(first.body.csv_url).toBe(`/sessions/${sessionId}/turns/1/result.csv`);
+    expect(byOrdinal.body).not.toHaveProperty('csv_url');
     const download = await t.request('GET', csv.body.memory_command.csv_url, { token: t.token('cmd') });
     expect(download.body).toBe('region\nEMEA\n');
 

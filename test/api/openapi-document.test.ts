@@ -34,12 +34,14 @@ describe('the OpenAPI document', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it('when an operation is public, then it says `security: []`; every other one asks for the bearer token', async () => {
+  it('when an operation is public, then it says `security: []`; an admin one asks for the bearer token; every other one for it or an API key', async () => {
     const document = await documentFor({});
     expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
     for (const [name, op] of operations(document)) {
       const isPublic = PUBLIC_PATHS.some((path) => name.endsWith(` ${path}`));
-      expect({ name, security: op.security }).toEqual({ name, security: isPublic ? [] : [{ bearerAuth: [] }] });
+      // No API key carries the memory-admin role (docs/api-keys.md).
+      const expected = isPublic ? [] : op.tags?.includes('admin') ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
+      expect({ name, security: op.security }).toEqual({ name, security: expected });
     }
   });
 
@@ -75,5 +77,18 @@ describe('the OpenAPI document', () => {
       async (app) => (await app.inject('/docs/static/swagger-initializer.js')).body,
     );
     expect(initializer).toMatch(/"persistAuthorization":\s*true/);
+  });
+
+  it('when /docs is asked to load another document (?url=, ?configUrl=), then 400', async () => {
+    const [url, configUrl, plain] = await withAppWithoutDatabase({ JWT_SECRET: 'x'.repeat(32) }, async (app) => [
+      await app.inject('/docs/?url=https://evil.test/spec.json'),
+      await app.inject('/docs/static/index.html?configUrl=https://evil.test/config.json'),
+      await app.inject('/docs/'),
+    ]);
+    for (const refused of [url, configUrl]) {
+      expect(refused.statusCode).toBe(400);
+      expect(refused.headers['content-type']).toContain('application/problem+json');
+    }
+    expect(plain.statusCode).not.toBe(400);
   });
 });

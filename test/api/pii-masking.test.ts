@@ -65,7 +65,7 @@ describe('PII masking (MEMORY_PII=mask)', () => {
     expect([fresh.status, fresh.body.code]).toEqual([409, 'stored-sql-masked']);
     expect(upstream.requests.length).toBe(before);
 
-    const exported = await t.request('GET', '/me/export', { token });
+    const exported = await t.request('POST', '/me/export', { token });
     const done = await waitFor(async () => {
       const res = await t.request('GET', `/gdpr/requests/${exported.body.request_id}`, { token });
       return res.body.status === 'completed' && res.body;

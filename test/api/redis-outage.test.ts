@@ -126,7 +126,7 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     await expectStatus(200, 'GET', `/sessions/${chatSession}`, token);
     await expectStatus(200, 'POST', '/memory/context', token, { question: 'And for 2021?', session_id: chatSession });
     await expectStatus(200, 'POST', '/memory/search', token, { query: 'sales by region' });
-    const exported = await expectStatus(202, 'GET', '/me/export', token);
+    const exported = await expectStatus(202, 'POST', '/me/export', token);
     return { user, token, sessions: [chatSession, apiSession], exportId: exported.request_id as string };
   }
 
@@ -270,7 +270,7 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
         const sessionId: string = first.conversation_metadata.conversation_id;
         for (const year of [2023, 2022])
           await expectStatus(200, 'POST', '/memoryChat', token, { question: `What about ${year}?`, session_id: sessionId });
-        const exported = await expectStatus(202, 'GET', '/me/export', token);
+        const exported = await expectStatus(202, 'POST', '/me/export', token);
         return { token, sessionId, exportId: exported.request_id as string };
       }),
     );

@@ -51,7 +51,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
         headers: { 'idempotency-key': `rls-${who.tenantId}-${who.userId}` },
       });
       expect(chat.status).toBe(200);
-      expect((await t.request('GET', '/me/export', { token })).status).toBe(202);
+      expect((await t.request('POST', '/me/export', { token })).status).toBe(202);
     }
   });
   afterAll(async () => {

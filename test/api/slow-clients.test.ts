@@ -62,7 +62,7 @@ describe('slow clients', () => {
     const sockets = await Promise.all(Array.from({ length: 200 }, (_, i) => hold(port, head(i))));
     await waitUntil(() => sockets.every((s) => s.closedAt !== undefined), 20_000);
     const open = sockets.filter((s) => s.closedAt === undefined).length;
-    sockets.forEach((s) => s.socket.destroy());
+    for (const s of sockets) s.socket.destroy();
     expect(open).toBe(0);
     for (const s of sockets) {
       expect(s.received).toMatch(/^HTTP\/1\.1 408 /);

@@ -40,6 +40,8 @@ function headingsOf(file: string) {
     let fenced = false;
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       if (line.startsWith('```')) fenced = !fenced;
+      // An explicit HTML anchor, which GitHub keeps: <a id="memory-scope"></a>.
+      for (const [, id] of line.matchAll(/<a (?:id|name)="([^"]+)"/g)) if (!fenced && id) anchors.add(id);
       const match = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
       if (!match) continue;
       const heading = match[1] ?? '';

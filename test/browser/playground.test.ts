@@ -25,7 +25,8 @@ describe('the memory playground in chromium', () => {
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
     upstream = await startFakeUpstream();
-    service = await startTestApp({ ANSWER_URL: upstream.answerUrl, PLAYGROUND: 'on' });
+    // As in front of the Denodo AI SDK: each user's own credentials are forwarded (the default with ANSWER_URL).
+    service = await startTestApp({ ANSWER_URL: upstream.answerUrl, PLAYGROUND: 'on', ANSWER_AUTH: 'forward' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, acceptDownloads: true });
     page = await context.newPage();
@@ -63,6 +64,9 @@ describe('the memory playground in chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('Signed in as playground-user').first().waitFor();
 
+    await page.getByText('Answerer credentials').click();
+    await page.getByLabel('Denodo user').fill('playground-user');
+    await page.getByLabel('Password').fill('secret');
     await page.getByLabel('Question', { exact: true }).fill('Show me total sales by region for 2024');
     await page.getByRole('button', { name: 'Ask' }).click();
     const first = page.locator('.exchange').first();
@@ -165,6 +169,10 @@ describe('the memory playground in chromium', () => {
     expect(await question.inputValue()).toBe('Which regions\nsold most in 2021?');
     expect(await page.locator('.exchange').count()).toBe(before);
 
+    // The user's own Denodo credentials go upstream as HTTP Basic (ANSWER_AUTH=forward keeps their permissions).
+    await page.getByText('Answerer credentials').click();
+    await page.getByLabel('Denodo user').fill('analyst');
+    await page.getByLabel('Password').fill('pässword');
     await question.fill('Which regions sold most in 2021?');
     await question.press('Enter');
     await page.locator('.exchange').nth(before).waitFor();
@@ -175,6 +183,8 @@ describe('the memory playground in chromium', () => {
     expect(await table.locator('tbody tr').nth(1).locator('td').first().textContent()).toBe('<img src=x onerror=alert(1)>');
     expect(await exchange.locator('.answer img').count()).toBe(0);
     expect(await exchange.locator('.answer p').allTextContents()).toEqual(['Sales in 2021:', 'EMEA led.']);
+
+    expect(upstream.requests.at(-1)?.headers.authorization).toBe(`Basic ${Buffer.from('analyst:pässword').toString('base64')}`);
 
     const similar = exchange.locator('table.similar tbody tr');
     expect(await similar.count()).toBe(1);

@@ -85,7 +85,7 @@ describe('the memorychat-client package', () => {
     const user = createMemorychatClient(service.baseUrl, service.token('exporting-user'));
     await user.POST('/sessions/turns', { body: { question: 'Revenue in 2024?', answer: '1 M.' } });
 
-    const { data: accepted, response } = await user.GET('/me/export');
+    const { data: accepted, response } = await user.POST('/me/export');
     expect(response.status).toBe(202);
     const id = accepted!.request_id;
     let status = (await user.GET('/gdpr/requests/{id}', { params: { path: { id } } })).data;
@@ -96,6 +96,21 @@ describe('the memorychat-client package', () => {
     expect(status?.status).toBe('completed');
     const { data: exported } = await user.GET('/gdpr/requests/{id}/download', { params: { path: { id } } });
     expect(exported).toMatchObject({ format: 'memorychat-export/1', user_id: 'exporting-user', sessions: [expect.anything()] });
+  });
+
+  it('when a bot holds an API key, then it acts for each end user as their JWT would, a user id beyond ASCII included', async () => {
+    const admin = createMemorychatClient(service.baseUrl, service.token('bot-admin', { roles: ['memory-admin'] }));
+    const { data: key, response } = await admin.POST('/admin/api-keys', { body: { name: 'slack-bot', act_for_users: true } });
+    expect(response.status).toBe(201);
+    for (const user of ['U024BE7LH', 'zoë']) {
+      const bot = createMemorychatClient(service.baseUrl, { apiKey: key!.api_key, user });
+      const asked = await bot.POST('/memoryChat', { body: { question: 'Show me total sales by region for 2024', session_key: 'C1-1700' } });
+      expect(asked.error).toBeUndefined();
+      const { data: own } = await createMemorychatClient(service.baseUrl, service.token(user)).GET('/sessions', {
+        params: { query: { key: 'C1-1700' } },
+      });
+      expect(own?.sessions.map((s) => s.session_id)).toEqual([asked.data?.conversation_metadata?.conversation_id]);
+    }
   });
 
   it('when the token is wrong, then `error` is the problem document', async () => {

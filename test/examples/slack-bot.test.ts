@@ -5,10 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { type App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSlackBot, memorychatUser, sessionKey } from '../../examples/slack-bot/src/bot.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
+import { sendJson } from '../support/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { createBotApiKey } from './support/bot-api-key.js';
 import { BOT_USER_ID, type FakeSlack, startFakeSlack, TEAM_ID, type WebApiCall } from './support/fake-slack.js';
+import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
 const SIGNING_SECRET = 'fake-signing-secret-8f14e45fceea167a';
 const CHANNEL = 'C0000042';
@@ -23,6 +24,7 @@ describe('the Slack bot example', () => {
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    await warmUp(t);
     slack = await startFakeSlack(SIGNING_SECRET);
     bot = createSlackBot({
       signingSecret: SIGNING_SECRET,
@@ -30,7 +32,12 @@ describe('the Slack bot example', () => {
       slackApiUrl: slack.apiUrl,
       logLevel: LogLevel.ERROR,
       // The routes examples/slack-bot/README.md tells an admin to allow.
-      memorychat: { url: t.baseUrl, apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv']) },
+      memorychat: {
+        url: t.baseUrl,
+        apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv']),
+        // Each thread its own conversation, nothing recalled from the user's other threads.
+        memoryScope: 'session',
+      },
     });
     const server = (await bot.start(0)) as Server;
     eventsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
@@ -50,7 +57,6 @@ describe('the Slack bot example', () => {
         if (!call) throw new Error(`no ${method} yet`);
         return call;
       },
-      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
       { timeout: 25_000, interval: 50 },
     );
 
@@ -154,6 +160,26 @@ describe('the Slack bot example', () => {
     ]);
   });
 
+  it('when the bot keeps memory to the thread (memoryScope session) and a user asks the same in a new thread, then nothing of the other thread is recalled', async () => {
+    const question = 'Which warehouse shipped the most parcels to Iceland in 2014?';
+    const askIn = async (threadTs: string) => {
+      const since = slack.calls.length;
+      await slack.sendEvent(eventsUrl, {
+        type: 'app_mention',
+        user: 'U000DAVID',
+        text: `<@${BOT_USER_ID}> ${question}`,
+        ts: threadTs,
+        channel: CHANNEL,
+      });
+      await nextCall('chat.postMessage', since);
+      return upstream.lastBody();
+    };
+    await askIn('1700000600.000100');
+    const second = await askIn('1700000700.000100');
+    expect(second.question).toBe(question);
+    expect(JSON.stringify(second.custom_instructions ?? '')).not.toContain(question);
+  });
+
   it('when a message in a thread comes from someone who never talked to the bot there, then the bot stays silent', async () => {
     const since = slack.calls.length;
     const upstreamCalls = upstream.requests.length;
@@ -207,6 +233,29 @@ describe('the Slack bot example', () => {
       channel: dm,
     });
     expect((await nextCall('chat.postMessage', since)).args.text).toContain('WHERE year = 2019');
+  });
+
+  it('when an answer holds Slack markup such as <!channel>, then the bot escapes it instead of pinging the channel', async () => {
+    upstream.handle((req, res) =>
+      sendJson(res, 200, { ...salesReply(String(req.body.question)), answer: '<!channel> EMEA < AMER & <https://evil.example|click>' }),
+    );
+    try {
+      const since = slack.calls.length;
+      await slack.sendEvent(eventsUrl, {
+        type: 'app_mention',
+        user: 'U0000ALICE',
+        text: `<@${BOT_USER_ID}> Who sold more in 2024?`,
+        ts: '1700000500.000100',
+        channel: CHANNEL,
+      });
+      expect((await nextCall('chat.postMessage', since)).args.text).toBe(
+        '&lt;!channel&gt; EMEA &lt; AMER &amp; &lt;https://evil.example|click&gt;',
+      );
+    } finally {
+      upstream.handle((req, res) =>
+        sendJson(res, 200, salesReply(String(req.body?.question ?? ''), String(req.body?.custom_instructions ?? ''))),
+      );
+    }
   });
 
   it('when an event is signed with another secret, then the bot refuses it and answers nothing', async () => {

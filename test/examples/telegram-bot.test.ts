@@ -7,8 +7,8 @@ import { createTelegramBot, memorychatUser, sessionKey } from '../../examples/te
 import { sendJson } from '../support/fake-http-server.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { createBotApiKey } from './support/bot-api-key.js';
 import { BOT_TOKEN, type BotApiCall, type FakeTelegram, startFakeTelegram } from './support/fake-telegram.js';
+import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
 const ALICE = { id: 7001, first_name: 'Alice' };
 const BOB = { id: 7002, first_name: 'Bob' };
@@ -23,6 +23,7 @@ describe('the Telegram bot example', () => {
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    await warmUp(t);
     telegram = await startFakeTelegram();
     bot = createTelegramBot({
       token: BOT_TOKEN,
@@ -63,7 +64,6 @@ describe('the Telegram bot example', () => {
         if (!reply) throw new Error(`no reply to ${text} yet`);
         return reply;
       },
-      // The first reply waits for the service's first request (cold caches): slow on a busy machine.
       { timeout: 25_000, interval: 50 },
     );
   };
@@ -125,6 +125,31 @@ describe('the Telegram bot example', () => {
       expect(csv.file!.content.length).toBeGreaterThan(8 * 1024);
       expect(csv.file!.content.split('\n').slice(0, 2)).toEqual(['customer', 'customer number 0']);
       expect(csv.file!.content.trimEnd().split('\n')).toHaveLength(601);
+    } finally {
+      upstream.handle((req, res) =>
+        sendJson(res, 200, salesReply(String(req.body?.question ?? ''), String(req.body?.custom_instructions ?? ''))),
+      );
+    }
+  });
+
+  it('when an answer is longer than a Telegram message, then it comes in several messages, in order', async () => {
+    const chat = -100_350;
+    const answer = Array.from({ length: 900 }, (_, i) => `Region ${i} sold <${i * 7}> & more.`).join('\n');
+    upstream.handle((req, res) => sendJson(res, 200, { ...salesReply(String(req.body.question)), answer }));
+    try {
+      const since = telegram.calls.length;
+      await say(chat, BOB, 'Sales by every region for 2024');
+      const replies = await vi.waitFor(
+        () => {
+          const sent = telegram.calls.slice(since).filter((c) => c.method === 'sendMessage');
+          if (sent.map((c) => String(c.params.text)).join('').length < answer.length) throw new Error('not all parts yet');
+          return sent;
+        },
+        { timeout: 25_000, interval: 50 },
+      );
+      expect(replies.length).toBeGreaterThan(1);
+      const unescaped = replies.map((c) => String(c.params.text).replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'));
+      expect(unescaped.join('\n')).toBe(answer);
     } finally {
       upstream.handle((req, res) =>
         sendJson(res, 200, salesReply(String(req.body?.question ?? ''), String(req.body?.custom_instructions ?? ''))),

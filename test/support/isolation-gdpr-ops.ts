@@ -16,7 +16,7 @@ export function adminSubject(run: RunContext, admin: Principal, subject: number)
 
 /** Self-service export or erase, waited for through the status route and checked in full. */
 export async function selfService(run: RunContext, caller: Principal, action: 'export' | 'erase'): Promise<void> {
-  const reply = await run.client.send(caller, action === 'export' ? 'GET' : 'DELETE', action === 'export' ? '/me/export' : '/me');
+  const reply = await run.client.send(caller, action === 'export' ? 'POST' : 'DELETE', action === 'export' ? '/me/export' : '/me');
   await followRequest(run, caller, caller.userId, caller, reply, action);
 }
 

@@ -1,6 +1,6 @@
 import { createSigner } from 'fast-jwt';
 import type pg from 'pg';
-import { startDemoEngine } from '../../db/demo/demo-engine.js';
+import { type DemoEngine, startDemoEngine } from '../../db/demo/demo-engine.js';
 import { type Database, openDatabase } from '../../db/pool.js';
 import { type App, type AppDeps, buildApp } from '../../services/api/app.js';
 import { type Config, loadConfig } from '../../services/config/config.js';
@@ -20,6 +20,8 @@ export interface TestApp {
   config: Config;
   /** What the service uses: embedded, the superuser; on the server, the test login, held to row-level security. */
   database: Database;
+  /** SQL_DATABASE_URL=embedded-demo: the demo's engine, to read what its data holds. */
+  demoEngine?: DemoEngine;
   /** Sees and writes every row, above row-level security, to seed and inspect: the superuser. */
   admin: pg.Pool;
   baseUrl: string;
@@ -96,6 +98,7 @@ export async function startTestApp(
     config,
     database,
     admin: admin.pool,
+    ...(demoEngine ? { demoEngine } : {}),
     baseUrl,
     clock,
     token: (sub, claims = {}) => sign({ sub, ...claims }),

@@ -65,7 +65,7 @@ describe('the service on the embedded database with REDIS_URL', () => {
       return { status: res.status, body: (await res.json()) as any };
     };
     expect((await call('POST', '/sessions/turns', { question: 'Sales by region?', answer: 'EMEA 3M' })).status).toBe(201);
-    const accepted = await call('GET', '/me/export');
+    const accepted = await call('POST', '/me/export');
     expect(accepted.status).toBe(202);
     const done = await waitFor(
       async () => {

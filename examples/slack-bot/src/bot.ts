@@ -80,7 +80,7 @@ export function sessionKey(message: Pick<Message, 'channel' | 'threadTs'>): stri
 
 async function answer(client: WebClient, memorychat: MemorychatSettings, message: Message): Promise<void> {
   if (!message.text) return;
-  const reply = await ask(memorychatFor(memorychat, memorychatUser(message)), message.text, sessionKey(message));
+  const reply = await ask(memorychatFor(memorychat, memorychatUser(message)), message.text, sessionKey(message), memorychat.memoryScope);
   if (reply.csv) {
     // Slack's upload flow: files.getUploadURLExternal, the bytes to that URL, files.completeUploadExternal.
     await client.files.uploadV2({

@@ -5,6 +5,11 @@ export interface MemorychatSettings {
   url: string;
   /** A key from POST /admin/api-keys with act_for_users (docs/api-keys.md). */
   apiKey: string;
+  /**
+   * What memory an answer uses (docs/memory-api.md): `session`, this conversation only,
+   * or `user`, also the user's similar questions of other conversations; unset, the service's default.
+   */
+  memoryScope?: 'session' | 'user';
 }
 
 /**
@@ -12,16 +17,5 @@ export interface MemorychatSettings {
  * only place the bot authenticates: its API key in X-Api-Key, the user in X-Memory-User.
  */
 export function memorychatFor(settings: MemorychatSettings, userId: string): MemorychatClient {
-  const memorychat = createMemorychatClient(settings.url, settings.apiKey);
-  // The client sends its credential as a Bearer token, which the service reads as a JWT (and a
-  // request with both a JWT and a key is refused): the key moves to its own header.
-  memorychat.use({
-    onRequest({ request }) {
-      request.headers.delete('authorization');
-      request.headers.set('x-api-key', settings.apiKey);
-      request.headers.set('x-memory-user', userId);
-      return request;
-    },
-  });
-  return memorychat;
+  return createMemorychatClient(settings.url, { apiKey: settings.apiKey, user: userId });
 }

@@ -31,10 +31,11 @@ const HELP = [
 export function createTelegramBot(settings: TelegramBotSettings): Bot {
   const bot = new Bot(settings.token, settings.apiRoot ? { client: { apiRoot: settings.apiRoot } } : {});
   const memorychat = (ctx: Context) => memorychatFor(settings.memorychat, memorychatUser(ctx.from!.id));
+  const answer = (ctx: Context, question: string) => answerIn(ctx, memorychat(ctx), question, settings.memorychat.memoryScope);
 
   bot.command(['start', 'help'], (ctx) => ctx.reply(HELP));
-  bot.command('sql', (ctx) => answer(ctx, memorychat(ctx), `show me the SQL${which(ctx.match)}`));
-  bot.command('csv', (ctx) => answer(ctx, memorychat(ctx), `export that as CSV${which(ctx.match)}`));
+  bot.command('sql', (ctx) => answer(ctx, `show me the SQL${which(ctx.match)}`));
+  bot.command('csv', (ctx) => answer(ctx, `export that as CSV${which(ctx.match)}`));
   bot.command('clear', async (ctx) => {
     const session = await sessionOfChat(memorychat(ctx), ctx.chat.id);
     if (session) await memorychat(ctx).POST('/sessions/{id}/clear', { params: { path: { id: session } } });
@@ -45,7 +46,7 @@ export function createTelegramBot(settings: TelegramBotSettings): Bot {
     if (session) await memorychat(ctx).DELETE('/sessions/{id}', { params: { path: { id: session } } });
     await ctx.reply('Forgotten: this chat’s conversation is deleted from memory.');
   });
-  bot.on('message:text', (ctx) => answer(ctx, memorychat(ctx), ctx.msg.text));
+  bot.on('message:text', (ctx) => answer(ctx, ctx.msg.text));
   // Without a handler grammY stops polling at the first error: one failed reply must not end the bot.
   bot.catch(({ error, ctx }) => console.error(`update ${ctx.update.update_id} failed:`, error));
   return bot;
@@ -68,17 +69,17 @@ function which(argument: string): string {
   return /^\d+$/.test(words) ? ` for question ${words}` : ` for the ${words} question`;
 }
 
-async function answer(ctx: Context, memorychat: MemorychatClient, question: string): Promise<void> {
+async function answerIn(ctx: Context, memorychat: MemorychatClient, question: string, memoryScope?: 'session' | 'user'): Promise<void> {
   await ctx.replyWithChatAction('typing');
-  const reply = await ask(memorychat, question, sessionKey(ctx.chat!.id));
-  if (reply.csv) {
+  const reply = await ask(memorychat, question, sessionKey(ctx.chat!.id), memoryScope);
+  if ('csv' in reply) {
     await ctx.replyWithDocument(new InputFile(Buffer.from(reply.csv.content), reply.csv.filename), {
-      caption: reply.html,
+      caption: reply.caption,
       parse_mode: 'HTML',
     });
     return;
   }
-  await ctx.reply(reply.html, { parse_mode: 'HTML' });
+  for (const message of reply.messages) await ctx.reply(message, { parse_mode: 'HTML' });
 }
 
 async function sessionOfChat(memorychat: MemorychatClient, chatId: number): Promise<string | undefined> {

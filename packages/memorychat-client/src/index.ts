@@ -18,19 +18,35 @@ export type Reply<Id extends keyof operations> = operations[Id]['responses'] ext
     ? R
     : never;
 
+/** An API key from `POST /admin/api-keys`, acting for the end user `user` (X-Memory-User) when given. */
+export interface ApiKeyCredentials {
+  apiKey: string;
+  user?: string;
+}
+
 /**
- * A client for the service at `baseUrl` (e.g. `http://127.0.0.1:8080`) that sends `token` as a
- * Bearer JWT on every request. `options` passes through to openapi-fetch (e.g. a custom `fetch`);
- * per-request headers such as `X-Upstream-Authorization` or `Idempotency-Key` go in each call's `headers`.
+ * A client for the service at `baseUrl` (e.g. `http://127.0.0.1:8080`) that sends `credentials` on
+ * every request: a user's JWT (as a Bearer token), or an API key with the end user it acts for.
+ * `options` passes through to openapi-fetch (e.g. a custom `fetch`); per-request headers such as
+ * `X-Upstream-Authorization` or `Idempotency-Key` go in each call's `headers`.
  */
 export function createMemorychatClient(
   baseUrl: string,
-  token: string,
+  credentials: string | ApiKeyCredentials,
   options: Omit<ClientOptions, 'baseUrl' | 'headers'> = {},
 ): MemorychatClient {
   return createClient<paths, `${string}/${string}json`>({
     ...options,
     baseUrl,
-    headers: { authorization: `Bearer ${token}` },
+    headers: credentialHeaders(credentials),
   });
+}
+
+function credentialHeaders(credentials: string | ApiKeyCredentials): Record<string, string> {
+  if (typeof credentials === 'string') return { authorization: `Bearer ${credentials}` };
+  return {
+    'x-api-key': credentials.apiKey,
+    // fetch sends each character of a header as one byte, so a user id beyond ASCII goes as its UTF-8 bytes.
+    ...(credentials.user === undefined ? {} : { 'x-memory-user': String.fromCharCode(...new TextEncoder().encode(credentials.user)) }),
+  };
 }

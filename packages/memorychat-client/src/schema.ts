@@ -277,12 +277,17 @@ export interface paths {
             cookie?: never;
         };
         /**
+         * Export all my data (deprecated: use POST /me/export)
+         * @deprecated
+         * @description Queues an export as POST /me/export does and answers with a `Deprecation` header; it will be removed.
+         */
+        get: operations["exportMyDataByGet"];
+        put?: never;
+        /**
          * Export all my data
          * @description Queues an export of every live session and turn of the caller; poll the status, then download it.
          */
-        get: operations["exportMyData"];
-        put?: never;
-        post?: never;
+        post: operations["exportMyData"];
         delete?: never;
         options?: never;
         head?: never;
@@ -390,7 +395,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Background job counts per state (memory-admin) */
+        /**
+         * Background job counts per state (memory-admin)
+         * @description The admin's own tenant's jobs and the system's (cleanup, re-embedding); completed and failed jobs as far as they are kept.
+         */
         get: operations["getJobCounts"];
         put?: never;
         post?: never;
@@ -626,6 +634,11 @@ export interface operations {
                     max_history_messages?: number;
                     /** @description Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K) */
                     semantic_search_k?: number;
+                    /**
+                     * @description Where memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory)
+                     * @default user
+                     */
+                    memory_scope?: "user" | "session";
                     vdp_database_names?: string | string[];
                     vdp_tag_names?: string | string[];
                     use_views?: string;
@@ -666,6 +679,8 @@ export interface operations {
                         vector_store_search_time?: unknown;
                         llm_time?: unknown;
                         total_execution_time?: unknown;
+                        /** @description Where the stored result rows of this turn (or, for "export that as CSV", of the turn it names) download as CSV; absent when no rows are stored */
+                        csv_url?: string;
                         /** @description Null when the turn was not stored: the caller is outside the memory rollout and MEMORY_STORE_OUTSIDE_ROLLOUT=false */
                         conversation_metadata: {
                             /** Format: uuid */
@@ -2153,6 +2168,11 @@ export interface operations {
                     max_tokens?: number;
                     /** @description Related memories (default MEMORY_SEMANTIC_SEARCH_K) */
                     k?: number;
+                    /**
+                     * @description Where memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory)
+                     * @default user
+                     */
+                    memory_scope?: "user" | "session";
                     vdp_database_names?: string[] | string;
                     /** @description Only turns whose recorded tags lie within these */
                     vdp_tag_names?: string[] | string;
@@ -2709,6 +2729,72 @@ export interface operations {
             };
             /** @description Too many requests for this user; Retry-After says when to retry */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exportMyDataByGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        request_id: string;
+                        action: "export" | "erase";
+                        status: "queued" | "running" | "completed" | "failed";
+                        subject_user_id: string;
+                        actor_user_id: string;
+                        /** Format: date-time */
+                        requested_at: string;
+                        started_at: string | null;
+                        completed_at: string | null;
+                        /** @description Rows exported or erased per kind; never content */
+                        counts: {
+                            [key: string]: number;
+                        };
+                        error_code: string | null;
+                        status_url: string;
+                        /** @description Present once an export has finished */
+                        download_url?: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -25,8 +25,8 @@ function say(message, isError = false) {
 }
 
 /** The API with the token; a problem document becomes an Error with its title and detail. */
-async function api(method, path, body) {
-  const headers = { authorization: `Bearer ${token}` };
+async function api(method, path, body, extraHeaders = {}) {
+  const headers = { authorization: `Bearer ${token}`, ...extraHeaders };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (response.status === 401) {
@@ -260,6 +260,14 @@ function memoryUsed(reply, roundTripMs) {
   return details;
 }
 
+/** The user's own answerer credentials, as HTTP Basic, for memorychat to forward (X-Upstream-Authorization). */
+function answererCredentials() {
+  const user = $('answerer-user').value;
+  if (!user) return {};
+  const bytes = new TextEncoder().encode(`${user}:${$('answerer-password').value}`);
+  return { 'x-upstream-authorization': `Basic ${btoa(String.fromCharCode(...bytes))}` };
+}
+
 async function ask() {
   const question = $('question').value.trim();
   if (!question) return;
@@ -267,7 +275,7 @@ async function ask() {
   const body = { question, use_memory: $('use-memory').checked, ...(sessionId ? { session_id: sessionId } : {}) };
   say('Asking…');
   const started = performance.now();
-  const { body: reply } = await api('POST', '/memoryChat', body);
+  const { body: reply } = await api('POST', '/memoryChat', body, answererCredentials());
   const roundTripMs = performance.now() - started;
 
   const meta = reply.conversation_metadata;
@@ -410,7 +418,7 @@ async function waitForRequest(id) {
 
 async function exportData() {
   $('export-status').textContent = 'Export queued…';
-  const { body: accepted } = await api('GET', '/me/export');
+  const { body: accepted } = await api('POST', '/me/export');
   const done = await waitForRequest(accepted.request_id);
   if (done.status !== 'completed') throw new Error(`The export failed (${done.error_code ?? 'unknown'}).`);
   const { body } = await api('GET', done.download_url);

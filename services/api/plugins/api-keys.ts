@@ -38,6 +38,7 @@ export async function identityOfApiKey(
   if (onBehalf === undefined) return { tenantId: key.tenant_id, userId: keyPrincipal(key.key_id), ...bounds };
   if (!key.act_for_users) throw new AppError('forbidden', 'X-Memory-User needs an API key with the act_for_users permission');
   const identity = userIdentityOrRefusal(headerText(onBehalf), key.tenant_id, userIdentity);
+  if (NOT_MEMORY_ACCESS.has(operation)) return { ...identity, ...bounds };
   await recordCallForUser(db, {
     key,
     subjectUserId: identity.userId,
@@ -47,6 +48,13 @@ export async function identityOfApiKey(
   });
   return { ...identity, ...bounds };
 }
+
+/**
+ * Calls that read no memory are not accesses to audit. The status of the user's own GDPR request is
+ * what a bot polls while an erasure runs: an entry per poll would name the erased user again, after
+ * the erasure pseudonymised their earlier entries (a JWT's poll writes none either).
+ */
+const NOT_MEMORY_ACCESS = new Set(['getGdprRequest']);
 
 function userIdentityOrRefusal(userId: string | undefined, tenantId: string, userIdentity: (userId: string, tenantId: string) => Identity) {
   if (userId === undefined) throw new AppError('unauthorized', 'X-Memory-User must name one user in UTF-8');
@@ -87,8 +95,10 @@ export default fp(
     app.addHook('onRoute', (route) => {
       const schema = route.schema as { operationId?: string; security?: Record<string, string[]>[]; tags?: string[] } | undefined;
       if (schema?.operationId) operationIds.add(schema.operationId);
-      if (!schema?.security?.some((s) => 'bearerAuth' in s) || schema.tags?.includes('admin')) return;
-      schema.security = [...schema.security, { apiKeyAuth: [] }];
+      const security = schema?.security;
+      if (!security?.some((s) => 'bearerAuth' in s) || schema?.tags?.includes('admin')) return;
+      // A GET route's HEAD twin shares its schema: the second onRoute finds the key already there.
+      if (!security.some((s) => 'apiKeyAuth' in s)) schema!.security = [...security, { apiKeyAuth: [] }];
     });
   },
   { name: 'api-keys' },

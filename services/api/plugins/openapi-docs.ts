@@ -2,6 +2,10 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { AppError } from '../../model/errors.js';
+
+/** Query parameters by which Swagger UI would load a document or configuration from elsewhere. */
+const DOCUMENT_PARAMETERS = ['url', 'urls', 'configUrl', 'urls.primaryName'];
 
 /**
  * The OpenAPI document, generated from the route schemas; served at /openapi.json and /docs.
@@ -40,6 +44,15 @@ export default fp(
     // so auth and the rate limit need no special case for them.
     app.addHook('onRoute', (route) => {
       if (route.url === '/docs' || route.url.startsWith('/docs/')) route.config = { ...route.config, public: true };
+    });
+    // A link to /docs/?url=<elsewhere> would show another document under this service's name, with
+    // the token typed into "Authorize" sent wherever it says. Swagger UI reads no configuration from
+    // its query by default (queryConfigEnabled: false); such a link is refused outright all the same.
+    app.addHook('onRequest', async (request) => {
+      if (!request.url.startsWith('/docs')) return;
+      const query = new URLSearchParams(request.url.split('?')[1] ?? '');
+      const named = DOCUMENT_PARAMETERS.find((name) => query.has(name));
+      if (named) throw new AppError('validation-failed', `the docs show this service's own document; "${named}" is not accepted`);
     });
     // persistAuthorization: the token typed into "Authorize" survives a reload (kept in the browser's localStorage).
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', persistAuthorization: true } });

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN_ROLE } from '../../core/gdpr/requests.js';
+import { visibleToTenant } from '../../core/jobs/job-queue.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminJobsResponse, FailedJobsQuery, FailedJobsResponse } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';
@@ -16,11 +17,13 @@ const adminJobsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['admin'],
         operationId: 'getJobCounts',
         summary: 'Background job counts per state (memory-admin)',
+        description:
+          "The admin's own tenant's jobs and the system's (cleanup, re-embedding); completed and failed jobs as far as they are kept.",
         security,
         response: { 200: AdminJobsResponse, ...problemResponses(401, 403, 503) },
       },
     },
-    async () => ({ mode: app.queue.mode, counts: await app.queue.counts() }),
+    async (request) => ({ mode: app.queue.mode, counts: await app.queue.tenantCounts(request.identity.tenantId) }),
   );
 
   app.get(
@@ -43,7 +46,7 @@ const adminJobsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const failed = await app.queue.failed(limit);
       return {
         jobs: failed
-          .filter((job) => job.data.tenantId === undefined || job.data.tenantId === tenant)
+          .filter((job) => visibleToTenant(job.data, tenant))
           .map((job) => ({
             id: job.id,
             kind: job.kind,

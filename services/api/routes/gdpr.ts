@@ -9,6 +9,8 @@ import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStat
 import { problemResponses } from '../schemas/problem.js';
 
 const security = [{ bearerAuth: [] }];
+/** RFC 9745: when `GET /me/export` was deprecated (2026-11-25), as a structured-field date. */
+const GET_EXPORT_DEPRECATED = `@${Date.UTC(2026, 10, 25) / 1000}`;
 
 /** GDPR export and erasure (docs/design.md §7): queued, answered 202 with a request id, audited. */
 const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -19,7 +21,7 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
   };
   const accepted = { 202: GdprRequestStatus };
 
-  app.get(
+  app.post(
     '/me/export',
     {
       schema: {
@@ -32,6 +34,28 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     (request, reply) => accept(request, reply, request.identity.userId, 'export'),
+  );
+
+  // Kept for one release: clients written against it keep working, and learn of the change from the
+  // header. A GET should not create anything (a prefetching browser or a retrying client would queue
+  // exports), which is why POST replaces it.
+  app.get(
+    '/me/export',
+    {
+      schema: {
+        tags: ['gdpr'],
+        operationId: 'exportMyDataByGet',
+        summary: 'Export all my data (deprecated: use POST /me/export)',
+        description: 'Queues an export as POST /me/export does and answers with a `Deprecation` header; it will be removed.',
+        deprecated: true,
+        security,
+        response: { ...accepted, ...problemResponses(401, 503) },
+      },
+    },
+    (request, reply) => {
+      reply.header('deprecation', GET_EXPORT_DEPRECATED).header('link', '</me/export>; rel="successor-version"');
+      return accept(request, reply, request.identity.userId, 'export');
+    },
   );
 
   app.delete(

@@ -13,6 +13,7 @@ const MEMORY_FIELDS = new Set([
   'memory_commands',
   'max_history_messages',
   'semantic_search_k',
+  'memory_scope',
 ]);
 
 const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -65,6 +66,7 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
             memoryCommands: commandsOn && (body.memory_commands ?? true),
             maxHistoryTurns: body.max_history_messages,
             semanticSearchK: body.semantic_search_k,
+            memoryScope: body.memory_scope,
             params,
             upstreamAuthorization: request.headers['x-upstream-authorization'],
             clientGone: clientGone.signal,

@@ -30,6 +30,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         k: body.k,
         vdpDatabaseNames: body.vdp_database_names,
         vdpTagNames: body.vdp_tag_names,
+        memoryScope: body.memory_scope,
       });
     },
   );

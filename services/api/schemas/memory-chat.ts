@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js';
 import { idempotencyKeyHeader } from './idempotency.js';
+import { MemoryScopeField } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
@@ -31,6 +32,7 @@ export function memoryChatBody(maxQuestionChars: number) {
       semantic_search_k: Type.Optional(
         Type.Integer({ minimum: 0, maximum: 20, description: 'Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K)' }),
       ),
+      memory_scope: Type.Optional(MemoryScopeField),
       vdp_database_names: Type.Optional(StringOrList),
       vdp_tag_names: Type.Optional(StringOrList),
       use_views: Type.Optional(Type.String()),
@@ -88,6 +90,12 @@ export const MemoryChatResponse = Type.Object(
     vector_store_search_time: Type.Optional(Type.Unknown()),
     llm_time: Type.Optional(Type.Unknown()),
     total_execution_time: Type.Optional(Type.Unknown()),
+    csv_url: Type.Optional(
+      Type.String({
+        description:
+          'Where the stored result rows of this turn (or, for "export that as CSV", of the turn it names) download as CSV; absent when no rows are stored',
+      }),
+    ),
     conversation_metadata: Type.Union([ConversationMetadata, Type.Null()], {
       description: 'Null when the turn was not stored: the caller is outside the memory rollout and MEMORY_STORE_OUTSIDE_ROLLOUT=false',
     }),

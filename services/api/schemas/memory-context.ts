@@ -6,6 +6,7 @@ import {
   memorySearchRequestExample,
 } from './examples.js';
 import { JsonObject } from './json-object.js';
+import { MemoryScopeField } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
 
 const StringOrList = Type.Union([Type.Array(Type.String()), Type.String()]);
@@ -27,6 +28,7 @@ export function memoryContextBody(maxQuestionChars: number) {
         Type.Integer({ minimum: 0, maximum: 200_000, description: 'Bound on the context (default MEMORY_MAX_CONTEXT_TOKENS)' }),
       ),
       k: Type.Optional(Type.Integer({ minimum: 0, maximum: 20, description: 'Related memories (default MEMORY_SEMANTIC_SEARCH_K)' })),
+      memory_scope: Type.Optional(MemoryScopeField),
       vdp_database_names: Type.Optional(StringOrList),
       vdp_tag_names: Type.Optional(
         Type.Union([Type.Array(Type.String()), Type.String()], { description: 'Only turns whose recorded tags lie within these' }),

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { storableTextProblem } from '../storable-text.js';
 
 /**
  * The key as a bot holds it: `mck.<tenant, base64url>.<key id>.<secret>`. The tenant is in it so the
@@ -30,8 +31,9 @@ export function parseApiKey(presented: string): PresentedKey | undefined {
   if (prefix !== PREFIX || rest.length || !tenant || !keyId || !secret) return undefined;
   if (!BASE64URL.test(tenant) || !UUID.test(keyId) || !BASE64URL.test(secret)) return undefined;
   const tenantId = Buffer.from(tenant, 'base64url').toString('utf8');
-  // A tenant that does not survive the round trip was not written by formatApiKey (broken UTF-8).
-  if (Buffer.from(tenantId, 'utf8').toString('base64url') !== tenant) return undefined;
+  // A tenant that does not survive the round trip was not written by formatApiKey (broken UTF-8); one
+  // that Postgres cannot hold (NUL) names no tenant, and must not reach the database as a scope.
+  if (Buffer.from(tenantId, 'utf8').toString('base64url') !== tenant || storableTextProblem(tenantId)) return undefined;
   return { tenantId, keyId, secret };
 }
 

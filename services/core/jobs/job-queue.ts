@@ -44,8 +44,14 @@ export interface JobQueue {
    * in Postgres and enqueued once Redis is back (docs/worker.md): the caller never waits on an outage.
    */
   enqueue<K extends JobKind>(kind: K, data: JobPayloads[K], options?: EnqueueOptions): Promise<void>;
-  /** Jobs per state, for admins and metrics. */
+  /** Jobs per state, of every tenant: for readiness and metrics. */
   counts(): Promise<Record<JobState, number>>;
+  /**
+   * Jobs per state that a tenant's admin may see: the tenant's own and the system's (cleanup,
+   * re-embedding, which name no tenant), as the dead-letter view shows them. Completed and failed
+   * jobs count as far as they are retained.
+   */
+  tenantCounts(tenantId: string): Promise<Record<JobState, number>>;
   /** The dead-letter view: jobs that used up their attempts, newest first. */
   failed(limit: number): Promise<FailedJobView[]>;
   /** Removes every not-running job whose payload names this user (GDPR erase). Returns how many. */
@@ -53,6 +59,11 @@ export interface JobQueue {
   /** Starts the repeatable cleanup where this queue owns scheduling (in-process mode). */
   start(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A job a tenant's admin may see: the tenant's own, or a system job, which names no tenant. */
+export function visibleToTenant(data: { tenantId?: unknown } | undefined, tenantId: string): boolean {
+  return data?.tenantId === undefined || data.tenantId === tenantId;
 }
 
 /** Thrown by processors for input that no retry can fix; BullMQ maps it to UnrecoverableError. */

@@ -70,13 +70,14 @@ export async function runMemoryCommand(
       totalMs: round(retrievalSeconds * 1000, 3),
     },
   };
-  const { response } = await store(deps, turnTarget(deps, req, sessionId, now), turn, req.idempotency, (session) => ({
+  const { response } = await store(deps, turnTarget(deps, req, sessionId, now), turn, req.idempotency, ({ session }) => ({
     answer: outcome.answer,
     sql_query: outcome.sqlQuery,
     tables_used: outcome.tablesUsed,
     conversation_metadata: conversationMetadata(session),
     memory_context_used: memoryContextUsed,
     memory_retrieval_time: round(retrievalSeconds, 4),
+    ...(typeof outcome.details.csv_url === 'string' ? { csv_url: outcome.details.csv_url } : {}),
     memory_command: outcome.details,
     warnings: [] as string[],
   }));

@@ -1,5 +1,6 @@
 import type { Identity } from '../../model/identity.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import type { MemoryScope } from './recall.js';
 
 export interface MemoryChatRequest {
   identity: Identity;
@@ -13,6 +14,7 @@ export interface MemoryChatRequest {
   memoryCommands: boolean;
   maxHistoryTurns?: number;
   semanticSearchK?: number;
+  memoryScope?: MemoryScope;
   /** answerQuestion parameters, forwarded as given (custom_instructions is merged with memory). */
   params: Record<string, unknown>;
   upstreamAuthorization?: string;

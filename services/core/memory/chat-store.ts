@@ -31,9 +31,9 @@ export async function store<R>(
   target: TurnTarget,
   turn: NewTurn,
   claim: IdempotencyClaim | undefined,
-  respond: (session: SessionRow) => R,
+  respond: (stored: StoredTurn) => R,
 ): Promise<{ stored: StoredTurn; response: R }> {
-  const result = await storeTurn(deps.db, appendRequest(deps, target, turn), claim, (stored) => respond(stored.session));
+  const result = await storeTurn(deps.db, appendRequest(deps, target, turn), claim, respond);
   if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
   return result;
 }
@@ -93,6 +93,12 @@ export async function storeUnfinishedTurn(
 export function conversationMetadata(session: SessionRow) {
   const { session_id, slots: _slots, ...rest } = sessionView(session);
   return { conversation_id: session_id, ...rest };
+}
+
+/** Where a stored turn's result rows are downloaded as CSV; a turn without stored rows has none. */
+export function csvUrl(stored: StoredTurn, executionResult: unknown): { csv_url?: string } {
+  if (!executionResult || (typeof executionResult === 'object' && Object.keys(executionResult).length === 0)) return {};
+  return { csv_url: `/sessions/${stored.session.session_id}/turns/${stored.turnNumber}/result.csv` };
 }
 
 /** The request's session, or a new one named after `session_name` or the question. */

@@ -17,7 +17,7 @@ import { buildAugmentedRequest } from './augment.js';
 import { buildMemoryContext } from './chat-block.js';
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
-import { conversationMetadata, respondWithoutStoring, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
+import { conversationMetadata, csvUrl, respondWithoutStoring, round, store, storeUnfinishedTurn, turnTarget } from './chat-store.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { turnSearchTerms } from './lexical-terms.js';
@@ -160,8 +160,9 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 
   // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
   const fields = boundedReplyFields(answer.fields, settings, warnings);
-  const reply = (session: SessionRow | null, duplicateOf: number | null) => ({
+  const reply = (session: SessionRow | null, duplicateOf: number | null, csv: { csv_url?: string } = {}) => ({
     ...fields,
+    ...csv,
     conversation_metadata: session && conversationMetadata(session),
     memory_context_used: memoryContextUsed,
     memory_retrieval_time: round(memoryRetrievalSeconds, 4),
@@ -199,7 +200,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     },
   };
   const { stored, response } = await traced('memory.store', {}, () =>
-    store(deps, target, turn, req.idempotency, (session) => reply(session, duplicateOf)),
+    store(deps, target, turn, req.idempotency, (stored) => reply(stored.session, duplicateOf, csvUrl(stored, turn.executionResult))),
   );
   try {
     await deps.afterTurnStored?.({
@@ -249,6 +250,7 @@ async function readMemory(
         k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
         databases,
         tags: databaseNames(req.params.vdp_tag_names),
+        memoryScope: req.memoryScope,
         // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
         recentQuestions: settings.maxTurnsPerSession,
       },

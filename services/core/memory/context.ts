@@ -5,7 +5,7 @@ import { traced } from '../tracing.js';
 import { databaseNames } from './database-names.js';
 import type { MemoryDeps } from './deps.js';
 import { buildFormattedContext, type ContextFormat } from './formats.js';
-import { recallMemory } from './recall.js';
+import { type MemoryScope, recallMemory } from './recall.js';
 
 export interface ContextRequest {
   question: string;
@@ -16,6 +16,7 @@ export interface ContextRequest {
   k?: number;
   vdpDatabaseNames?: string | string[];
   vdpTagNames?: string | string[];
+  memoryScope?: MemoryScope;
 }
 
 /**
@@ -39,6 +40,7 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
         databases: databaseNames(req.vdpDatabaseNames),
         tags: databaseNames(req.vdpTagNames),
         withMessages: true,
+        memoryScope: req.memoryScope,
       },
       (err) => {
         deps.log.warn({ err }, 'embedding the question failed; context without related memories');

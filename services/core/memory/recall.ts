@@ -3,6 +3,12 @@ import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from './deps.js';
 import { questionSearch } from './lexical-terms.js';
 
+/**
+ * Where memory comes from (docs/memory-api.md#memory-scope): `user` (the default) also recalls the
+ * user's similar turns of other sessions; `session` keeps to the conversation itself.
+ */
+export type MemoryScope = 'session' | 'user';
+
 export interface RecallRequest {
   identity: Identity;
   question: string;
@@ -20,6 +26,7 @@ export interface RecallRequest {
   withMessages?: boolean;
   /** Also read up to this many of the session's latest questions (dedup of the turn to be stored). */
   recentQuestions?: number;
+  memoryScope?: MemoryScope;
 }
 
 /**
@@ -56,5 +63,6 @@ export async function recallMemory(
     scope: { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) },
     ...(req.withMessages ? { withMessages: true } : {}),
     ...(req.recentQuestions ? { recentQuestions: req.recentQuestions } : {}),
+    ...(req.memoryScope === 'session' ? { sessionOnly: true } : {}),
   });
 }

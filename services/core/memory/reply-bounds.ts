@@ -1,10 +1,13 @@
 import { AppError } from '../../model/errors.js';
 import type { Answer } from '../../providers/answerers/answerer.js';
-import { jsonBytesWithin } from '../json-bytes.js';
+import { jsonBytesWithin, nestedDeeperThan } from '../json-bytes.js';
 import { limitStoredResult } from '../recall/result-limit.js';
 import { tablesWithin } from '../sessions/storable-turn.js';
 import { cutText, storableJson } from '../storable-text.js';
 import type { MemorySettings } from './deps.js';
+
+/** As deep as a request body may nest (services/api/json-shape.ts). */
+const MAX_DEPTH = 64;
 
 /** Token counts are a few numbers; anything larger is not stored with the turn's accounting. */
 const MAX_TOKENS_BYTES = 4096;
@@ -17,7 +20,7 @@ const MAX_TOKENS_BYTES = 4096;
  * serialised (a string past V8's longest, a jsonb value past Postgres's) and answers 500 after the
  * fact: a reply still over the bound is refused as 502 `upstream-bad-response`, and nothing is stored.
  * NULs and lone surrogates are replaced too (storableJson), since the reply is also stored, as jsonb,
- * under an Idempotency-Key.
+ * under an Idempotency-Key; a reply nested deeper than a request may be is refused (502).
  */
 export function boundedReplyFields(
   fields: Answer['fields'],
@@ -25,6 +28,9 @@ export function boundedReplyFields(
   warnings: string[],
 ): Answer['fields'] {
   const { maxReplyBytes, storedTextBytes } = settings;
+  if (nestedDeeperThan(fields, MAX_DEPTH)) {
+    throw new AppError('upstream-bad-response', `the answering backend's reply is nested deeper than ${MAX_DEPTH} levels`);
+  }
   if (jsonBytesWithin(fields, maxReplyBytes) <= maxReplyBytes) return storableJson(fields);
   const bounded: Answer['fields'] = { ...fields, answer: cutText(fields.answer, storedTextBytes)?.text ?? fields.answer };
   bounded.tables_used = tablesWithin(fields.tables_used, storedTextBytes);

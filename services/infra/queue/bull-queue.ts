@@ -13,6 +13,7 @@ import {
   type JobQueue,
   type JobState,
   QUEUE_NAME,
+  visibleToTenant,
 } from '../../core/jobs/job-queue.js';
 import { withTraceContext } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
@@ -103,6 +104,19 @@ export class BullJobQueue implements JobQueue {
   async counts(): Promise<Record<JobState, number>> {
     const counts = await this.read(() => this.queue.getJobCounts(...STATES));
     return Object.fromEntries(STATES.map((s) => [s, counts[s] ?? 0])) as Record<JobState, number>;
+  }
+
+  /** Reads the data of every retained job (bounded by removeOnComplete / removeOnFail) to see its tenant. */
+  async tenantCounts(tenantId: string): Promise<Record<JobState, number>> {
+    const counts = Object.fromEntries(STATES.map((s) => [s, 0])) as Record<JobState, number>;
+    for (const state of STATES) {
+      for (let start = 0; ; start += PAGE) {
+        const page = await this.read(() => this.queue.getJobs([state], start, start + PAGE - 1, true));
+        counts[state] += page.filter((job) => job && visibleToTenant(job.data, tenantId)).length;
+        if (page.length < PAGE) break;
+      }
+    }
+    return counts;
   }
 
   async failed(limit: number): Promise<FailedJobView[]> {

@@ -9,6 +9,7 @@ import {
   type JobState,
   PermanentJobError,
   type Processors,
+  visibleToTenant,
 } from '../../core/jobs/job-queue.js';
 import { withTraceContext } from '../../core/tracing.js';
 import { type JobPolicy, jobPolicy } from './job-policy.js';
@@ -39,6 +40,8 @@ export class InProcessQueue implements JobQueue {
   private readonly dedup = new Set<string>();
   private readonly failedJobs: (FailedJobView & { entry: Entry })[] = [];
   private completed = 0;
+  /** Completed jobs per tenant, `undefined` for system jobs: the tenant admin's counts. */
+  private readonly completedByTenant = new Map<unknown, number>();
   private timer?: NodeJS.Timeout;
   private closed = false;
   private processors?: Processors;
@@ -78,6 +81,19 @@ export class InProcessQueue implements JobQueue {
       delayed: this.delayed.size,
       completed: this.completed,
       failed: this.failedJobs.length,
+      paused: 0,
+      prioritized: 0,
+    };
+  }
+
+  async tenantCounts(tenantId: string): Promise<Record<JobState, number>> {
+    const visible = (entries: Iterable<Entry>) => [...entries].filter((e) => visibleToTenant(e.data, tenantId)).length;
+    return {
+      waiting: visible(this.pending),
+      active: visible(this.running.keys()),
+      delayed: visible(this.delayed.keys()),
+      completed: (this.completedByTenant.get(tenantId) ?? 0) + (this.completedByTenant.get(undefined) ?? 0),
+      failed: visible(this.failedJobs.map((f) => f.entry)),
       paused: 0,
       prioritized: 0,
     };
@@ -151,6 +167,7 @@ export class InProcessQueue implements JobQueue {
     try {
       await processor(entry.data, { jobId: entry.id, attempt: entry.attempt, finalAttempt, log });
       this.completed += 1;
+      this.completedByTenant.set(entry.data.tenantId, (this.completedByTenant.get(entry.data.tenantId) ?? 0) + 1);
       this.release(entry);
     } catch (err) {
       const permanent = err instanceof PermanentJobError;

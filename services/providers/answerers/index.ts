@@ -1,5 +1,4 @@
 import pg from 'pg';
-import type { DemoEngine } from '../../../db/demo/demo-engine.js';
 import type { Config } from '../../config/config.js';
 import type { ChatLlm } from '../llm/chat-llm.js';
 import type { Answerer } from './answerer.js';
@@ -10,11 +9,20 @@ import { createUpstreamAnswerer } from './upstream-answerer.js';
 
 export type { Answer, Answerer, AnswerMemory, AnswerRequest } from './answerer.js';
 
+/** SQL_DATABASE_URL=embedded-demo: the demo's engine (db/demo/demo-engine.ts), as the answerer uses it. */
+export interface DemoSqlEngine {
+  role: string;
+  connect(): Promise<pg.PoolClient>;
+  /** Ends whatever the engine runs: the watchdog's and a gone client's cancel. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface AnswererParts {
   /** The LLM_PROVIDER model, which the sql answerer writes its SQL with. */
   llm?: ChatLlm;
   /** SQL_DATABASE_URL=embedded-demo: the demo dataset's engine, started by the API process; the answerer closes it. */
-  demoEngine?: DemoEngine;
+  demoEngine?: DemoSqlEngine;
   log?: { warn(obj: object, msg: string): void };
 }
 

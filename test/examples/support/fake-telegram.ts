@@ -71,10 +71,16 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
         return result(true);
       case 'sendMessage':
         if (!params.text) return sendJson(res, 400, { ok: false, error_code: 400, description: 'Bad Request: message text is empty' });
+        if (visibleLength(String(params.text)) > 4096) {
+          return sendJson(res, 400, { ok: false, error_code: 400, description: 'Bad Request: message is too long' });
+        }
         return result({ message_id: messageId++, from: BOT, chat, date: now(), text: params.text });
       case 'sendDocument':
         if (!file)
           return sendJson(res, 400, { ok: false, error_code: 400, description: 'Bad Request: there is no document in the request' });
+        if (visibleLength(String(params.caption ?? '')) > 1024) {
+          return sendJson(res, 400, { ok: false, error_code: 400, description: 'Bad Request: message caption is too long' });
+        }
         return result({
           message_id: messageId++,
           from: BOT,
@@ -114,6 +120,11 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
     },
     close: () => server.close(),
   };
+}
+
+/** Text length as Telegram limits it: after HTML parsing (tags gone, entities one character each). */
+function visibleLength(html: string): number {
+  return html.replace(/<[^>]+>/g, '').replace(/&(?:lt|gt|amp|quot|#\d+);/g, '_').length;
 }
 
 /** JSON parameters, or a multipart form's fields and its one file. */

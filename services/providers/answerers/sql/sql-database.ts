@@ -4,7 +4,7 @@ import pg from 'pg';
 export interface SqlDatabase {
   /** A connection for one transaction; waits at most SQL_POOL_WAIT_MS (pg-pool's timeout error past it). */
   connect(): Promise<pg.PoolClient>;
-  /** Ends the statement running on `client`: a cancel request on a server, a restart of the demo's engine. */
+  /** Ends the statement running on `client` and the connection with it: pg_terminate_backend on a server, a restart of the demo's engine. */
   cancel(client: pg.PoolClient): Promise<void>;
   /**
    * The database does not enforce statement_timeout (PGlite: no timer interrupt in WebAssembly): a
@@ -35,7 +35,12 @@ export class StatementEndedError extends Error {
   }
 }
 
-/** A server's SqlDatabase: its pool, and cancel through pg_cancel_backend on a connection of its own (the pool may be full). */
+/**
+ * A server's SqlDatabase: its pool, and cancel through pg_terminate_backend (a login may end its own
+ * backends) on a connection of its own, as the pool may be full. Terminate, not cancel: a cancel
+ * that arrives between two statements of the transaction (the DECLARE done, the FETCH not sent) is
+ * lost and the FETCH runs on; the connection is dropped afterwards anyway.
+ */
 export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'connect' | 'cancel' | 'watchdog'>): SqlDatabase {
   return {
     ...limits,
@@ -45,7 +50,7 @@ export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'conn
       const canceller = new pg.Client(pool.options);
       await canceller.connect();
       try {
-        await canceller.query('SELECT pg_cancel_backend($1)', [pid]);
+        await canceller.query('SELECT pg_terminate_backend($1)', [pid]);
       } finally {
         await canceller.end();
       }
@@ -83,7 +88,8 @@ export async function inReadOnlyTransaction<T>(
   const onAbort = () => end('cancelled');
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    if (signal?.aborted) end('cancelled');
+    // Gone before anything ran: nothing to cancel, and nothing to run.
+    if (signal?.aborted) throw new StatementEndedError('cancelled', { cause: signal.reason });
     await client.query('BEGIN READ ONLY');
     await client.query("SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true)", [
       String(db.statementTimeoutMs),
@@ -92,7 +98,7 @@ export async function inReadOnlyTransaction<T>(
     if (db.role) await client.query(`SET LOCAL ROLE ${pg.escapeIdentifier(db.role)}`);
     return await work(client);
   } catch (err) {
-    if (ended) throw new StatementEndedError(ended, { cause: err });
+    if (ended && !(err instanceof StatementEndedError)) throw new StatementEndedError(ended, { cause: err });
     throw err;
   } finally {
     clearTimeout(watchdog);

@@ -1,5 +1,7 @@
 import pg from 'pg';
-import type { Queryable } from '../../../../db/repositories/queryable.js';
+
+/** A connection to the memory database above row-level security (db/pool.ts's pool). */
+type MemoryDatabase = Pick<pg.Pool, 'query'>;
 
 /** The roles memorychat's migrations create; the login of DATABASE_URL and the tables' owner are added at the check. */
 const MEMORYCHAT_ROLES = ['memorychat_app', 'memorychat_maintenance'];
@@ -17,7 +19,7 @@ export class SqlLoginError extends Error {
  * statements take (the demo's reader); `sql` is a connection of SQL_DATABASE_URL, `memory` one of
  * DATABASE_URL above row-level security.
  */
-export async function checkSqlLogin(sql: pg.ClientBase, role: string | undefined, memory: Queryable): Promise<void> {
+export async function checkSqlLogin(sql: pg.ClientBase, role: string | undefined, memory: MemoryDatabase): Promise<void> {
   await sql.query('BEGIN READ ONLY');
   try {
     if (role) await sql.query(`SET LOCAL ROLE ${pg.escapeIdentifier(role)}`);
@@ -69,7 +71,7 @@ export async function checkSqlLogin(sql: pg.ClientBase, role: string | undefined
 /** checkSqlLogin on a connection of its own: SQL_DATABASE_URL's, or the demo's engine as its reader role. */
 export async function checkConfiguredSqlLogin(
   config: { SQL_DATABASE_URL?: string },
-  memory: Queryable,
+  memory: MemoryDatabase,
   demoEngine?: { role: string; connect(): Promise<pg.PoolClient> },
 ): Promise<void> {
   if (demoEngine) {
