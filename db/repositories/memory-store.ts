@@ -3,7 +3,7 @@ import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
-import { FUSED_LIST_DEPTH, fusedRanking, lexicalMatch } from './hybrid-rank.js';
+import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions, isBounded } from './sql-scope.js';
@@ -23,6 +23,8 @@ export interface RetrievalRequest {
   embeddingModel: string;
   /** The question's lexical terms, and as a tsquery literal (services/core/memory/lexical-terms.ts); none: vector only. */
   search?: { query: string; terms: string[] } | null;
+  /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
+  exactSearchMaxTurns?: number;
   scope: DatabaseScope;
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
@@ -99,18 +101,24 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
          AND t.status NOT IN ${NOT_ASKED}
        ORDER BY t.turn_number DESC LIMIT ${req.recentQuestions ?? 0}
-     ), scored AS (
-       SELECT t.session_id, t.turn_number, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at,
-              t.search_terms, 1 + (t.embedding <#> ${vector}::vector) AS distance,
-              ${lexicalMatch(query, queryTerms)} AS lexical
-       FROM turns t
-       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.embedding_model = ${req.embeddingModel}
-         AND ${vector}::vector IS NOT NULL AND t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
+     ), ${fusedCandidates({
+       tenant,
+       user,
+       vector,
+       embeddingModel: req.embeddingModel,
+       query,
+       queryTerms,
+       depth,
+       minSimilarity: req.minSimilarity,
+       // Within one session, exact search: the HNSW path returns the user's nearest, which may lie elsewhere.
+       exactSearchMaxTurns: req.sessionOnly ? Number.MAX_SAFE_INTEGER - 1 : req.exactSearchMaxTurns,
+       where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${inLiveSessions(tenant, user, now)}
          AND ${VISIBLE_IN_SEARCH}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
-         AND (NOT ${param(req.sessionOnly ?? false)}::boolean OR t.session_id = ${session}::uuid)
-     ), ${fusedRanking(depth, req.minSimilarity, queryTerms)}, sim AS (
+         AND (NOT ${param(req.sessionOnly ?? false)}::boolean OR t.session_id = ${session}::uuid)`,
+       columns: sql`t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at`,
+     })}, sim AS (
        -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
        -- three turns over one table tell the answerer less than the best turns over three.
        SELECT session_id, turn_number, status, question, answer, sql_query, tables_used, created_at,

@@ -2,7 +2,7 @@ import type { DatabaseScope, Identity } from '../../services/model/identity.js';
 import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../services/model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
-import { FUSED_LIST_DEPTH, fusedRanking, lexicalMatch } from './hybrid-rank.js';
+import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
@@ -119,6 +119,8 @@ export interface SearchRequest {
   search: { query: string; terms: string[] } | null;
   sessionId?: string;
   scope: DatabaseScope;
+  /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
+  exactSearchMaxTurns?: number;
 }
 
 export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
@@ -144,20 +146,22 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   const queryTerms = param(req.search?.terms ?? null);
   const { rows } = await db.query<SearchHit>(
-    toQuery(sql`WITH scored AS (
-       SELECT t.session_id, t.turn_number, t.created_at, t.status, t.question,
-              t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating, t.search_terms,
-              -- Inner product: 1 - cosine for the unit vectors every embedder stores (docs/design.md, Search).
-              1 + (t.embedding <#> ${vector}::vector) AS distance,
-              ${lexicalMatch(param(req.search?.query ?? null), queryTerms)} AS lexical
-       FROM turns t
-       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user}
-         AND t.embedding_model = ${req.embeddingModel} AND t.embedding IS NOT NULL
-         AND ${inLiveSessions(tenant, user, req.now)}
+    toQuery(sql`WITH ${fusedCandidates({
+      tenant,
+      user,
+      vector,
+      embeddingModel: req.embeddingModel,
+      query: param(req.search?.query ?? null),
+      queryTerms,
+      depth,
+      minSimilarity: req.minSimilarity,
+      exactSearchMaxTurns: req.exactSearchMaxTurns,
+      where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
-         AND t.status NOT IN ('memory_command', 'incomplete')
-     ), ${fusedRanking(depth, req.minSimilarity, queryTerms)}, found AS (
+         AND t.status NOT IN ('memory_command', 'incomplete')`,
+      columns: sql`t.created_at, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating`,
+    })}, found AS (
        SELECT * FROM fused WHERE usable ORDER BY score DESC, distance, session_id, turn_number LIMIT ${req.k}
      )
      SELECT f.session_id::text AS session_id,

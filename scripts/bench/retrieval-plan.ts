@@ -5,7 +5,8 @@ import type pg from 'pg';
 import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
 
-interface PlanNode {
+export interface PlanNode {
+  'Function Name'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
@@ -32,13 +33,13 @@ function literal(client: pg.PoolClient, v: unknown): string {
 
 /**
  * Runs the statement that `issue` sends, under `identity`'s scope, as the generic plan a prepared
- * statement ends up with, and returns the rows its plan examined and the rows it returned.
+ * statement ends up with, and returns the rows its plan examined, the plan and the rows it returned.
  */
 export async function explainScoped(
   pool: pg.Pool,
   identity: { tenantId: string; userId: string },
   issue: (db: Queryable) => Promise<unknown>,
-): Promise<{ examined: number; rows: Record<string, unknown>[] }> {
+): Promise<{ examined: number; rows: Record<string, unknown>[]; plan: PlanNode }> {
   let statement: pg.QueryConfig | undefined;
   const capture: Queryable = {
     query: async (s) => {
@@ -59,7 +60,8 @@ export async function explainScoped(
     const literals = statement!.values!.map((v) => literal(client, v));
     const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${name}(${literals.join(', ')})`);
     const result = await client.query({ text: statement!.text, values: statement!.values });
-    return { examined: rowsExamined(rows[0]['QUERY PLAN'][0].Plan), rows: result.rows };
+    const plan: PlanNode = rows[0]['QUERY PLAN'][0].Plan;
+    return { examined: rowsExamined(plan), rows: result.rows, plan };
   } finally {
     await client.query('ROLLBACK');
     client.release();

@@ -30,34 +30,43 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startService(dataDir: string, answerUrl: string, extraEnv: Record<string, string> = {}): Promise<RunningService> {
-  const port = await freePort();
   const profile = process.env.BENCH_CPU_PROF;
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), 'dist/services/api/server.js'],
-    {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        NODE_ENV: 'production',
-        DATA_DIR: dataDir,
-        ANSWER_URL: answerUrl,
-        ANSWER_AUTH: 'none',
-        JWT_SECRET,
-        LOG_LEVEL: 'warn',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ...extraEnv,
-      },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    },
-  );
+  return startHttpProcess([...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), 'dist/services/api/server.js'], {
+    NODE_ENV: 'production',
+    DATA_DIR: dataDir,
+    ANSWER_URL: answerUrl,
+    ANSWER_AUTH: 'none',
+    JWT_SECRET,
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
+  });
+}
+
+/**
+ * The fair LangChain peer (langchain-server.ts) in a process of its own, on a server database
+ * (`databaseUrl`) or an embedded copy (`dataDir`), calling the same answerer over HTTP.
+ */
+export async function startServedPeer(answerUrl: string, database: { databaseUrl: string } | { dataDir: string }): Promise<RunningService> {
+  return startHttpProcess(['--import', 'tsx', 'scripts/bench/langchain-server.ts'], {
+    NODE_ENV: 'production',
+    ANSWER_URL: answerUrl,
+    ...('databaseUrl' in database ? { PEER_DATABASE_URL: database.databaseUrl } : { PEER_DATA_DIR: database.dataDir }),
+  });
+}
+
+/** Node with `args` on a free loopback port (PORT, HOST), ready once GET /healthz answers. */
+async function startHttpProcess(args: string[], env: Record<string, string>): Promise<RunningService> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`the service exited during start (code ${child.exitCode})`);
+    if (child.exitCode !== null) throw new Error(`${args.at(-1)} exited during start (code ${child.exitCode})`);
     try {
       const res = await fetch(`${baseUrl}/healthz`);
       if (res.ok) break;
@@ -66,7 +75,7 @@ export async function startService(dataDir: string, answerUrl: string, extraEnv:
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error('the service did not start in time');
+      throw new Error(`${args.at(-1)} did not start in time`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

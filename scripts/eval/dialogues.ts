@@ -39,6 +39,17 @@ export function tableSetKey(sql: string): string {
   return [...new Set(sqlIdentifiers(sql).tables)].sort().join(',');
 }
 
+/**
+ * The share of the tables a question's gold SQL reads (a tableSetKey) that a sent turn's SQL (another
+ * key) also reads: 1 when the top similar turn covers them all, though it may read more; 0 when none was sent.
+ */
+export function tableCoverage(sent: string | undefined, wanted: string): number {
+  const want = wanted.split(',').filter(Boolean);
+  if (!sent || !want.length) return 0;
+  const have = new Set(sent.split(','));
+  return want.filter((t) => have.has(t)).length / want.length;
+}
+
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
 
 /** Whether `sql` reached the upstream request (its question or custom_instructions), whitespace aside. */

@@ -18,7 +18,7 @@ import { buildApp } from '../../services/api/app.js';
 import { loadConfig } from '../../services/config/config.js';
 import { createProviders } from '../../services/providers/index.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
-import { type BlockPart, carries, chanceOfHit, loadDialogues, parseMemoryBlock, tableSetKey } from './dialogues.js';
+import { type BlockPart, carries, chanceOfHit, loadDialogues, parseMemoryBlock, tableCoverage, tableSetKey } from './dialogues.js';
 
 const percentile = (values: number[], p: number) =>
   percentileOfSorted(
@@ -73,7 +73,7 @@ interface PriorTurn {
 }
 const priorByUser = new Map<string, PriorTurn[]>();
 const followUps = { total: 0, previous: 0, allEarlier: 0 };
-const cross = { eligible: 0, hit1: 0, hit3: 0, chance1: 0, chance3: 0, withoutEarlier: 0, withoutMatch: 0 };
+const cross = { eligible: 0, hit1: 0, hit3: 0, chance1: 0, chance3: 0, topCoverage: 0, withoutEarlier: 0, withoutMatch: 0 };
 const tokens = { first: [] as number[], followUp: [] as number[] };
 const parts: Record<BlockPart, number> = { instructions: 0, summary: 0, history: 0, similar: 0, answers: 0 };
 const retrievalMs: number[] = [];
@@ -116,6 +116,7 @@ for (const dialogue of dialogues) {
         const sent = block.similarSql.map(tableSetKey);
         if (sent[0] === wanted) cross.hit1++;
         if (sent.slice(0, K).includes(wanted)) cross.hit3++;
+        cross.topCoverage += tableCoverage(sent[0], wanted);
         cross.chance1 += chanceOfHit(prior.length, good, 1);
         cross.chance3 += chanceOfHit(prior.length, good, K);
       }
@@ -150,6 +151,7 @@ const figures = {
     hit_at_3: share(cross.hit3, cross.eligible),
     chance_at_1: share(cross.chance1, cross.eligible),
     chance_at_3: share(cross.chance3, cross.eligible),
+    top_turn_table_coverage: share(cross.topCoverage, cross.eligible),
     first_questions_without_earlier_turns: cross.withoutEarlier,
     first_questions_without_same_tables: cross.withoutMatch,
   },
@@ -169,7 +171,7 @@ console.log(
   `follow-up carry (${followUps.total} follow-ups): previous turn's SQL ${pct(figures.follow_up_carry.previous_sql)}, all earlier turns' SQL ${pct(figures.follow_up_carry.all_earlier_sql)}`,
 );
 console.log(
-  `cross-session (${cross.eligible} first questions with an earlier same-tables turn): hit@1 ${pct(figures.cross_session.hit_at_1)} (chance ${pct(figures.cross_session.chance_at_1)}), hit@3 ${pct(figures.cross_session.hit_at_3)} (chance ${pct(figures.cross_session.chance_at_3)})`,
+  `cross-session (${cross.eligible} first questions with an earlier same-tables turn): hit@1 ${pct(figures.cross_session.hit_at_1)} (chance ${pct(figures.cross_session.chance_at_1)}), hit@3 ${pct(figures.cross_session.hit_at_3)} (chance ${pct(figures.cross_session.chance_at_3)}), top turn's table coverage ${pct(figures.cross_session.top_turn_table_coverage)}`,
 );
 const t = figures.memory_block_tokens;
 console.log(

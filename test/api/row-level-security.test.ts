@@ -79,8 +79,9 @@ describe('row-level security (docs/row-level-security.md)', () => {
     const strippingFilter = (db: Queryable): Queryable => ({
       query(statement: string | pg.QueryConfig, values?: unknown[]) {
         const config = typeof statement === 'string' ? { text: statement, values } : statement;
-        // The parameters stay referenced (so their types are known) but filter nothing.
-        const text = config.text.replace('t.tenant_id = $1 AND t.user_id = $2', '$1::text IS NOT NULL AND $2::text IS NOT NULL');
+        // The parameters stay referenced (so their types are known) but filter nothing, wherever the
+        // statement filters the user's turns (the candidate lists and the turns read back).
+        const text = config.text.replaceAll('t.tenant_id = $1 AND t.user_id = $2', '$1::text IS NOT NULL AND $2::text IS NOT NULL');
         expect(text, 'the filter to remove was not found').not.toBe(config.text);
         statements.push({ text, values: config.values });
         return db.query({ text, values: config.values });

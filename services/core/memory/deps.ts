@@ -15,6 +15,8 @@ export interface MemorySettings {
   maxHistoryTurns: number;
   semanticSearchK: number;
   minSimilarity: number;
+  /** MEMORY_EXACT_SEARCH_MAX_TURNS: past this many turns, a user's similar turns are found approximately. */
+  exactSearchMaxTurns: number;
   maxContextTokens: number;
   maxQuestionChars: number;
   augmentation: AugmentationStrategy;
@@ -38,6 +40,7 @@ export function memorySettingsFrom(config: Config): MemorySettings {
     maxHistoryTurns: config.MEMORY_MAX_HISTORY_MESSAGES,
     semanticSearchK: config.MEMORY_SEMANTIC_SEARCH_K,
     minSimilarity: config.MEMORY_MIN_SIMILARITY,
+    exactSearchMaxTurns: config.MEMORY_EXACT_SEARCH_MAX_TURNS,
     maxContextTokens: config.MEMORY_MAX_CONTEXT_TOKENS,
     maxQuestionChars: config.MEMORY_MAX_QUESTION_CHARS,
     augmentation: config.MEMORY_AUGMENTATION,

@@ -56,6 +56,7 @@ export async function recallMemory(
     windowSize: req.windowSize,
     k: embedding ? req.k : 0,
     minSimilarity: deps.settings.minSimilarity,
+    exactSearchMaxTurns: deps.settings.exactSearchMaxTurns,
     embedding,
     embeddingModel: deps.embedder.modelId,
     search: questionSearch(req.question),

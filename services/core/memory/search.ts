@@ -41,6 +41,7 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
       k: req.k,
       // No floor by default: a search asks for the k best, however weak.
       minSimilarity: req.minSimilarity ?? -1,
+      exactSearchMaxTurns: deps.settings.exactSearchMaxTurns,
       search: questionSearch(req.query),
       sessionId: req.sessionId,
       scope: {

@@ -1,0 +1,195 @@
+// `npm run bench:ann-recall [-- --embedded] [--background-users 100] [--turns-per-user 1000]
+// [--heavy 20000] [--queries 40]`: recall@20 of the approximate (HNSW) nearest turns against exact
+// search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
+// The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
+// small user, their questions SParC's, varied (data.ts), embedded by the local embedder. For each of
+// the three users, the 20 nearest by /memory/search's statement (vector only, no floor) are compared
+// between exact search and the HNSW path, forced with exactSearchMaxTurns; the small user's row also
+// says which path the service takes for it. Prints a Markdown table and the load average.
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type pg from 'pg';
+import pgvector from 'pgvector';
+import type { Database } from '../../db/pool.js';
+import { searchTurns } from '../../db/repositories/turns.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { loadSparc, pick, rng, TENANT, varyQuestion } from './data.js';
+import { openBenchDatabase } from './database.js';
+import { percentile } from './load.js';
+import { explainScoped, type PlanNode } from './retrieval-plan.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
+import { dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
+
+const { values: args } = parseArgs({
+  options: {
+    embedded: { type: 'boolean', default: false },
+    'background-users': { type: 'string', default: '100' },
+    'turns-per-user': { type: 'string', default: '1000' },
+    heavy: { type: 'string', default: '20000' },
+    queries: { type: 'string', default: '40' },
+    // To try another candidate list than migration 013's (hnsw.ef_search of the function).
+    'ef-search': { type: 'string' },
+    // Leave the server database (mc_bench_ann_recall) in place, to inspect its plans.
+    keep: { type: 'boolean', default: false },
+  },
+});
+const K = 20;
+/** MEMORY_EXACT_SEARCH_MAX_TURNS's default: the "just past" user has a quarter more. */
+const THRESHOLD = 2000;
+const SESSION_TURNS = 50;
+const questions = loadSparc().flatMap((i) => i.turns.map((t) => t.question));
+const random = rng(27);
+
+async function seedUser(pool: pg.Pool, user: string, turns: number): Promise<void> {
+  for (let start = 0; start < turns; start += SESSION_TURNS) {
+    const sessionId = randomUUID();
+    const n = Math.min(SESSION_TURNS, turns - start);
+    await pool.query(
+      `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
+       VALUES ($1, $2, $3, 'history', now(), now(), now() + interval '7 days', $4, $4)`,
+      [TENANT, user, sessionId, n],
+    );
+    const texts = Array.from({ length: n }, () => varyQuestion(random, pick(random, questions)));
+    await pool.query(
+      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model)
+       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.v::vector, $4
+       FROM unnest($5::int[], $6::text[], $7::text[]) AS r(n, q, v)`,
+      [
+        TENANT,
+        user,
+        sessionId,
+        EMBEDDING_MODEL,
+        texts.map((_, i) => i + 1),
+        texts,
+        texts.map((t) => pgvector.toSql(embedText(t, DIMENSIONS)!)),
+      ],
+    );
+  }
+}
+
+async function open(): Promise<{ db: Database; done: () => Promise<void> }> {
+  if (args.embedded) {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-ann-recall-'));
+    const db = await openBenchDatabase(dataDir, true);
+    return { db, done: () => rm(dataDir, { recursive: true, force: true }) };
+  }
+  const name = 'mc_bench_ann_recall';
+  await recreateDatabase(name);
+  const db = await openServerDatabase(name, 1, true);
+  return { db, done: async () => (args.keep ? undefined : dropDatabase(name)) };
+}
+
+const { db, done } = await open();
+const users = {
+  heavy: { id: 'heavy', turns: Number(args.heavy) },
+  past: { id: 'just-past', turns: Math.round(THRESHOLD * 1.25) },
+  small: { id: 'small', turns: 100 },
+};
+const index = 'turns_ann_local_hash_v2_384';
+const started = performance.now();
+// Seeded without the HNSW index, then indexed once, as a migration on an existing table builds it.
+const { rows } = await db.pool.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE indexname = $1', [index]);
+await db.pool.query(`DROP INDEX ${index}`);
+for (let u = 0; u < Number(args['background-users']); u++) await seedUser(db.pool, `background-${u}`, Number(args['turns-per-user']));
+for (const u of Object.values(users)) await seedUser(db.pool, u.id, u.turns);
+const seeded = performance.now();
+await db.pool.query(rows[0]!.indexdef);
+const indexed = performance.now();
+if (!args.embedded) await db.pool.query('ANALYZE sessions; ANALYZE turns');
+if (args['ef-search'])
+  await db.pool.query(`ALTER FUNCTION nearest_turns_local_hash_v2_384 SET hnsw.ef_search = ${Number(args['ef-search'])}`);
+const { rows: size } = await db.pool.query<{ turns: number; bytes: string }>(
+  `SELECT (SELECT count(*)::int FROM turns) AS turns, pg_size_pretty(pg_relation_size($1::regclass)) AS bytes`,
+  [index],
+);
+
+async function nearest(user: string, query: string, exactSearchMaxTurns: number) {
+  const identity = { tenantId: TENANT, userId: user, roles: [] };
+  const request = {
+    identity,
+    now: new Date(),
+    embedding: embedText(query, DIMENSIONS)!,
+    embeddingModel: EMBEDDING_MODEL,
+    k: K,
+    minSimilarity: -1,
+    search: null,
+    scope: {},
+    exactSearchMaxTurns,
+  };
+  const t0 = performance.now();
+  const hits = await searchTurns(db.scoped.asUser(identity), request);
+  const ms = performance.now() - t0;
+  return { similarities: hits.map((h) => h.similarity), ms };
+}
+
+/** Whether the statement for `user` (as a generic plan) ran the function that reads the HNSW index. */
+async function usesIndex(user: string, exactSearchMaxTurns: number): Promise<boolean> {
+  const identity = { tenantId: TENANT, userId: user, roles: [] };
+  const { plan } = await explainScoped(db.pool, identity, (q) =>
+    searchTurns(q, {
+      identity,
+      now: new Date(),
+      embedding: embedText('How many singers are there?', DIMENSIONS)!,
+      embeddingModel: EMBEDDING_MODEL,
+      k: K,
+      minSimilarity: -1,
+      search: null,
+      scope: {},
+      exactSearchMaxTurns,
+    }),
+  );
+  const ran = (node: PlanNode): boolean =>
+    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) || (node.Plans ?? []).some(ran);
+  return ran(plan);
+}
+
+const results = [];
+for (const [label, u] of Object.entries(users)) {
+  let found = 0;
+  let wanted = 0;
+  const exactMs: number[] = [];
+  const annMs: number[] = [];
+  for (let q = 0; q < Number(args.queries); q++) {
+    const query = varyQuestion(random, pick(random, questions));
+    const exact = await nearest(u.id, query, 1_000_000);
+    const ann = await nearest(u.id, query, 1);
+    // Tie-aware: many turns share a question, so an approximate hit counts when it is at least as
+    // near as the exact search's 20th (rounded as the statement returns similarities).
+    const cutoff = exact.similarities.at(-1) ?? 1;
+    wanted += exact.similarities.length;
+    found += Math.min(exact.similarities.length, ann.similarities.filter((s) => s >= cutoff - 1e-9).length);
+    exactMs.push(exact.ms);
+    annMs.push(ann.ms);
+  }
+  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+  results.push({
+    label,
+    turns: u.turns,
+    recall: found / wanted,
+    exactP50: percentile(sorted(exactMs), 50),
+    annP50: percentile(sorted(annMs), 50),
+    annPlan: await usesIndex(u.id, 1),
+    servicePath: (await usesIndex(u.id, THRESHOLD)) ? 'HNSW' : 'exact',
+  });
+}
+await db.close();
+await done();
+
+const loadavg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+console.log(
+  `database: ${args.embedded ? 'embedded PGlite' : 'PostgreSQL server'}; ${size[0]!.turns} turns of ${Number(args['background-users']) + 3} users; ` +
+    `seeded in ${((seeded - started) / 1000).toFixed(0)} s, HNSW index built in ${((indexed - seeded) / 1000).toFixed(1)} s (${size[0]!.bytes}); ` +
+    `${args.queries} queries per user; hnsw.ef_search ${args['ef-search'] ?? 'as migrated'}; load average ${loadavg}`,
+);
+console.log('');
+console.log('| user | turns | recall@20, HNSW vs exact | exact p50 ms | HNSW p50 ms | HNSW path read the index | path the service takes |');
+console.log('| --- | ---: | ---: | ---: | ---: | --- | --- |');
+for (const r of results) {
+  console.log(
+    `| ${r.label} | ${r.turns} | ${r.recall.toFixed(3)} | ${r.exactP50.toFixed(2)} | ${r.annP50.toFixed(2)} | ${r.annPlan ? 'yes' : 'NO'} | ${r.servicePath} |`,
+  );
+}
