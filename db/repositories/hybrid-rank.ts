@@ -14,7 +14,7 @@ const EXACT_SEARCH_MAX_TURNS = 2000;
 
 /**
  * The embedding models whose vectors have an approximate (HNSW) index, with the function that reads a
- * user's nearest turns from it (migration 013). Another model is searched exactly whatever a user's
+ * user's nearest turns from it (migration 014). Another model is searched exactly whatever a user's
  * history (docs/performance.md).
  */
 const ANN_FUNCTIONS: ReadonlyMap<string, SqlFragment> = new Map([
@@ -161,7 +161,7 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 }
 
 /**
- * The nearest of a heavy user's turns from the model's HNSW index (migration 013's function), then
+ * The nearest of a heavy user's turns from the model's HNSW index (migration 014's function), then
  * the statement's conditions on them.
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {

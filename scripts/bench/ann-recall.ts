@@ -31,7 +31,7 @@ const { values: args } = parseArgs({
     'turns-per-user': { type: 'string', default: '1000' },
     heavy: { type: 'string', default: '20000' },
     queries: { type: 'string', default: '40' },
-    // To try another candidate list than migration 013's (hnsw.ef_search of the function).
+    // To try another candidate list than migration 014's (hnsw.ef_search of the function).
     'ef-search': { type: 'string' },
     // Leave the server database (mc_bench_ann_recall) in place, to inspect its plans.
     keep: { type: 'boolean', default: false },

@@ -12,7 +12,7 @@ import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test
 const MODEL = `${LOCAL_MODEL}@384`;
 const TOPICS = ['singers', 'concerts', 'stadiums', 'pets', 'students', 'countries', 'languages', 'cities', 'orders', 'invoices'];
 
-/** Whether the statement ran migration 013's function, which reads the model's HNSW index. */
+/** Whether the statement ran migration 014's function, which reads the model's HNSW index. */
 function ranAnnFunction(node: PlanNode): boolean {
   return (
     (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) ||
