@@ -58,6 +58,8 @@ export default defineConfig({
             // About the embedded database's files and its single owner process.
             'test/api/erase-leaves-no-trace.test.ts',
             'test/worker/embedded-with-redis.test.ts',
+            // About Redis (a cluster of its own): the embedded project runs it.
+            'test/worker/redis-cluster.test.ts',
           ],
           globalSetup: ['test/support/global-setup-server.ts', 'test/support/build-setup.ts'],
         },

@@ -158,8 +158,12 @@ export const ConfigSchema = Type.Object({
 
   // Background work (docs/design.md §7). Without REDIS_URL the same processors run inside the API process.
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  // BullMQ key prefix: lets several deployments (or test files) share one Redis.
-  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.-]+$', default: 'bull' }),
+  // REDIS_URL names one node of a Redis Cluster; the client finds the others (docs/scaling.md#redis).
+  REDIS_CLUSTER: Type.Boolean({ default: false }),
+  // BullMQ key prefix: lets several deployments (or test files) share one Redis. On a Redis Cluster it
+  // holds a hash tag, e.g. {memorychat}: BullMQ's scripts touch several keys of a queue at once, which
+  // must be in one slot.
+  QUEUE_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.{}-]+$', default: 'bull' }),
   WORKER_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 100, default: 4 }),
   // The worker's probes and /metrics; 0 picks a free port (tests).
   WORKER_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9464 }),
@@ -300,6 +304,12 @@ function deriveConfig(raw: RawConfig): Config {
   if (answerBackend === 'sql') checkSqlBackend(raw);
   if (answerBackend === 'upstream' && !raw.ANSWER_URL) {
     throw new ConfigError('ANSWER_URL: required when ANSWER_BACKEND=upstream');
+  }
+  if (raw.REDIS_CLUSTER && !raw.REDIS_URL) {
+    throw new ConfigError('REDIS_URL: required when REDIS_CLUSTER=true (one node of the cluster)');
+  }
+  if (raw.REDIS_CLUSTER && !/\{[^{}]+\}/.test(raw.QUEUE_PREFIX)) {
+    throw new ConfigError('QUEUE_PREFIX: needs a hash tag on a Redis Cluster (REDIS_CLUSTER=true), e.g. {memorychat}');
   }
   if (raw.ANSWER_AUTH === 'basic' && (!raw.ANSWER_BASIC_USER || raw.ANSWER_BASIC_PASSWORD === undefined)) {
     throw new ConfigError('ANSWER_BASIC_USER and ANSWER_BASIC_PASSWORD: required when ANSWER_AUTH=basic');

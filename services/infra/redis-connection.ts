@@ -1,4 +1,4 @@
-import type { RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
 /** Redis answers in well under a millisecond; this only bounds a connection that hangs. */
 const PRODUCER_COMMAND_TIMEOUT_MS = 1_000;
@@ -26,4 +26,22 @@ export function redisOptions(url: string, role: 'worker' | 'producer'): RedisOpt
     // Reconnect with a capped backoff instead of ioredis' default that grows without bound.
     retryStrategy: (times: number) => Math.min(times * 200, 5_000),
   };
+}
+
+/**
+ * A connection to REDIS_URL: one Redis, or with REDIS_CLUSTER a Redis Cluster that REDIS_URL is one
+ * node of (the client reads the others and the slot map from it, and follows the cluster's
+ * redirections). Each node's connection gets the options above, as does the cluster's own: a
+ * producer's commands fail at once while the cluster is unreachable, a worker's wait.
+ */
+export function redisConnection(config: { REDIS_URL: string; REDIS_CLUSTER: boolean }, role: 'worker' | 'producer'): Redis | Cluster {
+  const options = redisOptions(config.REDIS_URL, role);
+  if (!config.REDIS_CLUSTER) return new Redis(options);
+  // A cluster has one database (0); its retry strategy is the cluster's own option.
+  const { host, port, db: _db, retryStrategy, ...nodeOptions } = options;
+  return new Cluster([{ host: host!, port: port! }], {
+    redisOptions: nodeOptions,
+    clusterRetryStrategy: retryStrategy,
+    enableOfflineQueue: nodeOptions.enableOfflineQueue ?? true,
+  });
 }

@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
 import type { Config } from '../../config/config.js';
-import { redisOptions } from '../../infra/redis-connection.js';
+import { redisConnection } from '../../infra/redis-connection.js';
 import { AppError } from '../../model/errors.js';
 import { problemResponses } from '../schemas/problem.js';
 import { isPublicRoute } from './auth.js';
@@ -30,7 +29,7 @@ export default fp(
       Object.assign(responses, problemResponses(429));
     });
     if (config.RATE_LIMIT_PER_MINUTE === 0) return;
-    const redis = config.REDIS_URL ? new Redis(redisOptions(config.REDIS_URL, 'producer')) : undefined;
+    const redis = config.REDIS_URL ? redisConnection({ ...config, REDIS_URL: config.REDIS_URL }, 'producer') : undefined;
     if (redis) {
       // ioredis reports a lost connection as an error event; the limiter then lets requests through.
       redis.on('error', (err) => app.log.warn({ err: err.message }, 'rate limit store unavailable'));

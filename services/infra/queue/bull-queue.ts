@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { Config } from '../../config/config.js';
 import { type ClaimedJob, JobOutbox } from '../../core/jobs/job-outbox.js';
@@ -17,7 +17,7 @@ import {
 } from '../../core/jobs/job-queue.js';
 import { withTraceContext } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
-import { redisOptions } from '../redis-connection.js';
+import { redisConnection } from '../redis-connection.js';
 import { jobPolicy } from './job-policy.js';
 
 const STATES: JobState[] = ['waiting', 'active', 'delayed', 'completed', 'failed', 'paused', 'prioritized'];
@@ -57,7 +57,7 @@ export class BullJobQueue implements JobQueue {
   readonly mode = 'bullmq' as const;
   readonly queue: Queue;
   readonly outbox?: JobOutbox;
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
   private schedulesCleanup = false;
   /** A connection closed and none is ready since: calls fail without waiting. */
   private redisDown = false;
@@ -72,7 +72,7 @@ export class BullJobQueue implements JobQueue {
     } = {},
   ) {
     // Our own connection, so its state can be read before every command (BullMQ only shares it).
-    this.redis = new Redis(redisOptions(config.REDIS_URL, 'producer'));
+    this.redis = redisConnection(config, 'producer');
     this.queue = new Queue(QUEUE_NAME, { connection: this.redis, prefix: config.QUEUE_PREFIX });
     // While Redis is down every reconnect attempt fails with an error event: the outage is logged
     // once, when the connection closes.

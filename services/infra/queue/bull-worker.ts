@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Config } from '../../config/config.js';
 import { type JobKind, PermanentJobError, type Processors, QUEUE_NAME } from '../../core/jobs/job-queue.js';
-import { redisOptions } from '../redis-connection.js';
+import { redisConnection, redisOptions } from '../redis-connection.js';
 import type { ParentLogger } from './in-process-queue.js';
 
 const LOCK_DURATION_MS = 15_000;
@@ -15,6 +15,9 @@ const STALLED_CHECK_INTERVAL_MS = 5_000;
  */
 export function startBullWorker(options: { config: Config & { REDIS_URL: string }; processors: Processors; log: ParentLogger }): Worker {
   const { config, processors, log } = options;
+  // BullMQ makes its own connections from options, but takes a Redis Cluster only as a client (which
+  // it duplicates for its blocking reads and leaves to its owner to close).
+  const cluster = config.REDIS_CLUSTER ? redisConnection(config, 'worker') : undefined;
   const worker = new Worker(
     QUEUE_NAME,
     async (job) => {
@@ -36,7 +39,7 @@ export function startBullWorker(options: { config: Config & { REDIS_URL: string 
       }
     },
     {
-      connection: redisOptions(config.REDIS_URL, 'worker'),
+      connection: cluster ?? redisOptions(config.REDIS_URL, 'worker'),
       prefix: config.QUEUE_PREFIX,
       // Recorded on each job it takes (processedBy) and on its Redis connections: which worker, of
       // which pod, was running a job that stalled (test/api/fleet-soak.test.ts kills that one).
@@ -52,5 +55,6 @@ export function startBullWorker(options: { config: Config & { REDIS_URL: string 
     },
   );
   worker.on('error', (err) => log.error({ err }, 'worker error'));
+  if (cluster) worker.on('closed', () => cluster.disconnect());
   return worker;
 }
