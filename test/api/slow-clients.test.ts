@@ -104,3 +104,28 @@ describe('slow clients', () => {
     expect(reply.body.answer).toContain('2024');
   }, 30_000);
 });
+
+describe('open connections per process', () => {
+  it('when MAX_CONNECTIONS connections are open, then the next one is closed at once, and served again once one closes', async () => {
+    const t = await startTestApp({ MAX_CONNECTIONS: '3', RATE_LIMIT_PER_MINUTE: '0' });
+    const port = Number(new URL(t.baseUrl).port);
+    const head = `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`;
+    try {
+      const open = await Promise.all([1, 2, 3].map(() => hold(port, head)));
+      await waitUntil(() => open.every((s) => s.received.includes('\r\n\r\n')), 5_000);
+      const refused = await hold(port, head);
+      await waitUntil(() => refused.closedAt !== undefined, 5_000);
+      expect(refused.closedAt).toBeDefined();
+      expect(refused.received).toBe('');
+      open[0]!.socket.destroy();
+      await waitUntil(() => open[0]!.closedAt !== undefined, 5_000);
+      await new Promise((r) => setTimeout(r, 200));
+      const served = await hold(port, head);
+      await waitUntil(() => served.received.includes('\r\n\r\n'), 5_000);
+      expect(served.received).toMatch(/^HTTP\/1\.1 200 /);
+      for (const s of [...open, served]) s.socket.destroy();
+    } finally {
+      await t.close();
+    }
+  }, 30_000);
+});

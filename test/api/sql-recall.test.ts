@@ -34,12 +34,14 @@ describe('memory API: SQL recall', () => {
     execute = await startFakeHttpServer((req, res) =>
       sendJson(res, 200, {
         vql: req.body?.vql,
-        execution_result: String(req.body?.vql).includes('hostile')
-          ? [{ name: '=HYPERLINK("http://evil.example","x")', delta: -3 }]
-          : { 'Row 1': [{ columnName: 'users', value: 1500 }] },
+        execution_result: String(req.body?.vql).includes('huge')
+          ? [{ c: 'x'.repeat(2 * 1_048_576) }]
+          : String(req.body?.vql).includes('hostile')
+            ? [{ name: '=HYPERLINK("http://evil.example","x")', delta: -3 }]
+            : { 'Row 1': [{ columnName: 'users', value: 1500 }] },
       }),
     );
-    t = await startTestApp({ ANSWER_EXECUTE_URL: `${execute.url}/executeVQL`, ANSWER_AUTH: 'forward' });
+    t = await startTestApp({ ANSWER_EXECUTE_URL: `${execute.url}/executeVQL`, ANSWER_AUTH: 'forward', ANSWER_MAX_REPLY_BYTES: '1048576' });
     token = t.token('slack-user');
     const turns = [
       {
@@ -153,5 +155,18 @@ describe('memory API: SQL recall', () => {
       ).text();
     expect(await csvOf('')).toBe("name,delta\n'=cmd|' /C calc'!A0,-3\n'@SUM(A1),4\n");
     expect(await csvOf('?fresh=true')).toBe(`name,delta\n"'=HYPERLINK(""http://evil.example"",""x"")",-3\n`);
+  });
+
+  it('when ?fresh=true re-runs SQL whose result is over ANSWER_MAX_REPLY_BYTES, then 502 upstream-bad-response, not a reply held whole', async () => {
+    const stored = await t.request('POST', '/sessions/turns', {
+      token,
+      body: { question: 'Everything', answer: 'Lots', sql_query: 'SELECT huge FROM everything' },
+    });
+    const res = await t.request('GET', `/sessions/${stored.body.session.session_id}/turns/last/result.csv?fresh=true`, {
+      token,
+      headers: { 'x-upstream-authorization': 'Basic dXNlcjpwdw==' },
+    });
+    expect([res.status, res.body.code]).toEqual([502, 'upstream-bad-response']);
+    expect(res.body.detail).toContain('ANSWER_MAX_REPLY_BYTES');
   });
 });

@@ -1,5 +1,6 @@
 import type { Config } from '../../config/config.js';
 import { AppError } from '../../model/errors.js';
+import { readBoundedText } from '../../providers/answerers/bounded-body.js';
 
 /**
  * Re-runs stored SQL on a Denodo-AI-SDK-compatible `POST /executeVQL` (`{vql, limit}` →
@@ -9,7 +10,13 @@ import { AppError } from '../../model/errors.js';
 export function createVqlExecutor(
   config: Pick<
     Config,
-    'ANSWER_EXECUTE_URL' | 'answerAuth' | 'ANSWER_BASIC_USER' | 'ANSWER_BASIC_PASSWORD' | 'ANSWER_BEARER_TOKEN' | 'ANSWER_TIMEOUT_MS'
+    | 'ANSWER_EXECUTE_URL'
+    | 'answerAuth'
+    | 'ANSWER_BASIC_USER'
+    | 'ANSWER_BASIC_PASSWORD'
+    | 'ANSWER_BEARER_TOKEN'
+    | 'ANSWER_TIMEOUT_MS'
+    | 'ANSWER_MAX_REPLY_BYTES'
   >,
 ) {
   return async (sql: string, options: { limit?: number; upstreamAuthorization?: string }): Promise<unknown> => {
@@ -33,7 +40,9 @@ export function createVqlExecutor(
     if (response.status >= 500) throw new AppError('upstream-failed', `the SQL execution endpoint failed with HTTP ${response.status}`);
     if (response.status >= 400)
       throw new AppError('upstream-rejected', `the SQL execution endpoint refused the request (HTTP ${response.status})`);
-    const body = (await response.json().catch(() => undefined)) as { execution_result?: unknown } | undefined;
+    // Read up to ANSWER_MAX_REPLY_BYTES, like an answer: a huge result is refused, not held whole.
+    const text = await readReplyText(response, config.ANSWER_MAX_REPLY_BYTES);
+    const body = parseJson(text) as { execution_result?: unknown } | undefined;
     if (!body || typeof body !== 'object')
       throw new AppError('upstream-bad-response', 'the SQL execution endpoint did not reply with JSON');
     return body.execution_result;
@@ -41,6 +50,25 @@ export function createVqlExecutor(
 }
 
 export type VqlExecutor = ReturnType<typeof createVqlExecutor>;
+
+async function readReplyText(response: Response, maxBytes: number): Promise<string> {
+  if (!response.body) return '';
+  try {
+    return await readBoundedText(response.body, maxBytes, 'the SQL execution endpoint');
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    if ((err as Error).name === 'TimeoutError') throw new AppError('upstream-timeout', 'the SQL execution endpoint did not answer in time');
+    throw new AppError('upstream-failed', 'the SQL execution endpoint broke off its reply', { cause: err });
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
 
 function authHeader(config: Parameters<typeof createVqlExecutor>[0], forwarded?: string): Record<string, string> {
   switch (config.answerAuth) {

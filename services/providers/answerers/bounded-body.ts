@@ -1,4 +1,3 @@
-import type { Dispatcher } from 'undici';
 import { AppError } from '../../model/errors.js';
 
 /**
@@ -7,20 +6,18 @@ import { AppError } from '../../model/errors.js';
  * answerer (a 300 MB answer) costs this process at most that much memory, not the whole reply twice
  * (bytes, then string, then parsed).
  */
-export async function readBoundedText(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
+export async function readBoundedText(body: AsyncIterable<Uint8Array>, maxBytes: number, what = 'the answering backend'): Promise<string> {
+  const chunks: Uint8Array[] = [];
   let bytes = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
+  // Leaving the loop by the throw ends the iterator, which destroys (undici) or cancels (fetch) the body.
+  for await (const chunk of body) {
     bytes += chunk.length;
-    if (bytes > maxBytes) {
-      body.destroy();
-      throw replyTooLarge(maxBytes);
-    }
+    if (bytes > maxBytes) throw replyTooLarge(maxBytes, what);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, bytes).toString('utf8');
 }
 
-export function replyTooLarge(maxBytes: number): AppError {
-  return new AppError('upstream-bad-response', `the answering backend's reply is over ${maxBytes} bytes (ANSWER_MAX_REPLY_BYTES)`);
+export function replyTooLarge(maxBytes: number, what = 'the answering backend'): AppError {
+  return new AppError('upstream-bad-response', `${what}'s reply is over ${maxBytes} bytes (ANSWER_MAX_REPLY_BYTES)`);
 }
