@@ -109,8 +109,12 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
   return {
     url: `redis://127.0.0.1:${ports[0]}`,
     ports,
-    pause: () => nodes.forEach((node) => node.kill('SIGSTOP')),
-    resume: () => nodes.forEach((node) => node.kill('SIGCONT')),
+    pause: () => {
+      for (const node of nodes) node.kill('SIGSTOP');
+    },
+    resume: () => {
+      for (const node of nodes) node.kill('SIGCONT');
+    },
     close,
   };
 }
