@@ -10,6 +10,8 @@ export interface SessionByKeyRequest {
   newSessionId: string;
   newSessionName: string;
   ttlMs: number;
+  /** The user's erasure epoch when the request started: the session is not made if it moved since (erasures.ts). */
+  eraseEpoch: number;
 }
 
 /**
@@ -29,8 +31,9 @@ export async function findOrCreateSessionByKey(db: Queryable, req: SessionByKeyR
     );
     const inserted = await db.query<{ session_id: string }>(
       toQuery(sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_key, session_name, created_at, updated_at, expires_at)
-       VALUES (${tenantId}, ${userId}, ${req.newSessionId}, ${req.key}, ${req.newSessionName}, ${req.now}, ${req.now},
-               ${req.now}::timestamptz + ${req.ttlMs}::float8 * interval '1 millisecond')
+       SELECT ${tenantId}, ${userId}, ${req.newSessionId}, ${req.key}, ${req.newSessionName}, ${req.now}, ${req.now},
+              ${req.now}::timestamptz + ${req.ttlMs}::float8 * interval '1 millisecond'
+       WHERE memorychat_erase_barrier(${tenantId}, ${userId}, ${req.eraseEpoch}::bigint)
        ON CONFLICT (tenant_id, user_id, session_key) WHERE session_key IS NOT NULL DO NOTHING
        RETURNING session_id::text`),
     );

@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type RecordedRequest, sendJson } from '../support/fake-http-server.js';
 import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
 import { waitFor } from '../support/redis.js';
 import { countUserRows, rowsMentioning } from '../support/seed-memory.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/** The server project provides its database server (test/support/global-setup-server.ts). */
+const ON_SERVER = inject('serverDatabase') !== undefined;
 
 /**
  * An erasure is a barrier (docs/design.md §7): a request that was already waiting for its answer
@@ -99,4 +102,49 @@ describe('an erasure while a /memoryChat is in flight', () => {
       expect((await storedFor(user)).turns).toBe(1);
     });
   }
+
+  // The erasure is held at the instant between the request's epoch read and its keyed session's
+  // insert by taking the barrier's lock as the erase job does. The embedded database has one session
+  // for every connection, so a transaction held open by the test would hold the service too.
+  it.skipIf(!ON_SERVER)(
+    'when a user is erased between the start of a /memoryChat with a session_key and the making of its session, then no session is made',
+    async () => {
+      const user = 'erased-while-keying';
+      const token = t.token(user);
+      answerNormally();
+      // One connection of the test's own, above row-level security, for the whole transaction.
+      const admin = await t.admin.connect();
+      try {
+        await admin.query('BEGIN');
+        await admin.query('SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', ['default', user]);
+        const inFlight = t.request('POST', '/memoryChat', {
+          token,
+          body: { question: 'Sales by region for 2024', session_key: 'slack:T1:C1' },
+        });
+        // The request reads epoch 0, then waits for the lock to make its keyed session.
+        await waitFor(
+          async () => {
+            const { rows } = await admin.query(
+              "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND mode = 'ShareLock'",
+            );
+            return rows[0].n > 0;
+          },
+          10_000,
+          'the keyed session to wait for the erasure',
+        );
+        await admin.query(
+          `INSERT INTO erasures (tenant_id, user_digest, epoch) VALUES ($1, memorychat_user_digest($2), 1)
+           ON CONFLICT (tenant_id, user_digest) DO UPDATE SET epoch = erasures.epoch + 1`,
+          ['default', user],
+        );
+        await admin.query('COMMIT');
+        const reply = await inFlight;
+        expect(reply.status).toBe(409);
+        expect(reply.body.code).toBe('erased-during-request');
+        expect((await storedFor(user)).sessions).toBe(0);
+      } finally {
+        admin.release();
+      }
+    },
+  );
 });

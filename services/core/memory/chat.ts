@@ -41,7 +41,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const keyedEpoch = storing && asked.sessionKey !== undefined ? await eraseEpochAtStart(deps.db, asked.identity) : undefined;
   const req = {
     ...asked,
-    sessionId: storing ? await sessionIdForWrite(deps, asked.identity, asked, asked) : undefined,
+    sessionId: storing ? await sessionIdForWrite(deps, asked.identity, asked, asked, keyedEpoch ?? 0) : undefined,
   };
   const command = storing && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
   if (command) {

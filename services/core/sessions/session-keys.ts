@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { isErasedDuringRequest } from '../../../db/repositories/erasures.js';
 import { findOrCreateSessionByKey, findSessionIdByKey } from '../../../db/repositories/session-keys.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../memory/deps.js';
 import { newSessionName } from './session-name.js';
+import { erasedDuringRequest } from './store-turn.js';
 
 /** Which conversation a request means: a session id, a client-chosen key, or neither (a new session). */
 export interface SessionChoice {
@@ -21,13 +23,15 @@ export function assertOneSessionChoice(choice: SessionChoice): void {
 
 /**
  * The session id a write goes to: with a key, the caller's live session with that key, created now
- * (named by `naming`, see newSessionName) when there is none (docs/memory-api.md, "Session keys").
+ * (named by `naming`, see newSessionName) when there is none (docs/memory-api.md, "Session keys"),
+ * unless the user was erased since `eraseEpoch` was read: nothing is made then (erasures.ts).
  */
 export async function sessionIdForWrite(
   deps: MemoryDeps,
   identity: Identity,
   choice: SessionChoice,
   naming: { sessionName?: string; question: string },
+  eraseEpoch: number,
 ): Promise<string | undefined> {
   assertOneSessionChoice(choice);
   if (choice.sessionKey === undefined) return choice.sessionId;
@@ -39,9 +43,11 @@ export async function sessionIdForWrite(
       newSessionId: randomUUID(),
       newSessionName: newSessionName(deps, naming),
       ttlMs: deps.settings.ttlMs,
+      eraseEpoch,
     });
     return sessionId;
   } catch (err) {
+    if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
     throw new AppError('memory-store-unavailable', 'the session could not be found or created; please retry', { cause: err });
   }
 }

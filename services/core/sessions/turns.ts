@@ -55,6 +55,7 @@ export async function recordTurn(
             identity,
             { sessionKey: asked.sessionKey },
             { sessionName: asked.newSessionName, question: input.question },
+            eraseEpoch,
           )) as string,
         }
       : asked;
