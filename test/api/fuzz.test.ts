@@ -9,7 +9,7 @@ import { brokenAuthorizations } from '../support/fuzz-auth.js';
 import { rawRequest } from '../support/fuzz-raw-http.js';
 import { type FuzzWorld, fuzzRequests, operationsOf } from '../support/fuzz-requests.js';
 import { FuzzTally } from '../support/fuzz-tally.js';
-import { startSqlWarehouse } from '../support/sql-warehouse.js';
+import { sqlAnswererEnv, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -279,14 +279,8 @@ describe('fuzzed hostile answers', () => {
     const warehouse = await startSqlWarehouse();
     const t = await startTestApp({
       ...limits,
-      ANSWER_BACKEND: 'sql',
-      ...warehouse.env,
-      SQL_SCHEMAS: 'demo',
+      ...sqlAnswererEnv(warehouse, { provider: 'openai', baseURL: fake.baseURL }),
       SQL_REPAIR_ATTEMPTS: '0',
-      LLM_PROVIDER: 'openai',
-      LLM_MODEL: 'test-model',
-      OPENAI_API_KEY: 'test',
-      OPENAI_BASE_URL: fake.baseURL,
       SQL_STATEMENT_TIMEOUT_MS: '5000',
     });
     try {

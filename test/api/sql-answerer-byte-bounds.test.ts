@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI } from '../support/fake-llm.js';
 import { sqlByQuestion } from '../support/sql-llm-by-question.js';
-import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
+import { type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /*
@@ -22,13 +22,7 @@ describe('the sql answerer: results bounded in bytes while fetching', () => {
     fake = await startFakeOpenAI(sqlByQuestion({ 'huge values': HUGE, 'many rows': MANY, accents: UNICODE }));
     warehouse = await startSqlWarehouse();
     t = await startTestApp({
-      ANSWER_BACKEND: 'sql',
-      ...warehouse.env,
-      SQL_SCHEMAS: 'demo',
-      LLM_PROVIDER: 'openai',
-      LLM_MODEL: 'test-model',
-      OPENAI_API_KEY: 'test',
-      OPENAI_BASE_URL: fake.baseURL,
+      ...sqlAnswererEnv(warehouse, { provider: 'openai', baseURL: fake.baseURL }),
       SQL_STATEMENT_TIMEOUT_MS: '100000',
       SQL_POOL_WAIT_MS: '100000',
       SQL_MAX_CELL_BYTES: '1000',

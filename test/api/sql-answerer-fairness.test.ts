@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startFakeOpenAI } from '../support/fake-llm.js';
 import { sqlByQuestion } from '../support/sql-llm-by-question.js';
-import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
+import { type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /** The server project provides its database server (test/support/global-setup-server.ts). */
@@ -17,13 +17,7 @@ const SLOW = ON_SERVER ? 'SELECT pg_sleep(10) AS slept' : 'SELECT count(*) FROM 
 
 async function start(fake: { baseURL: string }, warehouse: SqlWarehouse, env: Record<string, string>): Promise<TestApp> {
   return startTestApp({
-    ANSWER_BACKEND: 'sql',
-    ...warehouse.env,
-    SQL_SCHEMAS: 'demo',
-    LLM_PROVIDER: 'openai',
-    LLM_MODEL: 'test-model',
-    OPENAI_API_KEY: 'test',
-    OPENAI_BASE_URL: fake.baseURL,
+    ...sqlAnswererEnv(warehouse, { provider: 'openai', baseURL: fake.baseURL }),
     SQL_REPAIR_ATTEMPTS: '0',
     ...(warehouse.embedded ? {} : { SQL_MAX_PLAN_COST: '20000' }),
     ...env,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startFakeOpenAI } from '../support/fake-llm.js';
 import { SERVER, SUPERUSER } from '../support/postgres-server.js';
 import { sqlByQuestion } from '../support/sql-llm-by-question.js';
-import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
+import { type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /** The server project provides its database server (test/support/global-setup-server.ts). */
@@ -32,13 +32,7 @@ describe.each([
     );
     warehouse = await startSqlWarehouse();
     t = await startTestApp({
-      ANSWER_BACKEND: 'sql',
-      ...warehouse.env,
-      SQL_SCHEMAS: 'demo',
-      LLM_PROVIDER: 'openai',
-      LLM_MODEL: 'test-model',
-      OPENAI_API_KEY: 'test',
-      OPENAI_BASE_URL: fake.baseURL,
+      ...sqlAnswererEnv(warehouse, { provider: 'openai', baseURL: fake.baseURL }),
       SQL_STATEMENT_TIMEOUT_MS: String(timeoutMs),
       SQL_REPAIR_ATTEMPTS: '0',
       // The demo engine's restart takes seconds, a minute and more on a loaded machine: the next question waits for it.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest } from '../support/fake-http-server.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../support/fake-llm.js';
-import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
+import { type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /*
@@ -28,14 +28,7 @@ describe.each(['openai', 'anthropic'] as const)('the SQL answerer with %s when t
     fake = provider === 'openai' ? await startFakeOpenAI(reply) : await startFakeAnthropic(reply);
     warehouse = await startSqlWarehouse();
     t = await startTestApp({
-      ANSWER_BACKEND: 'sql',
-      ...warehouse.env,
-      SQL_SCHEMAS: 'demo',
-      LLM_PROVIDER: provider,
-      LLM_MODEL: 'test-model',
-      ...(provider === 'openai'
-        ? { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: fake.baseURL }
-        : { ANTHROPIC_API_KEY: 'test', ANTHROPIC_BASE_URL: fake.baseURL }),
+      ...sqlAnswererEnv(warehouse, { provider, baseURL: fake.baseURL }),
     });
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RecordedRequest } from '../support/fake-http-server.js';
 import { type LlmReply, startFakeAnthropic, startFakeOpenAI } from '../support/fake-llm.js';
-import { type SqlWarehouse, startSqlWarehouse } from '../support/sql-warehouse.js';
+import { type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../support/sql-warehouse.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /** The server project provides its database server (test/support/global-setup-server.ts). */
@@ -65,14 +65,7 @@ describe.each(PROVIDERS)('the sql answerer with %s', (provider) => {
     fake = provider === 'openai' ? await startFakeOpenAI(script.reply) : await startFakeAnthropic(script.reply);
     warehouse = await startSqlWarehouse();
     t = await startTestApp({
-      ANSWER_BACKEND: 'sql',
-      ...warehouse.env,
-      SQL_SCHEMAS: 'demo',
-      LLM_PROVIDER: provider,
-      LLM_MODEL: 'test-model',
-      ...(provider === 'openai'
-        ? { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: fake.baseURL }
-        : { ANTHROPIC_API_KEY: 'test', ANTHROPIC_BASE_URL: fake.baseURL }),
+      ...sqlAnswererEnv(warehouse, { provider, baseURL: fake.baseURL }),
       // On the embedded demo the timeout restarts the engine: a loaded machine must not reach it by planning.
       SQL_STATEMENT_TIMEOUT_MS: warehouse.embedded ? '20000' : '2000',
     });
@@ -227,13 +220,7 @@ describe('the sql answerer: limits the database enforces', () => {
     fake = await startFakeOpenAI(script.reply);
     warehouse = await startSqlWarehouse();
     t = await startTestApp({
-      ANSWER_BACKEND: 'sql',
-      ...warehouse.env,
-      SQL_SCHEMAS: 'demo',
-      LLM_PROVIDER: 'openai',
-      LLM_MODEL: 'test-model',
-      OPENAI_API_KEY: 'test',
-      OPENAI_BASE_URL: fake.baseURL,
+      ...sqlAnswererEnv(warehouse, { provider: 'openai', baseURL: fake.baseURL }),
       // The timeout is tested on a server (below) and on the embedded demo in sql-answerer-isolation.test.ts.
       SQL_STATEMENT_TIMEOUT_MS: warehouse.embedded ? '20000' : '500',
       // embedded-demo's default; a server has none unless set.

@@ -67,3 +67,23 @@ async function asSuperuser<T>(run: (client: pg.Client) => Promise<T>): Promise<T
     await client.end();
   }
 }
+
+/**
+ * The service's settings for ANSWER_BACKEND=sql on this warehouse, with the real SDK of `provider`
+ * pointed at a fake LLM: the part every SQL-answerer test shares; each adds its own limits.
+ */
+export function sqlAnswererEnv(
+  warehouse: SqlWarehouse,
+  llm: { provider: 'openai' | 'anthropic'; baseURL: string },
+): Record<string, string> {
+  return {
+    ANSWER_BACKEND: 'sql',
+    ...warehouse.env,
+    SQL_SCHEMAS: 'demo',
+    LLM_PROVIDER: llm.provider,
+    LLM_MODEL: 'test-model',
+    ...(llm.provider === 'openai'
+      ? { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: llm.baseURL }
+      : { ANTHROPIC_API_KEY: 'test', ANTHROPIC_BASE_URL: llm.baseURL }),
+  };
+}
