@@ -84,6 +84,7 @@ describe('/memoryChat as Server-Sent Events', () => {
     const volatile = (reply: any) => ({
       ...reply,
       conversation_metadata: { ...reply.conversation_metadata, conversation_id: 'x', created_at: 'x', updated_at: 'x', expires_at: 'x' },
+      csv_url: String(reply.csv_url).replace(reply.conversation_metadata.conversation_id, 'x'),
       memory_retrieval_time: 0,
     });
     expect(volatile(streamed.events[2]?.data)).toEqual(volatile(plain.body));

@@ -17,6 +17,9 @@ const USER_COLUMN: Record<string, string> = {
   access_audit: 'subject_user_id',
   // An API key belongs to its tenant, not to a user (migration 013): distributed by tenant, its id second.
   api_keys: 'key_id',
+  // The erasure barrier's row outlives the user's data, so it names the user by the sha256 of their
+  // id (migration 011); on Citus it is distributed by that digest, apart from the user's other rows.
+  erasures: 'user_digest',
 };
 
 interface Key {
