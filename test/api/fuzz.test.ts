@@ -237,12 +237,11 @@ describe('fuzzed hostile answers', () => {
       const i = Number(/hostile #(\d+)/.exec(String(req.body?.question))?.[1] ?? -1);
       const reply = replies[i];
       if (!reply) return sendJson(res, 200, salesReply(String(req.body?.question ?? '')));
-      return sendHostileReply(res, reply, req.path === '/streamAnswerQuestion');
+      return sendHostileReply(res, reply);
     });
     const t = await startTestApp({
       ...limits,
       ANSWER_URL: `${upstream.url}/answerQuestion`,
-      ANSWER_STREAM_URL: `${upstream.url}/streamAnswerQuestion`,
     });
     try {
       const rss: number[] = [];

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 
 /**
  * Hostile replies of an answerer (test/api/fuzz.test.ts): what a broken or malicious Denodo-AI-SDK-
- * compatible answerQuestion, its /streamAnswerQuestion, or an LLM writing SQL may send. Sizes are in
+ * compatible answerQuestion (which a streamed /memoryChat asks too) or an LLM writing SQL may send. Sizes are in
  * units of the service's limits, so each kind lands on both sides of them.
  */
 export type HostileReply =
@@ -63,18 +63,18 @@ async function write(res: ServerResponse, chunk: string | Buffer) {
   if (!res.write(chunk)) await new Promise((r) => res.once('drain', r).once('close', r));
 }
 
-/** Sends `reply` as an answerQuestion reply (JSON) or, for a stream request, as /streamAnswerQuestion text. */
-export async function sendHostileReply(res: ServerResponse, reply: HostileReply, stream: boolean): Promise<void> {
+/** Sends `reply` as an answerQuestion reply. */
+export async function sendHostileReply(res: ServerResponse, reply: HostileReply): Promise<void> {
   res.on('error', () => {});
   switch (reply.kind) {
     case 'huge-answer': {
-      res.writeHead(200, { 'content-type': stream ? 'text/plain; charset=utf-8' : 'application/json' });
-      if (!stream) await write(res, '{"sql_query":"SELECT 1","answer":"');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      await write(res, '{"sql_query":"SELECT 1","answer":"');
       for (let sent = 0; sent < reply.bytes && !res.destroyed; sent += MB_CHUNK.length) {
         await write(res, MB_CHUNK.subarray(0, Math.min(MB_CHUNK.length, reply.bytes - sent)));
         if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
       }
-      res.end(stream ? '' : '"}');
+      res.end('"}');
       return;
     }
     case 'huge-cells': {
@@ -100,8 +100,8 @@ export async function sendHostileReply(res: ServerResponse, reply: HostileReply,
       if (reply.where === 'cells') body.execution_result = { 'Row 1': [{ columnName: 'c', value: bad }] };
       if (reply.where === 'keys') body.execution_result = [{ [bad]: 1 }];
       if (reply.where === 'tokens') body.tokens = { [bad]: bad };
-      res.writeHead(200, { 'content-type': stream ? 'text/plain; charset=utf-8' : 'application/json' });
-      res.end(stream ? bad : JSON.stringify(body));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
       return;
     }
     case 'invalid-json':
@@ -109,13 +109,13 @@ export async function sendHostileReply(res: ServerResponse, reply: HostileReply,
       res.end(reply.body);
       return;
     case 'slow': {
-      res.writeHead(200, { 'content-type': stream ? 'text/plain; charset=utf-8' : 'application/json' });
-      if (!stream) await write(res, '{"answer":"');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      await write(res, '{"answer":"');
       for (let i = 0; i < reply.chunks && !res.destroyed; i++) {
         await write(res, `part ${i} `);
         await sleep(reply.delayMs);
       }
-      res.end(stream ? '' : '"}');
+      res.end('"}');
       return;
     }
     case 'huge-arrays': {
