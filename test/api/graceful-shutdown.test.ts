@@ -115,6 +115,8 @@ describe('SIGTERM under load', () => {
       ...testDatabase.env,
       JWT_SECRET: TEST_JWT_SECRET,
       ANSWER_URL: answerer.url,
+      // The slow answerer takes any request (forward, the default with ANSWER_URL, needs the caller's credentials).
+      ANSWER_AUTH: 'none',
       LOG_LEVEL: 'warn',
       // This test is about shutdown; the rate limit has its own tests.
       RATE_LIMIT_PER_MINUTE: '0',
