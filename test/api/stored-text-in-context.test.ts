@@ -137,7 +137,9 @@ describe('stored text with SQL and prompt injection', () => {
   });
 
   it('when the strategy is inline, then the stored turns reach the question only inside the data block, before the current question', async () => {
-    const inline = await app({ MEMORY_AUGMENTATION: 'inline' });
+    // Every stored turn must fit the block for this check: with an upstream answerer the budget's default
+    // (2000 tokens, sized for the Denodo AI SDK) leaves the oldest of these long questions out.
+    const inline = await app({ MEMORY_AUGMENTATION: 'inline', MEMORY_MAX_CONTEXT_TOKENS: '4000' });
     const questions = INJECTIONS.slice(5);
     const { turns } = await conversation(inline, 'dave', questions);
     expect(turns.slice(0, questions.length).map((x) => x.question)).toEqual(questions);
