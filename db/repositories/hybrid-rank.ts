@@ -63,6 +63,8 @@ export interface CandidateSearch {
    * candidates from the user's newest HEAVY_USER_LEXICAL_WINDOW turns.
    */
   exactSearchMaxTurns?: number;
+  /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
+  exactOnly?: boolean;
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
   where: SqlFragment;
   /** Columns of the found turn `t` that `fused` carries, e.g. sql`t.question, t.answer`. */
@@ -86,7 +88,7 @@ export interface CandidateSearch {
 export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const own = sql`t.tenant_id = ${s.tenant} AND t.user_id = ${s.user}`;
   const max = s.exactSearchMaxTurns ?? EXACT_SEARCH_MAX_TURNS;
-  const ann = ANN_FUNCTIONS.get(s.embeddingModel);
+  const ann = s.exactOnly ? undefined : ANN_FUNCTIONS.get(s.embeddingModel);
   // Below the threshold (or for a model without an HNSW index), every turn of the user is scored once,
   // on its reference, distance and lexical match only, and both lists are taken from that: scanning
   // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for

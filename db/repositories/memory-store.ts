@@ -110,8 +110,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        queryTerms,
        depth,
        minSimilarity: req.minSimilarity,
-       // Within one session, exact search: the HNSW path returns the user's nearest, which may lie elsewhere.
-       exactSearchMaxTurns: req.sessionOnly ? Number.MAX_SAFE_INTEGER - 1 : req.exactSearchMaxTurns,
+       exactSearchMaxTurns: req.exactSearchMaxTurns,
+       exactOnly: req.sessionOnly,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${inLiveSessions(tenant, user, now)}
          AND ${VISIBLE_IN_SEARCH}
