@@ -38,6 +38,11 @@ describe('CSV cells against formula injection', () => {
     expect(csv).toBe(`'=name,delta,text,json,at\n'=cmd|' /C calc'!A0,-5,-5,"{""=x"":1}",'@SUM(A1)\n`);
     expect(executionResultToCsv([{ v: '\t=1' }])).toBe(`v\n'\t=1\n`);
   });
+  it('when a stored result names a column with an empty string or a number-like name, then the CSV still has that column', () => {
+    // Found by the fuzz (seed 2146137486): an empty column name made the CSV writer throw, a 500.
+    expect(executionResultToCsv({ 'Row 1': [{ columnName: '', value: 1 }, { columnName: '2023', value: 'x' }] })).toBe(',2023\n1,x\n');
+    expect(executionResultToCsv([{ '': null, b: true }])).toBe(',b\n,true\n');
+  });
   it('when the answerer sent a ready-made CSV, then its cells are neutralised too and its quoting kept', () => {
     const csv = executionResultToCsv({ full_csv: 'a,b\r\n"=1+1,x",-3\n@A1,"q""q"\n+1,-2+3' });
     expect(csv).toBe(`a,b\n"'=1+1,x",-3\n'@A1,"q""q"\n'+1,'-2+3\n`);

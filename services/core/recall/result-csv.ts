@@ -10,9 +10,8 @@ import { neutraliseCell, parseCsv } from './csv-cells.js';
 export function executionResultToCsv(result: unknown): string | undefined {
   const table = tableOf(result);
   if (table) {
-    return stringify(table.rows, {
-      header: true,
-      columns: table.columns.map((c) => ({ key: c, header: neutraliseCell(c) })),
+    // The header is written as a row of its own: csv-stringify's `columns` refuses an empty column name.
+    return stringify([table.columns, ...table.rows], {
       cast: { boolean: String, string: neutraliseCell, object: (v) => neutraliseCell(JSON.stringify(v)) },
     });
   }
@@ -38,7 +37,7 @@ function tableOf(result: unknown): Table | undefined {
       return undefined;
     }
   }
-  if (Array.isArray(result)) return recordsTable(result.filter(isObject));
+  if (Array.isArray(result)) return recordsTable(result.filter(isObject).map((r) => new Map(Object.entries(r))));
   if (!isObject(result)) return undefined;
   if ('full' in result || 'llm' in result) return tableOf(result.full) ?? tableOf(result.llm);
   const rowKeys = Object.keys(result).filter((k) => /^Row \d+$/.test(k));
@@ -47,21 +46,24 @@ function tableOf(result: unknown): Table | undefined {
   return recordsTable(rowKeys.map((k) => cellsAsRecord(result[k])));
 }
 
-/** `[{columnName, value}, …]` → `{column: value}`. */
-function cellsAsRecord(cells: unknown): Record<string, unknown> {
-  const record: Record<string, unknown> = {};
+/**
+ * `[{columnName, value}, …]` → column → value, in the answerer's column order (a Map: an object would
+ * put integer-like names such as `2023` first).
+ */
+function cellsAsRecord(cells: unknown): Map<string, unknown> {
+  const record = new Map<string, unknown>();
   if (Array.isArray(cells)) {
     for (const cell of cells) {
-      if (isObject(cell) && typeof cell.columnName === 'string') record[cell.columnName] = cell.value;
+      if (isObject(cell) && typeof cell.columnName === 'string') record.set(cell.columnName, cell.value);
     }
   }
   return record;
 }
 
-function recordsTable(records: Record<string, unknown>[]): Table | undefined {
+function recordsTable(records: Map<string, unknown>[]): Table | undefined {
   if (!records.length) return undefined;
-  const columns = [...new Set(records.flatMap((r) => Object.keys(r)))];
-  return { columns, rows: records.map((r) => columns.map((c) => r[c] ?? null)) };
+  const columns = [...new Set(records.flatMap((r) => [...r.keys()]))];
+  return { columns, rows: records.map((r) => columns.map((c) => r.get(c) ?? null)) };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
