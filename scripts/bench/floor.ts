@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { appendTurn, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
-import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL, vectorText } from './seed.js';

@@ -17,7 +17,7 @@ import type pg from 'pg';
 import pgvector from 'pgvector';
 import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
 import { searchTurns } from '../../db/repositories/turns.js';
-import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { TENANT, userId } from './data.js';
 import { openBenchDatabase } from './database.js';

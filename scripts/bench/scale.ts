@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import { retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
-import { questionSearch } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { conversationStream, TENANT } from './data.js';
 import { SETTINGS, unpreparedStatements } from './floor.js';

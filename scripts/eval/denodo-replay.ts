@@ -20,7 +20,7 @@ import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
 import { buildApp } from '../../services/api/app.js';
 import { loadConfig } from '../../services/config/config.js';
-import { sqlIdentifiers } from '../../services/core/memory/sql-identifiers.js';
+import { sqlIdentifiers } from '../../services/core/search-terms/sql-identifiers.js';
 import { createProviders } from '../../services/providers/index.js';
 import { basicAuth, type SdkView, startDenodoSdkStandIn } from '../../test/support/denodo-sdk-stand-in.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';

@@ -9,7 +9,7 @@ import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { migrate } from '../../db/migrate.js';
-import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
+import { QUEUE_NAME } from '../../services/core/job-queue.js';
 import { auditJobs, awaitJobs, type JobAudit } from './fleet-jobs.js';
 import { createFailoverClient, createHttpClient, type HttpClient } from './http-client.js';
 import { type StopMode, startPostgresInstance } from './postgres-instance.js';

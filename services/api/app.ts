@@ -4,7 +4,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
 import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../config/config.js';
-import type { JobQueue } from '../core/jobs/job-queue.js';
+import type { JobQueue } from '../core/job-queue.js';
 import { createMetrics } from '../core/metrics.js';
 import { MAX_ID_CHARS } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Queryable } from '../../db/repositories/queryable.js';
-import type { JobQueue } from '../core/jobs/job-queue.js';
+import type { JobQueue } from '../core/job-queue.js';
 import type { Metrics } from '../core/metrics.js';
 
 /**

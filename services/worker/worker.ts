@@ -6,8 +6,8 @@ import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/pool.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
+import { createMemory } from '../core/create-memory.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
-import { createMemory } from '../core/memory/memory.js';
 import { createMetrics } from '../core/metrics.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { BullJobQueue } from '../infra/queue/bull-queue.js';

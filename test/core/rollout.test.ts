@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { memoryDecision, type RolloutSettings, rolloutBucket, storesTurns } from '../../services/core/memory/rollout.js';
+import { memoryDecision, type RolloutSettings, rolloutBucket, storesTurns } from '../../services/core/chat/rollout.js';
 
 const settings = (percent: number, tenants: [string, number][] = []): RolloutSettings => ({
   enabled: true,

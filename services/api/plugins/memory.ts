@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { createMemory, type Memory, type MemoryParts } from '../../core/memory/memory.js';
+import { createMemory, type Memory, type MemoryParts } from '../../core/create-memory.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

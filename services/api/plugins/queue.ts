@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { JobQueue } from '../../core/jobs/job-queue.js';
+import type { JobQueue } from '../../core/job-queue.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
 
 declare module 'fastify' {

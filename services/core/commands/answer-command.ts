@@ -1,7 +1,7 @@
 import { clearSession, getSessionWithTurns } from '../../../db/repositories/sessions.js';
 import { findSqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { executionResultToCsv } from '../recall/result-csv.js';
 import { containsPattern } from '../recall/turn-refs.js';
 import type { CommandTarget, MemoryCommand } from './recognise.js';

@@ -10,7 +10,7 @@ import {
 } from '../../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../../db/repositories/idempotency.js';
 import { userPseudonym } from '../../model/identity.js';
-import { PermanentJobError } from '../jobs/job-queue.js';
+import { PermanentJobError } from '../job-queue.js';
 import type { GdprJobDeps } from './export.js';
 
 export interface EraseCounts {

@@ -11,7 +11,7 @@ import {
 } from '../../../db/repositories/gdpr.js';
 import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
-import { type JobLogger, PermanentJobError } from '../jobs/job-queue.js';
+import { type JobLogger, PermanentJobError } from '../job-queue.js';
 
 export interface GdprJobDeps {
   db: ScopedDatabase;

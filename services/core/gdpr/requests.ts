@@ -14,7 +14,7 @@ import type { ScopedDatabase } from '../../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';
-import type { JobQueue } from '../jobs/job-queue.js';
+import type { JobQueue } from '../job-queue.js';
 
 export const ADMIN_ROLE = 'memory-admin';
 

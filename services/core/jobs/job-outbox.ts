@@ -8,7 +8,7 @@ import {
   releaseHeldJobs,
 } from '../../../db/repositories/job-outbox.js';
 import type { Queryable } from '../../../db/repositories/queryable.js';
-import type { JobLogger } from './job-queue.js';
+import type { JobLogger } from '../job-queue.js';
 
 export type { ClaimedJob, HeldJob };
 

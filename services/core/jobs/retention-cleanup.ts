@@ -6,7 +6,7 @@ import {
   deleteExpiredTurns,
 } from '../../../db/repositories/cleanup.js';
 import type { ScopedDatabase } from '../../../db/row-security.js';
-import type { JobLogger } from './job-queue.js';
+import type { JobLogger } from '../job-queue.js';
 
 export interface CleanupDeps {
   db: ScopedDatabase;

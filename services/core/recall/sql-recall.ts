@@ -1,10 +1,10 @@
 import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { notFound } from '../sessions/sessions.js';
+import type { ResultTruncation } from '../turns/result-limit.js';
 import { executionResultToCsv } from './result-csv.js';
-import type { ResultTruncation } from './result-limit.js';
 import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js';
 
 /**

@@ -9,7 +9,7 @@ import {
 } from '../../../db/repositories/sessions.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { sessionView } from './session-view.js';
 import { storedTurnView } from './turn-view.js';
 

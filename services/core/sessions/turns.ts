@@ -3,20 +3,20 @@ import { recentQuestions } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';
+import { databaseNames } from '../database-names.js';
+import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import { databaseNames } from '../memory/database-names.js';
-import type { MemoryDeps } from '../memory/deps.js';
-import { turnSearchTerms } from '../memory/lexical-terms.js';
+import { turnSearchTerms } from '../search-terms/lexical-terms.js';
 import { traced } from '../tracing.js';
+import { embedWithDedup } from '../turns/near-duplicate.js';
+import { storableTurn } from '../turns/storable-turn.js';
+import { eraseEpochAtStart, storeTurn } from '../turns/store-turn.js';
+import { embeddedTurnText } from '../turns/turn-text.js';
 import { type ChainFormat, prepareMessageChain } from './chains.js';
-import { embedWithDedup } from './near-duplicate.js';
 import { sessionIdForWrite } from './session-keys.js';
 import { newSessionName } from './session-name.js';
 import { sessionView } from './session-view.js';
 import { notFound } from './sessions.js';
-import { storableTurn } from './storable-turn.js';
-import { eraseEpochAtStart, storeTurn } from './store-turn.js';
-import { embeddedTurnText } from './turn-text.js';
 
 export interface TurnInput {
   question: string;

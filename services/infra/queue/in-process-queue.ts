@@ -10,7 +10,7 @@ import {
   PermanentJobError,
   type Processors,
   visibleToTenant,
-} from '../../core/jobs/job-queue.js';
+} from '../../core/job-queue.js';
 import { withTraceContext } from '../../core/tracing.js';
 import { type JobPolicy, jobPolicy } from './job-policy.js';
 

@@ -1,7 +1,7 @@
 import { type Retrieved, retrieveMemory } from '../../../db/repositories/memory-store.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from './deps.js';
-import { questionSearch } from './lexical-terms.js';
+import type { MemoryDeps } from '../deps.js';
+import { questionSearch } from '../search-terms/lexical-terms.js';
 
 /**
  * Where memory comes from (docs/memory-api.md#memory-scope): `user` (the default) also recalls the

@@ -1,5 +1,5 @@
 import type { RecentQuestion } from '../../model/turns.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { traced } from '../tracing.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { BuiltContext } from './chat-block.js';
+import type { BuiltContext } from '../context/chat-block.js';
 
 /**
  * At most this many views are pinned from memory. The Denodo AI SDK considers at most

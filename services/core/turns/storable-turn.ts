@@ -1,7 +1,7 @@
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { maskTurn, type StoredTurnText } from '../privacy/mask-turn.js';
-import { limitStoredResult } from '../recall/result-limit.js';
 import { cutText, storableJson } from '../storable-text.js';
+import { limitStoredResult } from './result-limit.js';
 
 /** The texts of a turn bounded by MEMORY_STORE_TEXT_BYTES, by the name a warning gives them. */
 const BOUNDED_TEXTS = {

@@ -4,13 +4,13 @@ import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';
+import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import { turnSearchTerms } from '../search-terms/lexical-terms.js';
 import { newSessionName } from '../sessions/session-name.js';
 import { sessionView } from '../sessions/session-view.js';
-import { storableTurn } from '../sessions/storable-turn.js';
-import { storeTurn } from '../sessions/store-turn.js';
-import type { MemoryDeps } from './deps.js';
-import { turnSearchTerms } from './lexical-terms.js';
+import { storableTurn } from '../turns/storable-turn.js';
+import { storeTurn } from '../turns/store-turn.js';
 
 /** Where a turn goes: the caller's session, created with this name when it is new. */
 export interface TurnTarget {

@@ -1,11 +1,11 @@
 import type { Identity } from '../../model/identity.js';
+import { databaseNames } from '../database-names.js';
+import type { MemoryDeps } from '../deps.js';
 import { sessionIdForRead } from '../sessions/session-keys.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
-import { databaseNames } from './database-names.js';
-import type { MemoryDeps } from './deps.js';
 import { buildFormattedContext, type ContextFormat } from './formats.js';
-import { type MemoryScope, recallMemory } from './recall.js';
+import { type MemoryScope, recallMemory } from './recall-memory.js';
 
 export interface ContextRequest {
   question: string;

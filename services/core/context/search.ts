@@ -2,11 +2,11 @@ import { findLiveSession } from '../../../db/repositories/memory-store.js';
 import { searchTurns } from '../../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import { databaseNames } from '../database-names.js';
+import type { MemoryDeps } from '../deps.js';
+import { questionSearch } from '../search-terms/lexical-terms.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
-import { databaseNames } from './database-names.js';
-import type { MemoryDeps } from './deps.js';
-import { questionSearch } from './lexical-terms.js';
 
 export interface SearchRequest {
   query: string;

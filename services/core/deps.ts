@@ -1,13 +1,13 @@
-import type { ScopedDatabase } from '../../../db/row-security.js';
-import type { Config } from '../../config/config.js';
-import type { Identity } from '../../model/identity.js';
-import type { Answerer } from '../../providers/answerers/answerer.js';
-import type { Embedder } from '../../providers/embeddings/embedder.js';
-import type { ChatLlm } from '../../providers/llm/chat-llm.js';
-import type { PiiMasker } from '../privacy/pii.js';
-import type { ResultLimits } from '../recall/result-limit.js';
-import type { AugmentationStrategy } from './augment.js';
-import type { RolloutSettings } from './rollout.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
+import type { Config } from '../config/config.js';
+import type { Identity } from '../model/identity.js';
+import type { Answerer } from '../providers/answerers/answerer.js';
+import type { Embedder } from '../providers/embeddings/embedder.js';
+import type { ChatLlm } from '../providers/llm/chat-llm.js';
+import type { AugmentationStrategy } from './chat/augment.js';
+import type { RolloutSettings } from './chat/rollout.js';
+import type { PiiMasker } from './privacy/pii.js';
+import type { ResultLimits } from './turns/result-limit.js';
 
 /** The memory settings of docs/design.md §4 and §6, read from config once. */
 export interface MemorySettings {

@@ -1,10 +1,10 @@
 import { AppError } from '../../model/errors.js';
 import type { Answer } from '../../providers/answerers/answerer.js';
+import type { MemorySettings } from '../deps.js';
 import { jsonBytesWithin, nestedDeeperThan } from '../json-bytes.js';
-import { limitStoredResult } from '../recall/result-limit.js';
-import { tablesWithin } from '../sessions/storable-turn.js';
 import { cutText, storableJson } from '../storable-text.js';
-import type { MemorySettings } from './deps.js';
+import { limitStoredResult } from '../turns/result-limit.js';
+import { tablesWithin } from '../turns/storable-turn.js';
 
 /** As deep as a request body may nest (services/api/json-shape.ts). */
 const MAX_DEPTH = 64;

@@ -3,11 +3,11 @@ import { AppError } from '../../model/errors.js';
 import type { NewTurn } from '../../model/turns.js';
 import { answerMemoryCommand } from '../commands/answer-command.js';
 import type { MemoryCommand } from '../commands/recognise.js';
-import { storableTurn } from '../sessions/storable-turn.js';
+import type { MemoryDeps } from '../deps.js';
+import { turnSearchTerms } from '../search-terms/lexical-terms.js';
+import { storableTurn } from '../turns/storable-turn.js';
 import type { ChatStream, MemoryChatRequest } from './chat-request.js';
 import { conversationMetadata, round, store, turnTarget } from './chat-store.js';
-import type { MemoryDeps } from './deps.js';
-import { turnSearchTerms } from './lexical-terms.js';
 
 /**
  * A memory command, answered from memory and stored as a `memory_command` turn (never history for

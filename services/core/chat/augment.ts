@@ -1,6 +1,6 @@
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import type { BuiltContext } from '../context/chat-block.js';
 import { cutText } from '../text.js';
-import type { BuiltContext } from './chat-block.js';
 
 export type AugmentationStrategy = 'instructions' | 'inline' | 'rewrite';
 

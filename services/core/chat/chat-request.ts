@@ -1,6 +1,6 @@
 import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../context/recall-memory.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import type { MemoryScope } from './recall.js';
 
 export interface MemoryChatRequest {
   identity: Identity;
