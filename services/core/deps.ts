@@ -4,10 +4,44 @@ import type { Identity } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
-import type { AugmentationStrategy } from './chat/augment.js';
-import type { RolloutSettings } from './chat/rollout.js';
-import type { PiiMasker } from './privacy/pii.js';
-import type { ResultLimits } from './turns/result-limit.js';
+
+/** MEMORY_AUGMENTATION: how memory is sent to the answerer (chat/augment.ts). */
+export type AugmentationStrategy = Config['MEMORY_AUGMENTATION'];
+
+/** MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS and MEMORY_STORE_OUTSIDE_ROLLOUT (docs/privacy.md#rollout). */
+export interface RolloutSettings {
+  enabled: boolean;
+  percent: number;
+  /** Per-tenant percentages that replace `percent` for that tenant. */
+  tenantPercent: ReadonlyMap<string, number>;
+  /** Whether the turns of users outside the rollout are stored (for later memory and comparison). */
+  storeOutside: boolean;
+}
+
+/** MEMORY_STORE_RESULT_ROWS and MEMORY_STORE_RESULT_BYTES: how much of an answer's result rows a turn keeps. */
+export interface ResultLimits {
+  /** Rows kept; 0 keeps none. */
+  maxRows: number;
+  /** The stored result's size as JSON, in UTF-8 bytes. */
+  maxBytes: number;
+}
+
+/** MEMORY_PII: leave stored text as written, replace PII by its kind, or by a keyed hash of it. */
+export type PiiMode = 'off' | 'mask' | 'hash';
+
+/** Masks the personal data in text before it is stored or embedded (docs/privacy.md); privacy/pii.ts makes it. */
+export interface PiiMasker {
+  readonly mode: PiiMode;
+  text(value: string): string;
+  /** Nullable text, as turns carry it. */
+  optionalText(value: string | null): string | null;
+  /** A JSON value (slots, metadata, message chains, result rows): every string in it, keys kept. */
+  json<T>(value: T): T;
+  /** SQL: only the PII inside its string literals, so identifiers and structure stay as written. */
+  sql(value: string | null): string | null;
+  /** Whether stored SQL has a masked literal (whatever the mode now: it may have been masked before). */
+  hasMaskedLiteral(sql: string): boolean;
+}
 
 /** The memory settings of docs/design.md §4 and §6, read from config once. */
 export interface MemorySettings {

@@ -1,8 +1,7 @@
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import type { BuiltContext } from '../context/chat-block.js';
+import type { AugmentationStrategy } from '../deps.js';
 import { cutText } from '../text.js';
-
-export type AugmentationStrategy = 'instructions' | 'inline' | 'rewrite';
 
 export interface AugmentInput {
   question: string;

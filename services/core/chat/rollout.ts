@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Identity } from '../../model/identity.js';
-
-/** MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS and MEMORY_STORE_OUTSIDE_ROLLOUT (docs/privacy.md#rollout). */
-export interface RolloutSettings {
-  enabled: boolean;
-  percent: number;
-  /** Per-tenant percentages that replace `percent` for that tenant. */
-  tenantPercent: ReadonlyMap<string, number>;
-  /** Whether the turns of users outside the rollout are stored (for later memory and comparison). */
-  storeOutside: boolean;
-}
+import type { RolloutSettings } from '../deps.js';
 
 /** Why memory was or was not used for a request; the reply and the metrics carry it. */
 export type MemoryReason = 'applied' | 'use_memory_false' | 'memory_disabled' | 'outside_rollout' | 'memory_unavailable' | 'memory_command';

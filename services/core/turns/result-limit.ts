@@ -1,12 +1,5 @@
+import type { ResultLimits } from '../deps.js';
 import { jsonBytesWithin } from '../json-bytes.js';
-
-/** MEMORY_STORE_RESULT_ROWS and MEMORY_STORE_RESULT_BYTES: how much of an answer's result rows a turn keeps. */
-export interface ResultLimits {
-  /** Rows kept; 0 keeps none. */
-  maxRows: number;
-  /** The stored result's size as JSON, in UTF-8 bytes. */
-  maxBytes: number;
-}
 
 /** Stored in the turn's metadata as `result_truncated` when rows were cut. */
 export interface ResultTruncation {
