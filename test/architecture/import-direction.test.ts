@@ -11,6 +11,11 @@ import { describe, expect, it } from 'vitest';
  *   core               the memory logic: no HTTP, no BullMQ, no Redis
  *   db, providers      Postgres; embedders, answerers, LLMs: never import core (nor each other)
  *   config, model      the configuration and the domain types every layer shares
+ *
+ * Inside a layer the same holds room by room: a room is a folder of the layer (services/core/chat/)
+ * or a file at the layer's root (services/core/deps.ts), and no room imports one that reaches back to
+ * it. So core's front door (create-memory.ts) stands above its features, and its floor (deps.ts, the
+ * job port, text and metrics helpers) below them (docs/design.md "How the code is arranged").
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -90,7 +95,7 @@ function directionViolations(files: string[], read: (file: string) => string): {
 }
 
 /** Each circle once, as the files along it. */
-function cycles(graph: Map<string, string[]>): string[][] {
+function cycles(graph: Map<string, string[]>, name: (node: string) => string = rel): string[][] {
   const found: string[][] = [];
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
@@ -98,7 +103,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
     state.set(file, 'open');
     stack.push(file);
     for (const next of graph.get(file) ?? []) {
-      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next].map(rel));
+      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next].map(name));
       else if (!state.has(next)) visit(next);
     }
     stack.pop();
@@ -106,6 +111,25 @@ function cycles(graph: Map<string, string[]>): string[][] {
   };
   for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
   return found;
+}
+
+/** The room of a file: the folder of its layer it is in, or the file itself at the layer's root. */
+function roomOf(file: string): string {
+  const parts = rel(file).split(path.sep);
+  const depth = parts[0] === 'services' ? 2 : 1;
+  return parts.length > depth + 1 ? `${parts.slice(0, depth + 1).join('/')}/` : parts.join('/');
+}
+
+/** The file graph folded into rooms: an arrow between two rooms for any import between their files. */
+function roomGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const rooms = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    const from = roomOf(file);
+    const edges = rooms.get(from) ?? new Set<string>();
+    for (const target of targets) if (roomOf(target) !== from) edges.add(roomOf(target));
+    rooms.set(from, edges);
+  }
+  return new Map([...rooms].map(([room, edges]) => [room, [...edges].sort()]));
 }
 
 function rel(file: string): string {
@@ -127,6 +151,38 @@ describe('import direction', () => {
 
   it('when the imports are followed, then no file reaches itself', () => {
     expect(cycles(graph)).toEqual([]);
+  });
+
+  it('when the imports are followed room by room (a folder of a layer, or a file at its root), then no room reaches itself', () => {
+    expect(cycles(roomGraph(graph), (room) => room)).toEqual([]);
+  });
+
+  it('when core has its front door, its floor and its feature folders, then each is a room of its own', () => {
+    const core = (file: string) => roomOf(path.join(ROOT, 'services/core', file));
+    expect([core('create-memory.ts'), core('deps.ts'), core('chat/chat.ts'), core('chat/augment.ts')]).toEqual([
+      'services/core/create-memory.ts',
+      'services/core/deps.ts',
+      'services/core/chat/',
+      'services/core/chat/',
+    ]);
+  });
+
+  it('when two folders of core import each other, or the floor imports a feature, then the room check finds the circle', () => {
+    const planted = new Map<string, string>([
+      [path.join(ROOT, 'services/core/chat/a.ts'), "import { b } from '../turns/b.js';"],
+      [path.join(ROOT, 'services/core/turns/b.ts'), "import type { D } from '../deps.js';"],
+      [path.join(ROOT, 'services/core/deps.ts'), "import type { A } from './chat/a.js';"],
+    ]);
+    const { violations, graph: plantedGraph } = directionViolations([...planted.keys()], (file) => planted.get(file)!);
+    expect(violations).toEqual([]);
+    expect(cycles(plantedGraph)).toEqual([
+      ['services/core/chat/a.ts', 'services/core/turns/b.ts', 'services/core/deps.ts', 'services/core/chat/a.ts'],
+    ]);
+    planted.set(path.join(ROOT, 'services/core/deps.ts'), 'export interface D {}');
+    planted.set(path.join(ROOT, 'services/core/turns/c.ts'), "import { a } from '../chat/a.js';");
+    const folders = directionViolations([...planted.keys()], (file) => planted.get(file)!).graph;
+    expect(cycles(folders)).toEqual([]);
+    expect(cycles(roomGraph(folders), (room) => room)).toEqual([['services/core/chat/', 'services/core/turns/', 'services/core/chat/']]);
   });
 
   it('when an upward import or a circle is planted, then the check finds it', () => {
