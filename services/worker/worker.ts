@@ -2,13 +2,13 @@
 // needs REDIS_URL; without Redis the API runs the same processors in-process instead.
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
-import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
-import { migrate } from '../../db/migrate.js';
-import { openDatabase } from '../../db/pool.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { createMemory } from '../core/create-memory.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { createMetrics } from '../core/metrics.js';
+import { EmbeddedDatabaseInUseError } from '../db/embedded/embedded-postgres.js';
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/pool.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { BullJobQueue } from '../infra/queue/bull-queue.js';
 import { startBullWorker } from '../infra/queue/bull-worker.js';

@@ -1,5 +1,5 @@
-import { ClaimTakenOverError, completeIdempotencyKey } from '../../../db/repositories/idempotency.js';
-import { type AppendTurnRequest, appendTurn, type StoredTurn } from '../../../db/repositories/memory-store.js';
+import { ClaimTakenOverError, completeIdempotencyKey } from '../../db/repositories/idempotency.js';
+import { type AppendTurnRequest, appendTurn, type StoredTurn } from '../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { SessionRow } from '../../model/sessions.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Retrieved } from '../../../db/repositories/memory-store.js';
-import { recentQuestions } from '../../../db/repositories/turns.js';
+import type { Retrieved } from '../../db/repositories/memory-store.js';
+import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';

@@ -1,5 +1,5 @@
-import { clearSession, getSessionWithTurns } from '../../../db/repositories/sessions.js';
-import { findSqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
+import { clearSession, getSessionWithTurns } from '../../db/repositories/sessions.js';
+import { findSqlTurn, type SqlTurnLookup } from '../../db/repositories/turns.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';
 import { executionResultToCsv } from '../recall/result-csv.js';

@@ -1,4 +1,4 @@
-import { type Retrieved, retrieveMemory } from '../../../db/repositories/memory-store.js';
+import { type Retrieved, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';

@@ -1,5 +1,5 @@
-import { findLiveSession } from '../../../db/repositories/memory-store.js';
-import { searchTurns } from '../../../db/repositories/turns.js';
+import { findLiveSession } from '../../db/repositories/memory-store.js';
+import { searchTurns } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import { databaseNames } from '../database-names.js';

@@ -8,9 +8,9 @@ import {
   listTurnsForExport,
   markAuditFinished,
   markAuditRunning,
-} from '../../../db/repositories/gdpr.js';
-import type { Queryable } from '../../../db/repositories/queryable.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+} from '../../db/repositories/gdpr.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { type JobLogger, PermanentJobError } from '../job-queue.js';
 
 export interface GdprJobDeps {

@@ -1,5 +1,5 @@
-import { listUnfinishedAuditRows } from '../../../db/repositories/gdpr.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+import { listUnfinishedAuditRows } from '../../db/repositories/gdpr.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { JobLogger, JobQueue } from '../job-queue.js';
 import { enqueueGdprJob } from './requests.js';
 

@@ -6,8 +6,8 @@ import {
   type HeldJob,
   insertHeldJob,
   releaseHeldJobs,
-} from '../../../db/repositories/job-outbox.js';
-import type { Queryable } from '../../../db/repositories/queryable.js';
+} from '../../db/repositories/job-outbox.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
 import type { JobLogger } from '../job-queue.js';
 
 export type { ClaimedJob, HeldJob };

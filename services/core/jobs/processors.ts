@@ -1,6 +1,6 @@
-import { markAuditFinished } from '../../../db/repositories/gdpr.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Config } from '../../config/config.js';
+import { markAuditFinished } from '../../db/repositories/gdpr.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { runGdprErase } from '../gdpr/erase.js';

@@ -1,5 +1,5 @@
-import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../../db/repositories/reembedding.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../db/repositories/reembedding.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { JobLogger, JobQueue } from '../job-queue.js';
 import { TERMS_VERSION_QUERY, turnSearchTerms } from '../search-terms/lexical-terms.js';

@@ -1,6 +1,6 @@
-import { loadSummaryState, loadTurnsToSummarize, type SessionKey, saveSummary } from '../../../db/repositories/summaries.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Config } from '../../config/config.js';
+import { loadSummaryState, loadTurnsToSummarize, type SessionKey, saveSummary } from '../../db/repositories/summaries.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Identity } from '../../model/identity.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import type { JobLogger, JobQueue } from '../job-queue.js';

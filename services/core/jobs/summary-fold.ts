@@ -1,4 +1,4 @@
-import type { TurnToSummarize } from '../../../db/repositories/summaries.js';
+import type { TurnToSummarize } from '../../db/repositories/summaries.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { quoteStored } from '../context/memory-block.js';
 import { countTokens, cutText } from '../text.js';

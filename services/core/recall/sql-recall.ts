@@ -1,4 +1,4 @@
-import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
+import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';

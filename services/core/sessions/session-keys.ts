@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { isErasedDuringRequest } from '../../../db/repositories/erasures.js';
-import { findOrCreateSessionByKey, findSessionIdByKey } from '../../../db/repositories/session-keys.js';
+import { isErasedDuringRequest } from '../../db/repositories/erasures.js';
+import { findOrCreateSessionByKey, findSessionIdByKey } from '../../db/repositories/session-keys.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';

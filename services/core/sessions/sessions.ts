@@ -6,7 +6,7 @@ import {
   type Retention,
   renameSession,
   type SessionPageCursor,
-} from '../../../db/repositories/sessions.js';
+} from '../../db/repositories/sessions.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';

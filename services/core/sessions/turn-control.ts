@@ -1,5 +1,5 @@
-import { correctTurn, deleteTurn, findStoredTurn, rateTurn } from '../../../db/repositories/turn-edits.js';
-import { recentQuestions } from '../../../db/repositories/turns.js';
+import { correctTurn, deleteTurn, findStoredTurn, rateTurn } from '../../db/repositories/turn-edits.js';
+import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { recentQuestions } from '../../../db/repositories/turns.js';
+import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';

@@ -1,7 +1,7 @@
-import { isErasedDuringRequest, readEraseEpoch } from '../../../db/repositories/erasures.js';
-import { ClaimTakenOverError } from '../../../db/repositories/idempotency.js';
-import { type AppendTurnRequest, appendTurn, appendTurnCompletingKey, type StoredTurn } from '../../../db/repositories/memory-store.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+import { isErasedDuringRequest, readEraseEpoch } from '../../db/repositories/erasures.js';
+import { ClaimTakenOverError } from '../../db/repositories/idempotency.js';
+import { type AppendTurnRequest, appendTurn, appendTurnCompletingKey, type StoredTurn } from '../../db/repositories/memory-store.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';

@@ -1,6 +1,6 @@
-import type { Identity } from '../../services/model/identity.js';
-import type { SessionRow } from '../../services/model/sessions.js';
-import type { TurnStatus } from '../../services/model/turns.js';
+import type { Identity } from '../../model/identity.js';
+import type { SessionRow } from '../../model/sessions.js';
+import type { TurnStatus } from '../../model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';

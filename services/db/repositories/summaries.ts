@@ -1,4 +1,4 @@
-import type { HistoryTurn } from '../../services/model/turns.js';
+import type { HistoryTurn } from '../../model/turns.js';
 import type { Queryable } from './queryable.js';
 
 export interface SessionKey {

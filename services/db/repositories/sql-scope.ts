@@ -1,4 +1,4 @@
-import type { DatabaseScope } from '../../services/model/identity.js';
+import type { DatabaseScope } from '../../model/identity.js';
 import { joinSql, type Param, param, type SqlFragment, sql } from '../sql.js';
 
 /**

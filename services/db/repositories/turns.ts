@@ -1,5 +1,5 @@
-import type { DatabaseScope, Identity } from '../../services/model/identity.js';
-import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../services/model/turns.js';
+import type { DatabaseScope, Identity } from '../../model/identity.js';
+import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';

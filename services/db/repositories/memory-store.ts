@@ -1,6 +1,6 @@
-import type { DatabaseScope, Identity } from '../../services/model/identity.js';
-import type { SessionRow } from '../../services/model/sessions.js';
-import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
+import type { DatabaseScope, Identity } from '../../model/identity.js';
+import type { SessionRow } from '../../model/sessions.js';
+import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';

@@ -1,4 +1,4 @@
-import type { Identity } from '../../services/model/identity.js';
+import type { Identity } from '../../model/identity.js';
 import { sql, toQuery } from '../sql.js';
 import type { Queryable } from './queryable.js';
 

@@ -9,7 +9,7 @@ export class MigrationError extends Error {
 }
 
 /**
- * Applies the numbered SQL files in db/migrations (`NNN_name.sql`, numbered 1, 2, 3… without gaps) that
+ * Applies the numbered SQL files in services/db/migrations (`NNN_name.sql`, numbered 1, 2, 3… without gaps) that
  * are not yet recorded, with postgres-migrations: each in its own transaction unless the file contains
  * `-- postgres-migrations disable-transaction` (for `CREATE INDEX CONCURRENTLY` and the like), under an
  * advisory lock so that two instances starting together apply each file once, and refusing to run when
@@ -30,7 +30,7 @@ export async function migrate(pool: pg.Pool, log: (msg: string) => void = () => 
     const edited = /Hashes don't match for migrations '([^']+)'/.exec((err as Error).message)?.[1];
     if (edited) {
       throw new MigrationError(
-        `db/migrations/${edited.split(',').join(', ')} changed after it was applied to this database (its checksum differs): ` +
+        `services/db/migrations/${edited.split(',').join(', ')} changed after it was applied to this database (its checksum differs): ` +
           'restore the applied file and put the change in a new migration',
         { cause: err },
       );
@@ -76,7 +76,7 @@ async function adoptLegacyLedger(client: pg.PoolClient, directory: string): Prom
       const file = files.get(version);
       if (!file) {
         throw new MigrationError(
-          `the database has migration ${version} applied, which db/migrations does not have: it was migrated by a newer release`,
+          `the database has migration ${version} applied, which services/db/migrations does not have: it was migrated by a newer release`,
         );
       }
       await client.query('INSERT INTO migrations (id, name, hash) VALUES ($1, $2, $3)', [file.id, file.name, file.hash]);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Config } from '../services/config/config.js';
+import type { Config } from '../config/config.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded/embedded-postgres.js';
 import { type ScopedDatabase, scopedDatabase } from './row-security.js';
 
