@@ -116,14 +116,12 @@ export async function buildApp(deps: AppDeps) {
   await app.register(apiKeys);
   await app.register(rateLimit, { config });
   await app.register(playground, { config, localSecret: deps.localSecret });
-  await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
-  await app.register(memoryPlugin, {
-    embedder: deps.embedder,
-    answerer: deps.answerer,
-    llm: deps.llm,
-    summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
-    clock: deps.clock,
+  await app.register(queuePlugin, {
+    queue: deps.queue,
+    consume: deps.consumeOwnQueue,
+    processorParts: { embedder: deps.embedder, summaryLlm: deps.summaryLlm ?? createSummaryLlm(config), clock: deps.clock },
   });
+  await app.register(memoryPlugin, { embedder: deps.embedder, answerer: deps.answerer, llm: deps.llm, clock: deps.clock });
   await app.register(idempotency);
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);

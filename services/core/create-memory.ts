@@ -15,7 +15,6 @@ import { type MemoryDeps, memorySettingsFrom } from './deps.js';
 import { downloadExport, requestGdpr, viewRequest } from './gdpr/requests.js';
 import type { IdempotencyClaim } from './idempotency/idempotency.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
-import { createProcessors } from './jobs/processors.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from './jobs/summarization.js';
 import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse } from './metrics.js';
 import { createPiiMasker } from './privacy/pii.js';
@@ -34,8 +33,6 @@ export interface MemoryParts {
   answerer: Answerer;
   /** The question-rewriting LLM (LLM_PROVIDER). */
   llm?: ChatLlm;
-  /** The summarization LLM (SUMMARY_PROVIDER); undefined: extractive summaries. */
-  summaryLlm?: ChatLlm;
   queue: JobQueue;
   clock?: () => Date;
   log: JobLogger;
@@ -45,8 +42,8 @@ export interface MemoryParts {
 
 /**
  * The memory: every operation of the service on conversation memory, over collaborators assembled
- * here once. The API decorates itself with it (services/api/plugins/memory.ts) and the worker runs
- * its job processors, so both share one set of settings and one wiring.
+ * here once. The API decorates itself with it (services/api/plugins/memory.ts); the job processors
+ * are made beside it (jobs/processors.ts), by the queue plugin and by the worker, which needs no façade.
  */
 export function createMemory(parts: MemoryParts) {
   const { config, db, queue, metrics } = parts;
@@ -135,17 +132,6 @@ export function createMemory(parts: MemoryParts) {
       list: (admin: Identity) => listTenantApiKeys(db, admin),
       revoke: (admin: Identity, keyId: string) => revokeTenantApiKey(db, admin, keyId, clock()),
     },
-
-    /** The job processors, the same for the BullMQ worker and the in-process queue. */
-    processors: createProcessors({
-      config,
-      db,
-      embedder,
-      summaryLlm: parts.summaryLlm,
-      clock,
-      queue,
-      metrics,
-    }),
   };
 }
 
