@@ -22,7 +22,7 @@ import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from './recall/s
 import { createVqlExecutor } from './recall/vql-execution.js';
 import { clearUserSession, deleteUserSession, getUserSession, listUserSessions, renameUserSession } from './sessions/sessions.js';
 import { correctUserTurn, deleteUserTurn, rateUserTurn, type TurnPatch } from './sessions/turn-control.js';
-import { recordTurn, type TurnInput } from './sessions/turns.js';
+import { storeClientTurn, type TurnInput } from './sessions/turns.js';
 import { tracedLlm } from './tracing.js';
 
 /** What the memory is made of: the configuration, the database, the providers and the job queue. */
@@ -95,12 +95,12 @@ export function createMemory(parts: MemoryParts) {
     },
 
     turns: {
-      record: (
+      store: (
         identity: Identity,
         target: { sessionId: string } | { newSessionName?: string; sessionKey?: string },
         input: TurnInput,
         claim?: IdempotencyClaim,
-      ) => recordTurn(deps, identity, target, input, claim),
+      ) => storeClientTurn(deps, identity, target, input, claim),
       correct: (identity: Identity, sessionId: string, turnNumber: number, patch: TurnPatch) =>
         correctUserTurn(deps, identity, sessionId, turnNumber, patch),
       remove: (identity: Identity, sessionId: string, turnNumber: number) => deleteUserTurn(deps, identity, sessionId, turnNumber),

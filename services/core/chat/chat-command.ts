@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../model/errors.js';
-import type { NewTurn } from '../../model/turns.js';
 import { answerMemoryCommand } from '../commands/answer-command.js';
 import type { MemoryCommand } from '../commands/recognise.js';
 import type { MemoryDeps } from '../deps.js';
-import { turnSearchTerms } from '../search-terms/lexical-terms.js';
-import { storableTurn } from '../turns/storable-turn.js';
+import { storeTurn } from '../turns/store-turn.js';
 import type { ChatStream, MemoryChatRequest } from './chat-request.js';
-import { conversationMetadata, round, store, turnTarget } from './chat-store.js';
+import { conversationMetadata, round, turnTarget } from './chat-store.js';
 
 /**
  * A memory command, answered from memory and stored as a `memory_command` turn (never history for
@@ -42,9 +40,8 @@ export async function runMemoryCommand(
   });
   const retrievalSeconds = (performance.now() - started) / 1000;
   stream?.text(outcome.answer);
-  const text = storableTurn(
-    deps,
-    {
+  const { response } = await storeTurn(deps, turnTarget(deps, req, sessionId, now), {
+    turn: {
       status: 'memory_command',
       question: req.question,
       augmentedQuestion: null,
@@ -56,30 +53,25 @@ export async function runMemoryCommand(
       executionResult: null,
       metadata: { memory_command: outcome.details },
     },
-    [],
-  );
-  const turn: NewTurn = {
-    ...text,
-    searchTerms: turnSearchTerms(text),
-    embedding: null,
-    embeddingModel: deps.embedder.modelId,
-    accounting: {
+    warnings: [],
+    accounting: () => ({
       tokens: null,
       memoryRetrievalMs: round(retrievalSeconds * 1000, 3),
       answererMs: null,
       totalMs: round(retrievalSeconds * 1000, 3),
-    },
-  };
-  const { response } = await store(deps, turnTarget(deps, req, sessionId, now), turn, req.idempotency, ({ session }) => ({
-    answer: outcome.answer,
-    sql_query: outcome.sqlQuery,
-    tables_used: outcome.tablesUsed,
-    conversation_metadata: conversationMetadata(session),
-    memory_context_used: memoryContextUsed,
-    memory_retrieval_time: round(retrievalSeconds, 4),
-    ...(typeof outcome.details.csv_url === 'string' ? { csv_url: outcome.details.csv_url } : {}),
-    memory_command: outcome.details,
-    warnings: [] as string[],
-  }));
+    }),
+    claim: req.idempotency,
+    respond: ({ session }) => ({
+      answer: outcome.answer,
+      sql_query: outcome.sqlQuery,
+      tables_used: outcome.tablesUsed,
+      conversation_metadata: conversationMetadata(session),
+      memory_context_used: memoryContextUsed,
+      memory_retrieval_time: round(retrievalSeconds, 4),
+      ...(typeof outcome.details.csv_url === 'string' ? { csv_url: outcome.details.csv_url } : {}),
+      memory_command: outcome.details,
+      warnings: [] as string[],
+    }),
+  });
   return response;
 }

@@ -1,42 +1,14 @@
 import { ClaimTakenOverError, completeIdempotencyKey } from '../../db/repositories/idempotency.js';
-import { type AppendTurnRequest, appendTurn, type StoredTurn } from '../../db/repositories/memory-store.js';
+import type { AppendedTurn } from '../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { SessionRow } from '../../model/sessions.js';
-import type { NewTurn } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import { turnSearchTerms } from '../search-terms/lexical-terms.js';
+import type { StoredTurnText } from '../privacy/mask-turn.js';
 import { newSessionName } from '../sessions/session-name.js';
 import { sessionView } from '../sessions/session-view.js';
-import { storableTurn } from '../turns/storable-turn.js';
-import { storeTurn } from '../turns/store-turn.js';
-
-/** Where a turn goes: the caller's session, created with this name when it is new. */
-export interface TurnTarget {
-  identity: Identity;
-  sessionId: string;
-  createWithName?: string;
-  now: Date;
-  /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
-  eraseEpoch: number;
-}
-
-function appendRequest(deps: MemoryDeps, target: TurnTarget, turn: NewTurn): AppendTurnRequest {
-  return { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
-}
-
-export async function store<R>(
-  deps: MemoryDeps,
-  target: TurnTarget,
-  turn: NewTurn,
-  claim: IdempotencyClaim | undefined,
-  respond: (stored: StoredTurn) => R,
-): Promise<{ stored: StoredTurn; response: R }> {
-  const result = await storeTurn(deps.db, appendRequest(deps, target, turn), claim, respond);
-  if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
-  return result;
-}
+import { storeTurn, type TurnTarget } from '../turns/store-turn.js';
 
 /**
  * The reply to a request whose turn is not stored (outside the rollout, MEMORY_STORE_OUTSIDE_ROLLOUT=false).
@@ -61,29 +33,20 @@ export async function respondWithoutStoring<R>(deps: MemoryDeps, claim: Idempote
 
 /**
  * Upstream failures and streams whose client went away are kept, flagged, so the conversation's
- * record is complete; they never steer SQL.
+ * record is complete; they never steer SQL. Failing to keep one is only logged: the request already fails.
  */
 export async function storeUnfinishedTurn(
   deps: MemoryDeps,
   target: TurnTarget,
-  turn: Pick<NewTurn, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'status' | 'answer'>,
+  turn: Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'status' | 'answer'>,
   metadata: Record<string, unknown>,
 ) {
   try {
-    const masked = storableTurn(
-      deps,
-      { ...turn, sqlQuery: null, queryExplanation: null, tablesUsed: [], executionResult: null, metadata },
-      [],
-    );
-    await appendTurn(
-      deps.db.asUser(target.identity),
-      appendRequest(deps, target, {
-        ...masked,
-        searchTerms: turnSearchTerms(masked),
-        embedding: null,
-        embeddingModel: deps.embedder.modelId,
-      }),
-    );
+    await storeTurn(deps, target, {
+      turn: { ...turn, sqlQuery: null, queryExplanation: null, tablesUsed: [], executionResult: null, metadata },
+      warnings: [],
+      respond: () => undefined,
+    });
   } catch (err) {
     deps.log.warn({ err }, 'recording the unfinished turn failed');
   }
@@ -96,7 +59,7 @@ export function conversationMetadata(session: SessionRow) {
 }
 
 /** Where a stored turn's result rows are downloaded as CSV; a turn without stored rows has none. */
-export function csvUrl(stored: StoredTurn, executionResult: unknown): { csv_url?: string } {
+export function csvUrl(stored: AppendedTurn, executionResult: unknown): { csv_url?: string } {
   if (!executionResult || (typeof executionResult === 'object' && Object.keys(executionResult).length === 0)) return {};
   return { csv_url: `/sessions/${stored.session.session_id}/turns/${stored.turnNumber}/result.csv` };
 }

@@ -1,25 +1,114 @@
 import { isErasedDuringRequest, readEraseEpoch } from '../../db/repositories/erasures.js';
 import { ClaimTakenOverError } from '../../db/repositories/idempotency.js';
-import { type AppendTurnRequest, appendTurn, appendTurnCompletingKey, type StoredTurn } from '../../db/repositories/memory-store.js';
+import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnCompletingKey } from '../../db/repositories/memory-store.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import type { NewTurn, RecentQuestion, TurnAccounting, TurnStatus } from '../../model/turns.js';
+import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import type { StoredTurnText } from '../privacy/mask-turn.js';
+import { turnSearchTerms } from '../search-terms/lexical-terms.js';
+import { traced } from '../tracing.js';
+import { embedWithDedup } from './near-duplicate.js';
+import { storableTurn } from './storable-turn.js';
+import { embeddedTurnText } from './turn-text.js';
+
+/** Where a turn goes: the caller's session, created with this name when it is new. */
+export interface TurnTarget {
+  identity: Identity;
+  sessionId: string;
+  createWithName?: string;
+  now: Date;
+  /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
+  eraseEpoch: number;
+}
+
+/** A turn as its writer has it, and what the writer wants done with it. */
+export interface TurnWrite<R> {
+  turn: StoredTurnText;
+  /**
+   * The session's recent questions: the turn is embedded and marked as the duplicate of the one it
+   * nearly repeats. Left out, the turn is stored without a vector (memory commands, unfinished turns).
+   */
+  dedupAgainst?: RecentQuestion[];
+  /** Taken just before the turn is written, so the total time counts the embedding. */
+  accounting?: () => TurnAccounting;
+  claim?: IdempotencyClaim;
+  /** Every cut of the turn and a failed embedding is told here. */
+  warnings: string[];
+  /** The request's response from the stored turn (no I/O: with a claim it is stored in the turn's transaction). */
+  respond: (stored: AppendedTurn, turn: NewTurn) => R;
+}
+
+/** Turns that answer nothing (a memory command, a failed or abandoned answer) never make a summary due. */
+const NOT_SUMMARIZED: ReadonlySet<TurnStatus> = new Set(['memory_command', 'incomplete', 'upstream_error']);
 
 /**
- * Stores a turn and builds the request's response from it. For a request with an Idempotency-Key
+ * The one writer of turns, for /memoryChat, memory commands and the memory API: the turn is cut to
+ * the stored bounds and masked (storableTurn), embedded and checked against its session's recent
+ * questions (embedWithDedup), given its search terms and accounting, and stored with its response;
+ * then summarization is queued when the session is due (docs/design.md §7). Throws
+ * `session-not-found` when the session is not the caller's live session.
+ */
+export async function storeTurn<R>(
+  deps: MemoryDeps,
+  target: TurnTarget,
+  write: TurnWrite<R>,
+): Promise<{ stored: AppendedTurn; response: R }> {
+  // Masked before embedding too: a vector must not carry what the stored text does not (docs/privacy.md).
+  const text = storableTurn(deps, write.turn, write.warnings);
+  const { embedding, duplicateOf } = write.dedupAgainst
+    ? await embedWithDedup(deps, { text: embeddedTurnText(text), question: text.question }, write.dedupAgainst, {
+        warnings: write.warnings,
+        subject: 'this turn',
+      })
+    : { embedding: null, duplicateOf: undefined };
+  const turn: NewTurn = {
+    ...text,
+    // From the masked turn: no personal data reaches the lexical index either.
+    searchTerms: turnSearchTerms(text),
+    embedding,
+    embeddingModel: deps.embedder.modelId,
+    ...(duplicateOf !== undefined ? { duplicateOf } : {}),
+    ...(write.accounting ? { accounting: write.accounting() } : {}),
+  };
+  const request: AppendTurnRequest = { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
+  const result = await traced('memory.store', {}, () =>
+    appendWithClaim(deps.db, request, write.claim, (stored) => write.respond(stored, turn)),
+  );
+  if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
+  if (NOT_SUMMARIZED.has(turn.status)) return result;
+  try {
+    await deps.afterTurnStored?.({
+      identity: target.identity,
+      sessionId: target.sessionId,
+      turnCount: result.stored.session.turn_count,
+      lastTurnNumber: result.stored.turnNumber,
+      summaryThroughTurn: result.stored.session.summary_through_turn,
+    });
+  } catch (err) {
+    // The turn is stored and its reply made: nothing after that may turn it into a 5xx (a retry would
+    // store it again); a summary that is not queued now is queued by the next turn.
+    deps.log.warn({ err }, 'queueing summarization failed');
+  }
+  return result;
+}
+
+/**
+ * Appends a turn and builds the request's response from it. For a request with an Idempotency-Key
  * the claim is completed with that response in the same transaction as the turn, so no crash can
  * leave a stored turn under a key that a retry would run again (docs/idempotency.md). Undefined when
  * the session is not the caller's live session. Nothing is stored, and the request gets
  * `erased-during-request`, when the user was erased since the request started (the barrier of
  * docs/design.md §7).
  */
-export async function storeTurn<R>(
+async function appendWithClaim<R>(
   db: ScopedDatabase,
   request: AppendTurnRequest,
   claim: IdempotencyClaim | undefined,
-  respond: (stored: StoredTurn) => R,
-): Promise<{ stored: StoredTurn; response: R } | undefined> {
+  respond: (stored: AppendedTurn) => R,
+): Promise<{ stored: AppendedTurn; response: R } | undefined> {
   const scope = db.asUser(request.identity);
   try {
     if (!claim) {

@@ -269,7 +269,8 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
 }
 
-export type StoredTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;
+/** A turn just appended: the session after it and the turn's number. */
+export type AppendedTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;
 
 /**
  * Stores a turn and completes the Idempotency-Key claim of the request that wrote it in ONE
@@ -281,8 +282,8 @@ export async function appendTurnCompletingKey<B>(
   db: TransactionalQueryable,
   req: AppendTurnRequest,
   claim: IdempotencyKeyRef & { claimId: string },
-  respond: (stored: StoredTurn) => { status: number; body: B },
-): Promise<{ stored: StoredTurn; response: { status: number; body: B } } | undefined> {
+  respond: (stored: AppendedTurn) => { status: number; body: B },
+): Promise<{ stored: AppendedTurn; response: { status: number; body: B } } | undefined> {
   return db.transaction(async (tx) => {
     const stored = await appendTurn(tx, req);
     if (!stored) return undefined;
