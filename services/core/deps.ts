@@ -102,7 +102,7 @@ export interface TurnStoredEvent {
   summaryThroughTurn: number | null;
 }
 
-/** The collaborators every memory operation works with; createMemory (memory.ts) assembles them once. */
+/** The collaborators every memory operation works with; createMemory (create-memory.ts) assembles them once. */
 export interface MemoryDeps {
   db: ScopedDatabase;
   embedder: Embedder;

@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
  * Inside a layer the same holds room by room: a room is a folder of the layer (services/core/chat/)
  * or a file at the layer's root (services/core/deps.ts), and no room imports one that reaches back to
  * it. So core's front door (create-memory.ts) stands above its features, and its floor (deps.ts, the
- * job port, text and metrics helpers) below them (docs/design.md "How the code is arranged").
+ * job port, text and metrics helpers) below them (docs/repository-map.md).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

@@ -33,7 +33,7 @@ const ANN_OVERFETCH = 10;
 const HEAVY_USER_LEXICAL_WINDOW = 1000;
 
 /**
- * A turn's lexical match with the question's terms (services/core/memory/lexical-terms.ts), over
+ * A turn's lexical match with the question's terms (services/core/search-terms/lexical-terms.ts), over
  * turns aliased `t`: ts_rank of its weighted terms, scaled by the share of the turn's table terms
  * (weight A) that the question names, so a turn over exactly the tables a question names beats one
  * that also read others. 0 when nothing matches or its terms are not computed yet.

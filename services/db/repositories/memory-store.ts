@@ -21,7 +21,7 @@ export interface RetrievalRequest {
   minSimilarity: number;
   embedding: number[] | null;
   embeddingModel: string;
-  /** The question's lexical terms, and as a tsquery literal (services/core/memory/lexical-terms.ts); none: vector only. */
+  /** The question's lexical terms, and as a tsquery literal (services/core/search-terms/lexical-terms.ts); none: vector only. */
   search?: { query: string; terms: string[] } | null;
   /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
   exactSearchMaxTurns?: number;

@@ -38,7 +38,7 @@ export interface TurnCorrection {
   embedding: number[] | null;
   embeddingModel: string;
   duplicateOf: number | null;
-  /** The turn's lexical terms (services/core/memory/lexical-terms.ts), recomputed for its new SQL. */
+  /** The turn's lexical terms (services/core/search-terms/lexical-terms.ts), recomputed for its new SQL. */
   searchTerms: string;
 }
 

@@ -52,7 +52,7 @@ export class InProcessQueue implements JobQueue {
       log: ParentLogger;
       /**
        * Asked for at the first job, not here: erase removes queued jobs through this queue, so the
-       * processors (services/core/memory) are made with it, after it.
+       * processors (services/core/jobs/processors.ts) are made with it, after it.
        */
       processors: (queue: InProcessQueue) => Processors;
     },
