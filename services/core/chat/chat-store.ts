@@ -8,13 +8,13 @@ import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import type { StoredTurnText } from '../privacy/mask-turn.js';
 import { newSessionName } from '../sessions/session-name.js';
 import { sessionView } from '../sessions/session-view.js';
-import { storeTurn, type TurnTarget } from '../turns/store-turn.js';
+import { storeTurn, type TurnTarget, type TurnWriterDeps } from '../turns/store-turn.js';
 
 /**
  * The reply to a request whose turn is not stored (outside the rollout, MEMORY_STORE_OUTSIDE_ROLLOUT=false).
  * With no turn's transaction to carry it, an Idempotency-Key is completed with the reply on its own.
  */
-export async function respondWithoutStoring<R>(deps: MemoryDeps, claim: IdempotencyClaim | undefined, response: R): Promise<R> {
+export async function respondWithoutStoring<R>(deps: Pick<MemoryDeps, 'db'>, claim: IdempotencyClaim | undefined, response: R): Promise<R> {
   if (!claim) return response;
   const completed = await completeIdempotencyKey(deps.db.asUser(claim.ref), {
     ...claim.ref,
@@ -36,7 +36,7 @@ export async function respondWithoutStoring<R>(deps: MemoryDeps, claim: Idempote
  * record is complete; they never steer SQL. Failing to keep one is only logged: the request already fails.
  */
 export async function storeUnfinishedTurn(
-  deps: MemoryDeps,
+  deps: TurnWriterDeps,
   target: TurnTarget,
   turn: Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'status' | 'answer'>,
   metadata: Record<string, unknown>,

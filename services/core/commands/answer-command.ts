@@ -25,7 +25,7 @@ export interface CommandOutcome {
  * nothing to recall yet. Runs before the command's own turn is stored.
  */
 export async function answerMemoryCommand(
-  deps: MemoryDeps,
+  deps: Pick<MemoryDeps, 'db' | 'clock' | 'settings'>,
   identity: Identity,
   sessionId: string | undefined,
   command: MemoryCommand,

@@ -41,6 +41,9 @@ export interface TurnWrite<R> {
   respond: (stored: AppendedTurn, turn: NewTurn) => R;
 }
 
+/** What the turn writer uses of the memory's collaborators. */
+export type TurnWriterDeps = Pick<MemoryDeps, 'db' | 'embedder' | 'settings' | 'pii' | 'log' | 'afterTurnStored'>;
+
 /** Turns that answer nothing (a memory command, a failed or abandoned answer) never make a summary due. */
 const NOT_SUMMARIZED: ReadonlySet<TurnStatus> = new Set(['memory_command', 'incomplete', 'upstream_error']);
 
@@ -52,7 +55,7 @@ const NOT_SUMMARIZED: ReadonlySet<TurnStatus> = new Set(['memory_command', 'inco
  * `session-not-found` when the session is not the caller's live session.
  */
 export async function storeTurn<R>(
-  deps: MemoryDeps,
+  deps: TurnWriterDeps,
   target: TurnTarget,
   write: TurnWrite<R>,
 ): Promise<{ stored: AppendedTurn; response: R }> {
