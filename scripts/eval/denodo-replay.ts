@@ -22,7 +22,7 @@ import { buildApp } from '../../services/api/app.js';
 import { loadConfig } from '../../services/config/config.js';
 import { sqlIdentifiers } from '../../services/core/memory/sql-identifiers.js';
 import { createProviders } from '../../services/providers/index.js';
-import { basicAuth, type SdkView, startDenodoSdkStandIn } from '../../test/support/denodo-sdk-stand-in.js';
+import { basicAuth, type SdkView, startDenodoSdkStandIn } from '../../test/support/fakes/denodo-sdk-stand-in.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
 import { loadDialogues } from './dialogues.js';
 

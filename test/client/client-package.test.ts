@@ -4,8 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { createMemorychatClient, type MemorychatClient, type Reply } from 'memorychat-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
 describe('the memorychat-client package', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;

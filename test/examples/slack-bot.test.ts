@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { type App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSlackBot, memorychatUser, sessionKey } from '../../examples/slack-bot/src/bot.js';
-import { sendJson } from '../support/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { sendJson } from '../support/fakes/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
 import { BOT_USER_ID, type FakeSlack, startFakeSlack, TEAM_ID, type WebApiCall } from './support/fake-slack.js';
 import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 

@@ -4,9 +4,9 @@
 import type { Bot } from 'grammy';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTelegramBot, memorychatUser, sessionKey } from '../../examples/telegram-bot/src/bot.js';
-import { sendJson } from '../support/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { sendJson } from '../support/fakes/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
 import { BOT_TOKEN, type BotApiCall, type FakeTelegram, startFakeTelegram } from './support/fake-telegram.js';
 import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 

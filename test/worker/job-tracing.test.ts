@@ -7,11 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config/config.js';
 import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startTracing } from '../../services/infra/tracing.js';
-import { startFakeOpenAI } from '../support/fake-llm.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/redis.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { startTestWorker, summarizingAppSettings } from '../support/test-worker.js';
+import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/databases/redis.js';
+import { startFakeOpenAI } from '../support/fakes/fake-llm.js';
+import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import { startTestWorker, summarizingAppSettings } from '../support/service/test-worker.js';
 
 describe('tracing through the job queue (BullMQ)', () => {
   const exporter = new InMemorySpanExporter();

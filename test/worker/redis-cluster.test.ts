@@ -2,11 +2,11 @@ import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { waitFor } from '../support/redis.js';
-import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { startTestWorker } from '../support/test-worker.js';
+import { waitFor } from '../support/databases/redis.js';
+import { type RedisCluster, startRedisCluster } from '../support/databases/redis-cluster.js';
+import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import { startTestWorker } from '../support/service/test-worker.js';
 
 /** MEMORY_SUMMARIZATION_THRESHOLD here: a session's third turn queues its summarization. */
 const THRESHOLD = 3;
