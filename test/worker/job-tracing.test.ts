@@ -9,7 +9,7 @@ import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startTracing } from '../../services/infra/tracing.js';
 import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/databases/redis.js';
 import { startFakeOpenAI } from '../support/fakes/fake-llm.js';
-import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
 import { startTestWorker, summarizingAppSettings } from '../support/service/test-worker.js';
 
@@ -18,7 +18,7 @@ describe('tracing through the job queue (BullMQ)', () => {
   const redis = redisClient();
   const prefix = uniquePrefix('job-tracing');
   let tracing: ReturnType<typeof startTracing>;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let llm: Awaited<ReturnType<typeof startFakeOpenAI>>;
   let t: TestApp;
   let worker: Worker | undefined;

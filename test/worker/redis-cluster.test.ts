@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
 import { waitFor } from '../support/databases/redis.js';
 import { type RedisCluster, startRedisCluster } from '../support/databases/redis-cluster.js';
-import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import type { FakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../support/service/service-with-upstream.js';
+import type { TestApp } from '../support/service/test-app.js';
 import { startTestWorker } from '../support/service/test-worker.js';
 
 /** MEMORY_SUMMARIZATION_THRESHOLD here: a session's third turn queues its summarization. */
@@ -17,7 +18,7 @@ describe('BullMQ on a Redis Cluster (three masters, REDIS_CLUSTER=true, a hash-t
   let direct: Cluster;
   /** The queue as Redis holds it, read around the service. */
   let queue: Queue;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let worker: ReturnType<typeof startTestWorker>;
 
@@ -25,23 +26,20 @@ describe('BullMQ on a Redis Cluster (three masters, REDIS_CLUSTER=true, a hash-t
     cluster = await startRedisCluster(3);
     direct = new Cluster([{ host: '127.0.0.1', port: cluster.ports[0]! }]);
     queue = new Queue(QUEUE_NAME, { connection: direct, prefix });
-    upstream = await startFakeUpstream();
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
+    ({ t, upstream } = await startServiceWithUpstream({
       REDIS_URL: cluster.url,
       REDIS_CLUSTER: 'true',
       QUEUE_PREFIX: prefix,
       MEMORY_SUMMARIZATION_THRESHOLD: String(THRESHOLD),
       JOB_BACKOFF_MS: '20',
-    });
+    }));
     worker = startTestWorker({ config: t.config, db: t.database.scoped, queue: t.app.queue, clock: () => t.clock.now });
   }, 60_000);
 
   afterAll(async () => {
     cluster?.resume();
     await worker?.close();
-    await t?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
     await queue?.close();
     direct?.disconnect();
     await cluster?.close();

@@ -7,7 +7,7 @@ import { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { createAnthropicChat } from '../../services/providers/llm/anthropic-chat.js';
 import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/databases/redis.js';
 import { startFakeAnthropic, startFakeOpenAI } from '../support/fakes/fake-llm.js';
-import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { seedSession } from '../support/service/seed-memory.js';
 import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/service/test-app.js';
 import { silentLog, startTestWorker, summarizingAppSettings } from '../support/service/test-worker.js';
@@ -17,7 +17,7 @@ const HOUR = 3_600_000;
 describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
   const redis = redisClient();
   const prefix = uniquePrefix('summary');
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let llm: Awaited<ReturnType<typeof startFakeOpenAI>>;
   let failing = false;
   let summaries = 0;

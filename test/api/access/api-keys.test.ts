@@ -1,28 +1,25 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /**
  * Service credentials for bots (docs/api-keys.md): keys made by a tenant's admin, acting for the end
  * user named in X-Memory-User exactly as that user's JWT would, every such call in the access audit.
  */
 describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let admin: string;
   let otherAdmin: string;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, JWT_DATABASES_CLAIM: 'dbs' });
+    ({ t, upstream } = await startServiceWithUpstream({ JWT_DATABASES_CLAIM: 'dbs' }));
     admin = t.token('acme-admin', { tenant: 'acme', roles: ['memory-admin'] });
     otherAdmin = t.token('globex-admin', { tenant: 'globex', roles: ['memory-admin'] });
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   const createKey = async (body: Record<string, unknown>, token = admin) => {
     const res = await t.request('POST', '/admin/api-keys', { token, body });

@@ -5,9 +5,10 @@ import { searchTurns } from '../../../db/repositories/turns.js';
 import { LOCAL_MODEL } from '../../../services/config/config.js';
 import { questionSearch } from '../../../services/core/memory/lexical-terms.js';
 import { embedText } from '../../../services/providers/embeddings/local-embedder.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
 import { seedSession } from '../../support/service/seed-memory.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 const HOUR = 3_600_000;
 const alice = { tenantId: 'acme', userId: 'alice' };
@@ -35,11 +36,10 @@ function owners(rows: { tenant_id: string; user_id: string }[]): string[] {
 
 describe('row-level security (docs/row-level-security.md)', () => {
   let t: TestApp;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
     const expiresAt = new Date(Date.now() + HOUR);
     for (const who of [alice, bob, aliceElsewhere]) {
       await seedSession(t.admin, { ...who, turns: 5, expiresAt });
@@ -54,10 +54,7 @@ describe('row-level security (docs/row-level-security.md)', () => {
       expect((await t.request('POST', '/me/export', { token })).status).toBe(202);
     }
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it("when a statement with no WHERE clause runs in a user scope, then it sees only that user's rows in every table", async () => {
     const db = t.app.db.asUser(alice);

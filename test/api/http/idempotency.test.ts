@@ -2,29 +2,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../../services/core/idempotency/idempotency.js';
 import { runRetentionCleanup } from '../../../services/core/jobs/retention-cleanup.js';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 import { silentLog } from '../../support/service/test-worker.js';
 
 const HOUR = 3_600_000;
 
 describe('Idempotency-Key on /memoryChat and turn writes', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
+    ({ t, upstream } = await startServiceWithUpstream({
       ANSWER_TIMEOUT_MS: '5000',
       LLM_TIMEOUT_MS: '1000',
       IDEMPOTENCY_CLAIM_LEASE: '1s',
-    });
+    }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   /** Answers like the default fake upstream, but only once `open()` is called. */
   function holdUpstream() {

@@ -2,7 +2,8 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 const REQUEST_TIMEOUT_MS = 1500;
@@ -33,26 +34,21 @@ async function waitUntil(done: () => boolean, ms: number) {
 }
 
 describe('slow clients', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let port: number;
   let token: string;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
+    ({ t, upstream } = await startServiceWithUpstream({
       REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
       KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
       RATE_LIMIT_PER_MINUTE: '0',
-    });
+    }));
     port = Number(new URL(t.baseUrl).port);
     token = t.token('slow');
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it('when 200 sockets send part of a body and stop, then each gets 408 request-timeout and is closed', async () => {
     const started = Date.now();

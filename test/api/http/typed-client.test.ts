@@ -1,24 +1,21 @@
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 // The client package (memorychat-client, built, imported by name) against the real server over HTTP: if the spec and the
 // routes disagree on a path, a body or a reply field, this file stops compiling or fails here.
 
 import { createMemorychatClient } from 'memorychat-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 describe('the typed client', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let service: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    service = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t: service, upstream } = await startServiceWithUpstream());
   });
 
-  afterAll(async () => {
-    await service?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t: service, upstream }));
 
   it('when a question and its follow-up go through POST /memoryChat, then the typed replies carry the session and the memory used', async () => {
     const client = createMemorychatClient(service.baseUrl, service.token('alice'));

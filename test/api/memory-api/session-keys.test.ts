@@ -1,19 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 describe('session_key: the bot’s own conversation key', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, RATE_LIMIT_PER_MINUTE: '0' });
+    ({ t, upstream } = await startServiceWithUpstream({ RATE_LIMIT_PER_MINUTE: '0' }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   const chat = (sub: string, body: Record<string, unknown>) => t.request('POST', '/memoryChat', { token: t.token(sub), body });
 

@@ -1,22 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
 import { seedSession } from '../../support/service/seed-memory.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 const HOUR = 3_600_000;
 
 describe('per-turn control: correct, delete, rate', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   const as = (sub: string) => ({
     chat: (body: Record<string, unknown>) => t.request('POST', '/memoryChat', { token: t.token(sub), body }),

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeAnthropic, startFakeOpenAI } from '../../support/fakes/fake-llm.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { type FakeUpstream, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 const FIRST = 'Show me total sales by region for 2024';
@@ -17,7 +17,7 @@ async function askFollowUp(t: TestApp, sub = 'alice') {
 }
 
 describe('augmentation strategies', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let openai: Awaited<ReturnType<typeof startFakeOpenAI>>;
   let anthropic: Awaited<ReturnType<typeof startFakeAnthropic>>;
   let openaiFails = false;

@@ -1,21 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 describe('memory commands in /memoryChat', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let off: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
     off = await startTestApp({ ANSWER_URL: upstream.answerUrl, MEMORY_COMMANDS: 'off' });
   });
   afterAll(async () => {
-    await t?.close();
     await off?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
   });
 
   const chat = (app: TestApp, sub: string, body: Record<string, unknown>) =>

@@ -1,19 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 describe('POST /memoryChat', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it('when a follow-up is asked, then the upstream receives the previous question and its SQL', async () => {
     const alice = t.token('alice');

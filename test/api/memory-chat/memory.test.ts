@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseBehindFaultProxy, freshTestDatabase } from '../../support/databases/test-database.js';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 describe('memory in /memoryChat', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   const apps: TestApp[] = [];
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
     apps.push(t);
   });
   afterAll(async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rolloutBucket } from '../../../services/core/memory/rollout.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /** The first user id of this prefix whose bucket is inside (or outside) a 50% rollout. */
 function userWhere(prefix: string, inside: boolean): string {
@@ -13,16 +14,12 @@ function userWhere(prefix: string, inside: boolean): string {
 
 describe('memory rollout on /memoryChat (MEMORY_ROLLOUT_PERCENT=50, globex at 0%)', () => {
   let t: TestApp;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, MEMORY_ROLLOUT_PERCENT: '50', MEMORY_ROLLOUT_TENANTS: 'globex=0' });
+    ({ t, upstream } = await startServiceWithUpstream({ MEMORY_ROLLOUT_PERCENT: '50', MEMORY_ROLLOUT_TENANTS: 'globex=0' }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   async function conversation(token: string) {
     const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
@@ -65,31 +62,26 @@ describe('memory rollout on /memoryChat (MEMORY_ROLLOUT_PERCENT=50, globex at 0%
 
 describe('memory switched off (MEMORY_ENABLED=false)', () => {
   it('when memory is disabled, then no request uses it and the reply says why', async () => {
-    const upstream = await startFakeUpstream();
-    const t = await startTestApp({ ANSWER_URL: upstream.answerUrl, MEMORY_ENABLED: 'false' });
+    const service = await startServiceWithUpstream({ MEMORY_ENABLED: 'false' });
+    const { t } = service;
     try {
       const res = await t.request('POST', '/memoryChat', { token: t.token('anyone'), body: { question: 'Sales for 2024' } });
       expect(res.body.memory_context_used).toMatchObject({ applied: false, reason: 'memory_disabled' });
       expect(res.body.conversation_metadata.message_count).toBe(1);
     } finally {
-      await t.close();
-      await upstream.close();
+      await stopServiceWithUpstream(service);
     }
   });
 });
 
 describe('turns outside the rollout not stored (MEMORY_ROLLOUT_PERCENT=50, MEMORY_STORE_OUTSIDE_ROLLOUT=false)', () => {
   let t: TestApp;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, MEMORY_ROLLOUT_PERCENT: '50', MEMORY_STORE_OUTSIDE_ROLLOUT: 'false' });
+    ({ t, upstream } = await startServiceWithUpstream({ MEMORY_ROLLOUT_PERCENT: '50', MEMORY_STORE_OUTSIDE_ROLLOUT: 'false' }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it('when a user is outside the rollout, then the question is proxied as asked and nothing of theirs is stored', async () => {
     const token = t.token(userWhere('proxied', false));

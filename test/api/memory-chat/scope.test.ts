@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /**
  * memory_scope (docs/memory-api.md#memory-scope): `user`, the default, recalls the user's similar
@@ -8,13 +9,12 @@ import { startTestApp, type TestApp } from '../../support/service/test-app.js';
  * thread is not resolved from another conversation's SQL.
  */
 describe('memory scope (memory_scope: user | session)', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let token: string;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
     token = t.token('scoped-user');
     const earlier = await t.request('POST', '/memoryChat', {
       token,
@@ -22,10 +22,7 @@ describe('memory scope (memory_scope: user | session)', () => {
     });
     expect(earlier.status).toBe(200);
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   const ask = (body: Record<string, unknown>) =>
     t.request('POST', '/memoryChat', { token, body: { question: 'Total sales by region in 2023?', ...body } });

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 describe('the upstream answerQuestion backend', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   const apps: TestApp[] = [];
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, ANSWER_TIMEOUT_MS: '300' });
+    ({ t, upstream } = await startServiceWithUpstream({ ANSWER_TIMEOUT_MS: '300' }));
     apps.push(t);
   });
   afterAll(async () => {

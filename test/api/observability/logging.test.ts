@@ -3,20 +3,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../services/config/config.js';
 import { loggerOptions } from '../../../services/infra/logger-options.js';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 const QUESTION = 'How much did customer Zanzibar-Quartz spend?';
 const SQL = "SELECT SUM(amount) FROM orders WHERE customer = 'Zanzibar-Quartz-SQL'";
 
 describe('logs', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   const lines: Record<string, any>[] = [];
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    upstream.handle((_req, res) => sendJson(res, 200, { answer: '42', sql_query: SQL, tables_used: ['orders'] }));
     const stream = new Writable({
       write(chunk, _enc, done) {
         for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
@@ -24,12 +23,10 @@ describe('logs', () => {
       },
     });
     const config = loadConfig({ JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'info' });
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, LOG_LEVEL: 'info' }, { logger: { ...loggerOptions(config), stream } });
+    ({ t, upstream } = await startServiceWithUpstream({ LOG_LEVEL: 'info' }, { logger: { ...loggerOptions(config), stream } }));
+    upstream.handle((_req, res) => sendJson(res, 200, { answer: '42', sql_query: SQL, tables_used: ['orders'] }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it('when a question is answered, then info logs have the request id, tenant, a user pseudonym and timings, but no question, SQL, user id or token', async () => {
     const token = t.token('user-Zanzibar-id', { tenant: 'acme' });

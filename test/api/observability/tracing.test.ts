@@ -3,23 +3,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../services/config/config.js';
 import { tracingState } from '../../../services/core/tracing.js';
 import { startTracing } from '../../../services/infra/tracing.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 describe('OpenTelemetry tracing of /memoryChat', () => {
   const exporter = new InMemorySpanExporter();
   let tracing: ReturnType<typeof startTracing>;
   let t: TestApp;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
 
   beforeAll(async () => {
     tracing = startTracing(loadConfig({}), new SimpleSpanProcessor(exporter));
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
   });
   afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
     await tracing?.shutdown();
   });
 

@@ -1,25 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TcpFaultProxy } from '../../support/databases/tcp-fault-proxy.js';
 import { databaseBehindFaultProxy, freshTestDatabase } from '../../support/databases/test-database.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 describe('a database outage', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let proxy: TcpFaultProxy;
   let t: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
     const testDatabase = await freshTestDatabase();
     const behindProxy = await databaseBehindFaultProxy(testDatabase);
     proxy = behindProxy.proxy;
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, database: behindProxy.database });
+    ({ t, upstream } = await startServiceWithUpstream({}, { testDatabase, database: behindProxy.database }));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it('when the database goes away, then turns, reads and GDPR requests answer 503 and /readyz says so; when it returns, the service recovers without a restart', async () => {
     const token = t.token('outage');

@@ -4,9 +4,10 @@ import { QUEUE_NAME } from '../../../services/core/jobs/job-queue.js';
 import type { BullJobQueue } from '../../../services/infra/queue/bull-queue.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../../support/databases/redis.js';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../../support/databases/tcp-fault-proxy.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
 import { countUserRows } from '../../support/service/seed-memory.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 import { startTestWorker } from '../../support/service/test-worker.js';
 
 /** Generous: a request still running after this is hanging on Redis, not slow. */
@@ -27,13 +28,12 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
   const redis = redisClient();
   /** The real Redis, straight: what actually reached the queue. */
   const direct = new Queue(QUEUE_NAME, { connection: redis, prefix });
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let proxy: TcpFaultProxy;
   let t: TestApp;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
     const target = new URL(TEST_REDIS_URL);
     proxy = await startTcpFaultProxy({ host: target.hostname, port: Number(target.port || 6379) });
     const viaProxy = new URL(TEST_REDIS_URL);
@@ -41,13 +41,12 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     viaProxy.port = String(proxy.port);
     // Down before the service starts: BullMQ would wait for a first connection forever.
     proxy.down();
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
+    ({ t, upstream } = await startServiceWithUpstream({
       REDIS_URL: viaProxy.href,
       QUEUE_PREFIX: prefix,
       MEMORY_SUMMARIZATION_THRESHOLD: String(THRESHOLD),
       JOB_BACKOFF_MS: '20',
-    });
+    }));
     worker = startTestWorker({ config: t.config, db: t.database.scoped, queue: t.app.queue, clock: () => t.clock.now });
   });
 
@@ -55,9 +54,8 @@ describe('Redis outages with REDIS_URL set (the service, its BullMQ worker and i
     proxy?.resume();
     proxy?.up();
     await worker?.close();
-    await t?.close();
+    await stopServiceWithUpstream({ t, upstream });
     await proxy?.close();
-    await upstream?.close();
     await direct.close();
     await deleteKeysUnder(redis, prefix);
     redis.disconnect();

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { waitFor } from '../../support/databases/redis.js';
 import { type RecordedRequest, sendJson } from '../../support/fakes/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
 import { countUserRows, rowsMentioning } from '../../support/service/seed-memory.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /** The server project provides its database server (test/support/global-setup-server.ts). */
 const ON_SERVER = inject('serverDatabase') !== undefined;
@@ -13,19 +14,17 @@ const ON_SERVER = inject('serverDatabase') !== undefined;
  * when the user's erasure began stores nothing when the answer arrives.
  */
 describe('an erasure while a /memoryChat is in flight', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   /** Answers held by the fake upstream until the test lets them go. */
   const held: (() => void)[] = [];
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
   });
   afterAll(async () => {
     for (const release of held.splice(0)) release();
-    await t?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
   });
 
   function answerNormally() {

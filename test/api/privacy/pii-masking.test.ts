@@ -1,24 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/databases/redis.js';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { type FakeUpstream, salesReply } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 const EMAIL = 'jane.doe@example.com';
 const PHONE = '+44 20 7946 0958';
 
 describe('PII masking (MEMORY_PII=mask)', () => {
   let t: TestApp;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, ANSWER_EXECUTE_URL: `${upstream.url}/executeVQL`, MEMORY_PII: 'mask' });
+    ({ t, upstream } = await startServiceWithUpstream((fake) => ({ ANSWER_EXECUTE_URL: `${fake.url}/executeVQL`, MEMORY_PII: 'mask' })));
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   it('when a turn carries an email and a phone, then context, search, SQL recall, the session and the export read them masked', async () => {
     const token = t.token('pii-owner');

@@ -1,36 +1,34 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embedText } from '../../../services/providers/embeddings/local-embedder.js';
 import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /** /memoryChat with EMBEDDINGS_PROVIDER=openai: the real openai SDK against a local Embeddings API. */
 describe('embeddings from an OpenAI-compatible server', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let openai: Awaited<ReturnType<typeof startFakeOpenAI>>;
   let t: TestApp;
   let dimensionsSent = 0;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
     openai = await startFakeOpenAI(
       () => 'unused',
       // A server whose model gives other sizes than asked for, when told to.
       (inputs, dimensions) => inputs.map((text) => embedText(text, dimensionsSent || dimensions)!),
     );
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
+    ({ t, upstream } = await startServiceWithUpstream({
       EMBEDDINGS_PROVIDER: 'openai',
       EMBEDDINGS_MODEL: 'text-embedding-compatible',
       EMBEDDINGS_DIMENSIONS: '64',
       OPENAI_API_KEY: 'sk-test',
       OPENAI_BASE_URL: openai.baseURL,
-    });
+    }));
   });
   afterAll(async () => {
-    await t?.close();
+    await stopServiceWithUpstream({ t, upstream });
     await openai?.close();
-    await upstream?.close();
   });
 
   const ask = async (sub: string, question: string) => {

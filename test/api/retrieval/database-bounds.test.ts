@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /**
  * A turn records the databases it ran against; a request bounded to other databases (by its
@@ -8,14 +9,13 @@ import { startTestApp, type TestApp } from '../../support/service/test-app.js';
  * its slots, or a summary that covers it.
  */
 describe('database bounds on slots and summaries', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let token: string;
   let sessionId: string;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl, JWT_DATABASES_CLAIM: 'dbs' });
+    ({ t, upstream } = await startServiceWithUpstream({ JWT_DATABASES_CLAIM: 'dbs' }));
     token = t.token('hannah');
     const hr = await t.request('POST', '/sessions/turns', {
       token,
@@ -32,10 +32,7 @@ describe('database bounds on slots and summaries', () => {
       body: { question: 'Sales in EMEA?', answer: '12M', vdp_database_names: ['sales_db'], context: { region: 'EMEA', employee: 'Bob' } },
     });
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   const context = (body: Record<string, unknown>, tok = token) =>
     t.request('POST', '/memory/context', { token: tok, body: { question: 'And in APAC?', session_id: sessionId, ...body } });

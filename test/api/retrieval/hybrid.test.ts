@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendJson } from '../../support/fakes/fake-http-server.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /** The SQL the answerer returns for each question of these tests. */
 const SQL: Record<string, string> = {
@@ -30,21 +31,17 @@ const SQL: Record<string, string> = {
 };
 
 describe('hybrid retrieval in /memoryChat', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
+    ({ t, upstream } = await startServiceWithUpstream());
     upstream.handle((req, res) => {
       const sql = SQL[String(req.body?.question)];
       sendJson(res, 200, { answer: 'Here are the results.', sql_query: sql, tables_used: [] });
     });
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
   });
-  afterAll(async () => {
-    await t?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
   async function ask(sub: string, question: string) {
     const reply = await t.request('POST', '/memoryChat', { token: t.token(sub), body: { question } });

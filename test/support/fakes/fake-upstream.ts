@@ -19,8 +19,10 @@ export function salesReply(question: string, instructions = '') {
   };
 }
 
+export type FakeUpstream = FakeHttpServer & { answerUrl: string; lastBody(): any };
+
 /** The upstream answerQuestion endpoint: answers every question with `salesReply` unless told otherwise. */
-export async function startFakeUpstream(): Promise<FakeHttpServer & { answerUrl: string; lastBody(): any }> {
+export async function startFakeUpstream(): Promise<FakeUpstream> {
   const server = await startFakeHttpServer((req: RecordedRequest, res) => {
     sendJson(res, 200, salesReply(String(req.body?.question ?? ''), String(req.body?.custom_instructions ?? '')));
   });
