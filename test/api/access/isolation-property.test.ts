@@ -57,7 +57,9 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
     async () => {
       const seed = process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : Date.now() % 2 ** 31;
       const path = process.env.PROPERTY_PATH;
-      console.log(`isolation property: seed=${seed} (reproduce with PROPERTY_SEED=${seed})`);
+      console.log(
+        `isolation property: seed=${seed} (reproduce: PROPERTY_SEED=${seed} npx vitest run test/api/access/isolation-property.test.ts)`,
+      );
       let runs = 0;
       let firstFailure: Error | undefined;
       const started = performance.now();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../../support/fakes/fake-http-server.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
-// Attacks on a JWKS-configured service (test/api/auth.test.ts covers the HS256 and PEM key modes),
+// Attacks on a JWKS-configured service (test/api/access/auth.test.ts covers the HS256 and PEM key modes),
 // and key rotation: a new kid works at once, a removed kid is refused once the key cache expires.
 
 const JWKS_TTL_MS = 800;

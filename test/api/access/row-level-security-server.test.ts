@@ -5,7 +5,7 @@ import { type ScopedDatabase, scopedDatabase } from '../../../db/row-security.js
 import { freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
 
 // Only in the `server` project (vitest.config.ts): the database is a copy of the template that the
-// test login, no superuser, owns and migrated with the real migrations (test/support/global-setup-server.ts).
+// test login, no superuser, owns and migrated with the real migrations (test/support/vitest/global-setup-server.ts).
 
 const insertSession = (tenant: string, user: string) =>
   `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at)

@@ -135,7 +135,7 @@ describe('fuzzed input against every route', () => {
       `fuzz: seed=${SEED} requests=${requests.length} operations=${tally.perOperation.size} in ${seconds}s ` +
         `2xx=${byClass['2xx']} 4xx=${byClass['4xx']} 5xx=${byClass['5xx']} non-problem-4xx=${tally.nonProblem4xx} ` +
         `no-response=${breaches.filter((b) => b.reason.startsWith('the connection')).length} ` +
-        `(reproduce: FUZZ_SEED=${SEED} npx vitest run test/api/fuzz.test.ts)`,
+        `(reproduce: FUZZ_SEED=${SEED} npx vitest run test/api/http/fuzz.test.ts)`,
     );
     expect(breaches.slice(0, 5), `seed ${SEED}: ${breaches.length} responses broke the contract: ${tally.breachSummary()}`).toEqual([]);
     expect(requests.length).toBeGreaterThanOrEqual(REQUESTS);

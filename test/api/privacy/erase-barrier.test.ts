@@ -6,7 +6,7 @@ import { countUserRows, rowsMentioning } from '../../support/service/seed-memory
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../support/service/test-app.js';
 
-/** The server project provides its database server (test/support/global-setup-server.ts). */
+/** The server project provides its database server (test/support/vitest/global-setup-server.ts). */
 const ON_SERVER = inject('serverDatabase') !== undefined;
 
 /**

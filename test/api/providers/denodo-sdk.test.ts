@@ -3,7 +3,7 @@ import { basicAuth, type DenodoSdkStandIn, type SdkView, startDenodoSdkStandIn }
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 /**
- * /memoryChat in front of a stand-in built from the Denodo AI SDK's source (test/support/denodo-sdk-stand-in.ts),
+ * /memoryChat in front of a stand-in built from the Denodo AI SDK's source (test/support/fakes/denodo-sdk-stand-in.ts),
  * with memorychat's defaults: ANSWER_AUTH unset, MEMORY_AUGMENTATION=instructions.
  */
 

@@ -4,7 +4,7 @@ import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
 import { sqlByQuestion } from '../../support/fakes/sql-llm-by-question.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
-/** The server project provides its database server (test/support/global-setup-server.ts). */
+/** The server project provides its database server (test/support/vitest/global-setup-server.ts). */
 const ON_SERVER = inject('serverDatabase') !== undefined;
 
 /*

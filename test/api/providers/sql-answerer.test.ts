@@ -5,7 +5,7 @@ import type { RecordedRequest } from '../../support/fakes/fake-http-server.js';
 import { type LlmReply, startFakeAnthropic, startFakeOpenAI } from '../../support/fakes/fake-llm.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
-/** The server project provides its database server (test/support/global-setup-server.ts). */
+/** The server project provides its database server (test/support/vitest/global-setup-server.ts). */
 const ON_SERVER = inject('serverDatabase') !== undefined;
 
 /*

@@ -13,7 +13,7 @@ import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
 /** The pool size of a deployment (docs/configuration.md's default), used by the service in the `server` project. */
 const SERVER_POOL_MAX = 10;
 
-/** Provided in the `server` project only (vitest.config.ts, test/support/global-setup-server.ts). */
+/** Provided in the `server` project only (vitest.config.ts, test/support/vitest/global-setup-server.ts). */
 const server = inject('serverDatabase') as { login: string; template: string } | undefined;
 
 /** A migrated database of the test's own: an embedded one in a new DATA_DIR, or a new database on the server. */

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import fc from 'fast-check';
 
 /**
- * Hostile replies of an answerer (test/api/fuzz.test.ts): what a broken or malicious Denodo-AI-SDK-
+ * Hostile replies of an answerer (test/api/http/fuzz.test.ts): what a broken or malicious Denodo-AI-SDK-
  * compatible answerQuestion (which a streamed /memoryChat asks too) or an LLM writing SQL may send. Sizes are in
  * units of the service's limits, so each kind lands on both sides of them.
  */
@@ -139,7 +139,7 @@ export async function sendHostileReply(res: ServerResponse, reply: HostileReply)
 }
 
 /**
- * What the SQL answerer's LLM (test/support/fake-llm.ts) may write: SQL whose cells are huge, SQL
+ * What the SQL answerer's LLM (test/support/fakes/fake-llm.ts) may write: SQL whose cells are huge, SQL
  * returning NUL-free but control-laden text, explanations and table lists far over the stored bounds,
  * and output that is not the structured JSON asked for.
  */

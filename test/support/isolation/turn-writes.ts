@@ -23,7 +23,7 @@ export interface TurnWrite {
 
 const lastKeyed = new WeakMap<PrincipalModel, TurnWrite>();
 
-/** What the fake upstream answers to a `/memoryChat` question (test/support/isolation-upstream.ts). */
+/** What the fake upstream answers to a `/memoryChat` question (test/support/isolation/upstream.ts). */
 export function echoAnswer(question: string): string {
   return `You asked: ${question}`;
 }

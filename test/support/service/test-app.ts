@@ -42,7 +42,7 @@ export interface TestApp {
 
 /**
  * The real service over HTTP on a random port, with a database of its own (embedded, or on the
- * PostgreSQL server in the `server` project: test/support/test-database.ts) and configuration from
+ * PostgreSQL server in the `server` project: test/support/databases/test-database.ts) and configuration from
  * `env` (JWT_SECRET is set unless overridden). `options.database` opens `options.testDatabase` in a
  * way of the test's own (through a fault proxy).
  */
@@ -53,7 +53,7 @@ export async function startTestApp(
   const testDatabase = options.testDatabase ?? (await freshTestDatabase());
   const config = loadConfig({
     JWT_SECRET: TEST_JWT_SECRET,
-    // The suite's fake answerers take any request; tests of credentials (test/api/denodo-sdk-*.test.ts) set ANSWER_AUTH.
+    // The suite's fake answerers take any request; tests of credentials (test/api/providers/denodo-sdk.test.ts) set ANSWER_AUTH.
     ANSWER_AUTH: 'none',
     ...testDatabase.env,
     LOG_LEVEL: 'silent',

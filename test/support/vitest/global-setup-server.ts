@@ -6,7 +6,7 @@ import { SERVER, SUPERUSER } from '../databases/postgres-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The `server` project's login and its migrated template database (test/support/test-database.ts). */
+    /** The `server` project's login and its migrated template database (test/support/databases/test-database.ts). */
     serverDatabase: { login: string; template: string };
   }
 }
