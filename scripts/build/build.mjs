@@ -1,6 +1,6 @@
-// `npm run build`: the service's TypeScript to dist/, one JavaScript file per source file, with esbuild
-// (a fraction of a second, where tsc took 10 s on a quiet machine and 88 s on a busy one, so a first
-// `npm start` no longer waits for a compiler). esbuild only strips types: `npm run typecheck` (tsc)
+// `npm run build:service` (the first half of `npm run build`): the service's TypeScript to dist/, one
+// JavaScript file per source file, with esbuild (a fraction of a second, where tsc took 10 s on a quiet
+// machine and 88 s on a busy one, so a first `npm start` no longer waits for a compiler). esbuild only strips types: `npm run typecheck` (tsc)
 // is what checks them, in CI. The layout stays the sources', so `import.meta.url` finds the files read
 // at run time next to the code (copy-assets.mjs).
 // Plain JavaScript so that the build needs nothing but esbuild and node.
