@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # memorychat: one image for the API (default CMD), the worker and the migration Job (k8s/ overrides
-# the command). It runs the JavaScript that `npm run build` compiles (tsc to dist/), as `npm start`
-# does; TypeScript, tsx and esbuild stay in the build stage.
+# the command). It runs the JavaScript that `npm run build:service` writes (esbuild to dist/), as
+# `npm start` does; TypeScript, tsx and esbuild stay in the build stage.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -14,18 +14,18 @@ COPY package.json package-lock.json ./
 COPY packages/memorychat-client/package.json ./packages/memorychat-client/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# The compiler needs the development dependencies; only its output leaves this stage.
+# esbuild is a development dependency (its binary comes from its platform package, no install script
+# needed); only its output leaves this stage.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/memorychat-client/package.json ./packages/memorychat-client/
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
-COPY packages/memorychat-client ./packages/memorychat-client
+COPY tsconfig.json ./
 COPY scripts/build ./scripts/build
 COPY services ./services
 COPY scripts/migrate.ts scripts/token.ts ./scripts/
-RUN npm run build
+RUN npm run build:service
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \

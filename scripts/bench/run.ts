@@ -546,16 +546,18 @@ function report(r: Results): string {
   }
   lines.push('');
   const m = (x?: Memory) => (x ? `${f(x.rssMb, 0)} MB (peak ${f(x.hwmMb, 0)})` : '–');
-  lines.push(`| RSS | service process | ${SERVER ? '(the server is shared)' : 'embedded Postgres process'} |`);
-  lines.push('| --- | ---: | ---: |');
-  lines.push(`| idle, after start | ${m(r.rss.idle.service)} | ${m(r.rss.idle.db)} |`);
-  lines.push(`| idle, after one request | ${m(r.rss.idleWarm.service)} | ${m(r.rss.idleWarm.db)} |`);
-  lines.push(`| idle, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.idleSettled.service)} | ${m(r.rss.idleSettled.db)} |`);
-  lines.push(`| after load (peak = VmHWM) | ${m(r.rss.loaded.service)} | ${m(r.rss.loaded.db)} |`);
-  lines.push(`| max VmRSS sampled under load | ${f(r.rss.loaded.maxService, 0)} MB | ${f(r.rss.loaded.maxDb, 0)} MB |`);
-  lines.push(
-    `| after load, then ${SETTLE_MS / 1000} s without requests | ${m(r.rss.loadedSettled.service)} | ${m(r.rss.loadedSettled.db)} |`,
-  );
+  // Embedded, the API's memory and its database's are one machine's: the idle target is held to their sum.
+  const sum = (a?: Memory, b?: Memory) => (a && b ? `${f(a.rssMb + b.rssMb, 0)} MB` : '–');
+  lines.push(`| RSS | service process | ${SERVER ? '(the server is shared)' : 'embedded Postgres process'} | together |`);
+  lines.push('| --- | ---: | ---: | ---: |');
+  const rssRow = (label: string, x: { service?: Memory; db?: Memory }) =>
+    lines.push(`| ${label} | ${m(x.service)} | ${m(x.db)} | ${SERVER ? '–' : sum(x.service, x.db)} |`);
+  rssRow('idle, after start', r.rss.idle);
+  rssRow('idle, after one request', r.rss.idleWarm);
+  rssRow(`idle, then ${SETTLE_MS / 1000} s without requests`, r.rss.idleSettled);
+  rssRow('after load (peak = VmHWM)', r.rss.loaded);
+  lines.push(`| max VmRSS sampled under load | ${f(r.rss.loaded.maxService, 0)} MB | ${f(r.rss.loaded.maxDb, 0)} MB | |`);
+  rssRow(`after load, then ${SETTLE_MS / 1000} s without requests`, r.rss.loadedSettled);
   return lines.join('\n');
 }
 

@@ -1,6 +1,6 @@
 // The files the compiled code reads at run time next to itself (import.meta.url): the SQL migrations,
-// the embedded database's child process and the playground's page. tsc emits only .ts sources, so they are copied to dist/.
-// Plain JavaScript so that the build needs nothing but tsc and node.
+// the embedded database's child process and the playground's page. esbuild (build.mjs) emits only the .ts sources, so they are copied to dist/.
+// Plain JavaScript, run by build.mjs.
 import { cpSync, rmSync } from 'node:fs';
 
 const ASSETS = ['services/db/migrations', 'services/db/embedded/pglite-process.mjs', 'services/api/playground'];

@@ -81,7 +81,7 @@ function checkContainer(c: Body, pod: Body, at: string, projectRoot: string): st
   // node as PID 1 receives SIGTERM itself; npm or a shell would not pass it on.
   if (c.command?.[0] !== 'node') errors.push(`${at}: command must start with node`);
   const entry = (c.command ?? []).find((arg: string) => /\.(ts|js|mjs)$/.test(arg));
-  // The image runs dist/, which tsconfig.build.json compiles from the TypeScript of the same path.
+  // The image runs dist/, which scripts/build/build.mjs compiles from the TypeScript of the same path.
   const source = entry?.replace(/^dist\/(.+)\.js$/, '$1.ts');
   if (source && !existsSync(path.join(projectRoot, source))) errors.push(`${at}: runs ${entry}, whose source ${source} does not exist`);
 

@@ -58,3 +58,54 @@ export function toQuery(fragment: SqlFragment): { text: string; values: unknown[
     f.strings.reduce((text, part, i) => text + part + (i < f.values.length ? bind(f.values[i]) : ''), '');
   return { text: render(fragment), values };
 }
+
+/**
+ * What a statement's text depends on, without building the text: the template literals it is made of
+ * (by identity: a tagged template's strings array is the same object on every call from one place in
+ * the code; other constant text by content), where fragments nest, and which bound value is which
+ * declared parameter. Two fragments with the same key have the same text (toQuery), so the text and
+ * its prepared statement's name are built once per shape (db/repositories/queryable.ts); `values`
+ * are this fragment's, in toQuery's order.
+ */
+export function shapeOf(fragment: SqlFragment): { key: string; values: unknown[] } {
+  const params: Param[] = [];
+  const paramIndex = new Map<Param, number>();
+  const plain: unknown[] = [];
+  const keyOf = (f: SqlFragment): string => {
+    let key = constantTextKey(f.strings);
+    for (const value of f.values) {
+      if (value instanceof SqlFragment) key += `(${keyOf(value)})`;
+      else if (value instanceof Param) {
+        let index = paramIndex.get(value);
+        if (index === undefined) {
+          index = params.length;
+          paramIndex.set(value, index);
+          params.push(value);
+        }
+        key += `$${index}`;
+      } else {
+        plain.push(value);
+        key += '?';
+      }
+    }
+    return key;
+  };
+  const structure = keyOf(fragment);
+  const ordered = [...params].sort((a, b) => a.order - b.order);
+  // The numbers toQuery gives the parameters follow their declaration order, which the structure alone does not fix.
+  const numbering = params.map((p) => ordered.indexOf(p)).join(',');
+  return { key: `${structure}|${numbering}`, values: [...ordered.map((p) => p.value), ...plain] };
+}
+
+const templateIds = new WeakMap<readonly string[], number>();
+let nextTemplateId = 0;
+
+function constantTextKey(strings: readonly string[]): string {
+  if (!Object.hasOwn(strings, 'raw')) return JSON.stringify(strings);
+  let id = templateIds.get(strings);
+  if (id === undefined) {
+    id = nextTemplateId++;
+    templateIds.set(strings, id);
+  }
+  return `#${id}`;
+}

@@ -101,10 +101,10 @@ describe('links to docs', () => {
 
   it('when a doc, a comment, a message or the test configuration names a file under test/, then it exists', () => {
     // Applied migrations are never edited (docs/development.md#migrations): a test they name may have moved since.
-    const migrations = path.join(ROOT, 'db', 'migrations');
+    const migrations = path.join(ROOT, 'services', 'db', 'migrations');
     const files = [
       ...filesUnder(ROOT, (f) => f.endsWith('.md')),
-      ...['services', 'db', 'scripts', 'test', 'clients', 'examples', 'packages/memorychat-client/src'].flatMap((dir) =>
+      ...['services', 'scripts', 'test', 'clients', 'examples', 'packages/memorychat-client/src'].flatMap((dir) =>
         filesUnder(path.join(ROOT, dir), (f) => /\.(ts|mjs|js|sql|sh|py)$/.test(f) && !f.endsWith('.d.ts') && !f.startsWith(migrations)),
       ),
       ...['vitest.config.ts', 'package.json', '.ci/run'].map((name) => path.join(ROOT, name)),

@@ -29,7 +29,7 @@ function contextCopies(): string[] {
     );
 }
 
-/** `dist/x/y.js` (what the image runs) → `x/y.ts` (what tsconfig.build.json compiles it from). */
+/** `dist/x/y.js` (what the image runs) → `x/y.ts` (what scripts/build/build.mjs compiles it from). */
 function sourceOf(compiled: string): string {
   expect(compiled).toMatch(/^dist\/.+\.js$/);
   return compiled.replace(/^dist\//, '').replace(/\.js$/, '.ts');

@@ -2,10 +2,11 @@ import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../services/core/job-queue.js';
-import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { waitFor } from '../support/databases/redis.js';
 import { type RedisCluster, startRedisCluster } from '../support/databases/redis-cluster.js';
-import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import type { FakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../support/service/service-with-upstream.js';
+import type { TestApp } from '../support/service/test-app.js';
 import { startTestWorker } from '../support/service/test-worker.js';
 
 /** MEMORY_SUMMARIZATION_THRESHOLD here: a session's third turn queues its summarization. */

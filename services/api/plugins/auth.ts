@@ -97,7 +97,7 @@ function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
     const type = createPublicKey(config.JWT_PUBLIC_KEY).asymmetricKeyType;
     const algorithms = type === 'ec' ? [...EC] : type === 'rsa' || type === 'rsa-pss' ? [...RSA] : undefined;
     if (!algorithms) throw new Error(`JWT_PUBLIC_KEY: unsupported key type ${type} (use an RSA or EC key)`);
-    return { secret: { public: config.JWT_PUBLIC_KEY }, verify: { ...verify, algorithms } };
+    return { secret: { public: config.JWT_PUBLIC_KEY }, verify: { ...verify, ...VERIFIED_TOKEN_CACHE, algorithms } };
   }
   if (config.JWT_JWKS_URL) {
     const publicKey = createJwksKeys({ url: config.JWT_JWKS_URL, ttlMs: config.jwksCacheTtlMs });
@@ -112,8 +112,17 @@ function jwtOptions(config: Config, localSecret?: string): FastifyJWTOptions {
   }
   const secret = config.JWT_SECRET ?? localSecret;
   if (!secret) throw new Error('no JWT verification key: set JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL');
-  return { secret, verify: { ...verify, algorithms: [...HMAC] } };
+  return { secret, verify: { ...verify, ...VERIFIED_TOKEN_CACHE, algorithms: [...HMAC] } };
 }
+
+/**
+ * A client sends the same token on every request until it expires: fast-jwt keeps the claims it
+ * verified, by the token's digest, for at most a minute and never past the token's exp, nbf window
+ * or maxAge, and a repeat skips decoding, the signature and the claim checks. For a fixed key only:
+ * with JWKS @fastify/jwt builds a verifier per request, whose cache would never be hit. Refusals are
+ * not kept.
+ */
+const VERIFIED_TOKEN_CACHE = { cache: 1000, cacheTTL: 60_000 } as const;
 
 /**
  * Claims name the tenant and the user exactly or the token is refused: a claim of the wrong type that

@@ -9,6 +9,8 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 const dataDir = process.env.MEMORYCHAT_PGLITE_DATA_DIR || undefined;
 const withVector = process.env.MEMORYCHAT_PGLITE_VECTOR !== 'off';
 const socketPath = process.env.MEMORYCHAT_PGLITE_SOCKET;
+// Create the data directory's cluster (initdb) and exit: see initialiseDataDir in embedded-postgres.ts.
+const initOnly = process.env.MEMORYCHAT_PGLITE_INIT_ONLY === 'on';
 
 // How long a new connection waits for the previous one to be released before it is refused.
 const HANDOVER_WAIT_MS = 2000;
@@ -60,14 +62,20 @@ async function stop(code) {
 try {
   // wal_recycle=off: WAL segments a checkpoint retires are deleted rather than renamed for reuse with
   // their old contents, so erased rows do not linger in pg_wal (db/row-security.ts, reclaimErasedRows).
-  // In memory (the demo's engine): a dataset of about 1 MB needs few buffers; 16 MB instead of 128 MB
-  // saves about 100 MB of the process's RSS (some 620 MB remain, most of it PGlite's WebAssembly).
-  const buffers = dataDir ? [] : ['-c', 'shared_buffers=16MB'];
+  // PGlite touches all of its shared buffers at start, inside its WebAssembly memory, which never
+  // shrinks: PGlite's default of 128 MB is 128 MB of RSS from the first second. On disk, 32 MB (the
+  // operating system's page cache holds the rest of the files); in memory (the demo's engine, about
+  // 1 MB of data), 16 MB. maintenance_work_mem bounds what an index build adds to that memory for good.
+  const memory = dataDir ? ['shared_buffers=32MB', 'maintenance_work_mem=16MB'] : ['shared_buffers=16MB'];
   db = await PGlite.create({
     dataDir,
     extensions: withVector ? { vector } : {},
-    startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off', ...buffers],
+    startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off', ...memory.flatMap((setting) => ['-c', setting])],
   });
+  if (initOnly) {
+    await db.close();
+    process.exit(0);
+  }
   // One connection only: the socket server multiplexes every connection onto one Postgres session,
   // and concurrent parameterized queries over several connections were seen to get each other's rows.
   // The limit of one is OneConnectionAtATime's; the base class's own limit would refuse at once.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { type SqlFragment, toQuery } from '../sql.js';
+import { type SqlFragment, shapeOf, toQuery } from '../sql.js';
 
 /**
  * What repositories run their statements on: in the service, a scope of db/row-security.ts; in tests
@@ -20,19 +20,21 @@ export interface TransactionalQueryable extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
-const statementNames = new Map<string, string>();
+const statementsByShape = new Map<string, { name: string; text: string }>();
 
 /**
  * A named (server-side prepared) statement, named after its text: Postgres parses and plans the
  * hot statements once per connection instead of on every call, which halved the database time per
- * turn in scripts/bench (docs/performance.md).
+ * turn in scripts/bench (docs/performance.md). The text and its name are built once per shape of the
+ * fragment (shapeOf), not on every call.
  */
 export function prepared(statement: SqlFragment): pg.QueryConfig {
-  const { text, values } = toQuery(statement);
-  let name = statementNames.get(text);
-  if (!name) {
-    name = `mc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
-    statementNames.set(text, name);
+  const { key, values } = shapeOf(statement);
+  let built = statementsByShape.get(key);
+  if (!built) {
+    const { text } = toQuery(statement);
+    built = { name: `mc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text };
+    statementsByShape.set(key, built);
   }
-  return { name, text, values };
+  return { name: built.name, text: built.text, values };
 }

@@ -50,6 +50,15 @@ describe('authentication', () => {
       await expect401(t, sign({ sub: 'alice', nbf: Math.floor(Date.now() / 1000) + 600 }), /active/);
     });
 
+    it('when a token accepted before (and so cached as verified) expires, then its next request is 401', async () => {
+      const exp = Math.floor(Date.now() / 1000) + 2;
+      const token = sign({ sub: 'alice', exp }, { expiresIn: undefined });
+      const first = await t.request('POST', '/memoryChat', { token, body: { question: 'hi' } });
+      expect(first.status).toBe(503); // authenticated
+      await new Promise((resolve) => setTimeout(resolve, exp * 1000 - Date.now() + 100));
+      await expect401(t, token, /expired/);
+    });
+
     it('when the issuer or audience is wrong, then 401', async () => {
       await expect401(t, sign({ sub: 'alice' }, { iss: 'https://evil.test' }));
       await expect401(t, sign({ sub: 'alice' }, { aud: 'other-service' }));

@@ -5,9 +5,10 @@ import { questionSearch } from '../../../services/core/search-terms/lexical-term
 import type { Queryable } from '../../../services/db/repositories/queryable.js';
 import { searchTurns } from '../../../services/db/repositories/turns.js';
 import { embedText } from '../../../services/providers/embeddings/local-embedder.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
 import { seedSession } from '../../support/service/seed-memory.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 const HOUR = 3_600_000;
 const alice = { tenantId: 'acme', userId: 'alice' };

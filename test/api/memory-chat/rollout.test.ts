@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rolloutBucket } from '../../../services/core/chat/rollout.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /** The first user id of this prefix whose bucket is inside (or outside) a 50% rollout. */
 function userWhere(prefix: string, inside: boolean): string {

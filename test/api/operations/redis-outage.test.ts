@@ -2,11 +2,12 @@ import { type Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../../services/core/job-queue.js';
 import type { BullJobQueue } from '../../../services/infra/queue/bull-queue.js';
-import { startFakeUpstream } from '../../support/fakes/fake-upstream.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../../support/databases/redis.js';
-import { countUserRows } from '../../support/service/seed-memory.js';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../../support/databases/tcp-fault-proxy.js';
-import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { countUserRows } from '../../support/service/seed-memory.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
+import type { TestApp } from '../../support/service/test-app.js';
 import { startTestWorker } from '../../support/service/test-worker.js';
 
 /** Generous: a request still running after this is hanging on Redis, not slow. */

@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startDemoEngine } from '../../../services/db/demo/demo-engine.js';
 import { openDatabase } from '../../../services/db/pool.js';
 import { checkSqlLogin } from '../../../services/providers/answerers/sql/sql-login-check.js';
-import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
 import { SERVER, SUPERUSER } from '../../support/databases/postgres-server.js';
-import { sqlByQuestion } from '../../support/fakes/sql-llm-by-question.js';
 import { type SqlWarehouse, startSqlWarehouse } from '../../support/databases/sql-warehouse.js';
-import { startTestApp } from '../../support/service/test-app.js';
 import { freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
+import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
+import { sqlByQuestion } from '../../support/fakes/sql-llm-by-question.js';
+import { startTestApp } from '../../support/service/test-app.js';
 
 /** The server project provides its database server (test/support/vitest/global-setup-server.ts). */
 const ON_SERVER = inject('serverDatabase') !== undefined;

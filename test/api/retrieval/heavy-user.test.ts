@@ -5,8 +5,8 @@ import { questionSearch } from '../../../services/core/search-terms/lexical-term
 import { type Database, openDatabase } from '../../../services/db/pool.js';
 import { searchTurns } from '../../../services/db/repositories/turns.js';
 import { embedText } from '../../../services/providers/embeddings/local-embedder.js';
-import { seedSession } from '../../support/service/seed-memory.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
+import { seedSession } from '../../support/service/seed-memory.js';
 
 /**
  * The retrieval statement's (and /memory/search's) work for a user with a long history must grow with the user's turns, not
