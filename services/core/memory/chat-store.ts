@@ -2,7 +2,7 @@ import { ClaimTakenOverError, completeIdempotencyKey } from '../../../db/reposit
 import { type AppendTurnRequest, appendTurn, type StoredTurn } from '../../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { SessionRow } from '../../model/sessions.js';
+import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import { newSessionName } from '../sessions/session-name.js';
@@ -17,6 +17,8 @@ export interface TurnTarget {
   identity: Identity;
   sessionId: string;
   createWithName?: string;
+  /** The memory scope a new session keeps: the scope of the request that makes it. */
+  createWithScope?: MemoryScope;
   now: Date;
   /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
   eraseEpoch: number;
@@ -104,7 +106,7 @@ export function csvUrl(stored: StoredTurn, executionResult: unknown): { csv_url?
 /** The request's session, or a new one named after `session_name` or the question. */
 export function turnTarget(
   deps: Pick<MemoryDeps, 'pii'>,
-  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string; eraseEpoch: number },
+  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string; memoryScope?: MemoryScope; eraseEpoch: number },
   sessionId: string,
   now: Date,
 ): TurnTarget {
@@ -113,6 +115,7 @@ export function turnTarget(
     eraseEpoch: req.eraseEpoch,
     sessionId,
     createWithName: req.sessionId ? undefined : newSessionName(deps, req),
+    ...(req.sessionId || !req.memoryScope ? {} : { createWithScope: req.memoryScope }),
     now,
   };
 }

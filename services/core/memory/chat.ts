@@ -92,6 +92,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     augmentedQuestion: augmented.question === req.question ? null : augmented.question,
     vdpDatabaseNames: databases ?? [],
     vdpTagNames: databaseNames(req.params.vdp_tag_names) ?? [],
+    answerer: settings.answererIdentity,
   };
   const memoryContextUsed = {
     history_messages_count: context.history.length,
@@ -258,6 +259,7 @@ async function readMemory(
         databases,
         tags: databaseNames(req.params.vdp_tag_names),
         memoryScope: req.memoryScope,
+        answerer: settings.answererIdentity,
         // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
         recentQuestions: settings.maxTurnsPerSession,
       },

@@ -1,4 +1,5 @@
 import type { ScopedDatabase } from '../../../db/row-security.js';
+import { answererIdentity } from '../../config/answerer-identity.js';
 import type { Config } from '../../config/config.js';
 import type { Identity } from '../../model/identity.js';
 import type { Answerer } from '../../providers/answerers/answerer.js';
@@ -33,6 +34,8 @@ export interface MemorySettings {
   maxReplyBytes: number;
   /** Who gets memory on /memoryChat: MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS. */
   rollout: RolloutSettings;
+  /** The configured answerer as stored with its turns; /memoryChat recalls across sessions only its own. */
+  answererIdentity: string;
 }
 
 export function memorySettingsFrom(config: Config): MemorySettings {
@@ -57,6 +60,7 @@ export function memorySettingsFrom(config: Config): MemorySettings {
       tenantPercent: config.rolloutTenantPercent,
       storeOutside: config.MEMORY_STORE_OUTSIDE_ROLLOUT,
     },
+    answererIdentity: answererIdentity(config),
   };
 }
 
