@@ -152,7 +152,13 @@ export const MemoryChatResponse = Type.Object(
     memory_command: Type.Optional(
       Type.Object(
         {
-          name: Type.Union([Type.Literal('show_sql'), Type.Literal('export_csv'), Type.Literal('forget'), Type.Literal('recall')]),
+          name: Type.Union([
+            Type.Literal('show_sql'),
+            Type.Literal('export_csv'),
+            Type.Literal('forget'),
+            Type.Literal('recall'),
+            Type.Literal('memory_scope'),
+          ]),
           found: Type.Optional(Type.Boolean({ description: 'show_sql, export_csv: an earlier turn with SQL was found' })),
           turn_number: Type.Optional(Type.Integer({ description: 'show_sql, export_csv: the turn recalled' })),
           question: Type.Optional(Type.String()),
@@ -161,6 +167,9 @@ export const MemoryChatResponse = Type.Object(
           has_stored_result: Type.Optional(Type.Boolean()),
           csv: Type.Optional(Type.String({ description: 'export_csv: the CSV itself when at most 8 KB' })),
           cleared: Type.Optional(Type.Boolean({ description: 'forget: the session was cleared' })),
+          memory_scope: Type.Optional(
+            Type.Union([Type.Literal('user'), Type.Literal('session')], { description: 'memory_scope: the scope the session now keeps' }),
+          ),
           questions: Type.Optional(
             Type.Array(
               Type.Object({

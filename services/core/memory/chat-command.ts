@@ -70,7 +70,9 @@ export async function runMemoryCommand(
       totalMs: round(retrievalSeconds * 1000, 3),
     },
   };
-  const { response } = await store(deps, turnTarget(deps, req, sessionId, now), turn, req.idempotency, ({ session }) => ({
+  // A scope command that starts a conversation makes its session with that scope.
+  const creating = command.name === 'memory_scope' ? { ...req, memoryScope: command.scope } : req;
+  const { response } = await store(deps, turnTarget(deps, creating, sessionId, now), turn, req.idempotency, ({ session }) => ({
     answer: outcome.answer,
     sql_query: outcome.sqlQuery,
     tables_used: outcome.tablesUsed,
