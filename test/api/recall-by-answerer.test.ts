@@ -104,7 +104,9 @@ describe('cross-session recall bounded by answerer', () => {
     await t.admin.query(`UPDATE turns SET answerer = 'unrecorded' WHERE user_id = 'api-client' AND session_id = $1`, [
       legacy.body.session.session_id,
     ]);
-    const rows = await t.admin.query<{ answerer: string | null }>(`SELECT answerer FROM turns WHERE user_id = 'api-client' ORDER BY answerer`);
+    const rows = await t.admin.query<{ answerer: string | null }>(
+      `SELECT answerer FROM turns WHERE user_id = 'api-client' ORDER BY answerer`,
+    );
     expect(rows.rows.map((r) => r.answerer)).toEqual(['unrecorded', null]);
 
     await t.request('POST', '/memoryChat', { token, body: { question: 'Total sales by region for 2022?' } });

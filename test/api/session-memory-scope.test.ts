@@ -70,7 +70,11 @@ describe('memory scope stored per session', () => {
   it('when a request that creates a session names a scope, then the session keeps it, by session_key or without', async () => {
     const u = userOf('scope-create');
     await u.chat({ question: 'Show me total sales by region for 2024', session_key: 'shared' });
-    const keyed = await u.chat({ question: 'Show me total sales by region for 2021', session_key: 'slack:C1:1.0', memory_scope: 'session' });
+    const keyed = await u.chat({
+      question: 'Show me total sales by region for 2021',
+      session_key: 'slack:C1:1.0',
+      memory_scope: 'session',
+    });
     expect(sentUpstream()).not.toContain('year = 2024');
     const keyedId = keyed.body.conversation_metadata.conversation_id;
     expect((await u.get(keyedId)).body.memory_scope).toBe('session');
@@ -119,7 +123,10 @@ describe('memory scope stored per session', () => {
     await u.chat({ question: 'Total sales by region in 2023?', session_key: 'telegram:0' });
     expect(sentUpstream()).toContain('year = 2024');
     await u.chat({ question: '/forget', session_key: 'telegram:0' });
-    expect((await u.chat({ question: '/clear', session_key: 'telegram:1' })).body.memory_command).toEqual({ name: 'forget', cleared: true });
+    expect((await u.chat({ question: '/clear', session_key: 'telegram:1' })).body.memory_command).toEqual({
+      name: 'forget',
+      cleared: true,
+    });
     const fresh = await u.chat({ question: 'Total sales by region in 2023?', session_key: 'telegram:2' });
     expect(fresh.status).toBe(200);
     expect(fresh.body.memory_context_used.similar_queries_count).toBe(0);
@@ -129,7 +136,7 @@ describe('memory scope stored per session', () => {
     expect(session.body.turns.filter((turn: { status: string }) => turn.status !== 'memory_command')).toEqual([]);
   });
 
-  it('when PATCH names neither field, an unknown scope, or another user\'s session, then 400, 400 and 404', async () => {
+  it("when PATCH names neither field, an unknown scope, or another user's session, then 400, 400 and 404", async () => {
     const u = userOf('scope-bad');
     const made = await u.chat({ question: 'Show me total sales by region for 2024' });
     const id = made.body.conversation_metadata.conversation_id;

@@ -5,7 +5,7 @@ export const MemoryScopeField = Type.Union([Type.Literal('user'), Type.Literal('
   description:
     "Where this request's memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to " +
     "this conversation (a new one starts with no memory). Without it, the session's stored scope, else `user`. A request that " +
-    'creates a session stores its scope as the session\'s.',
+    "creates a session stores its scope as the session's.",
 });
 
 /** A session's stored scope; null: the default, `user`. */

@@ -48,11 +48,17 @@ export async function answerMemoryCommand(
     case 'memory_scope': {
       // A conversation's first message has no session yet: the turn stored for it makes one with this scope (chat-command.ts).
       if (sessionId) {
-        await updateSession(db, identity, sessionId, { memoryScope: command.scope }, {
-          now,
-          ttlMs: deps.settings.ttlMs,
-          ttlMode: deps.settings.ttlMode,
-        });
+        await updateSession(
+          db,
+          identity,
+          sessionId,
+          { memoryScope: command.scope },
+          {
+            now,
+            ttlMs: deps.settings.ttlMs,
+            ttlMode: deps.settings.ttlMode,
+          },
+        );
       }
       return {
         answer:
