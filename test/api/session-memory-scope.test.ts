@@ -77,6 +77,7 @@ describe('memory scope stored per session', () => {
     });
     expect(sentUpstream()).not.toContain('year = 2024');
     const keyedId = keyed.body.conversation_metadata.conversation_id;
+    expect(keyed.body.conversation_metadata.memory_scope).toBe('session');
     expect((await u.get(keyedId)).body.memory_scope).toBe('session');
     const listed = await t.request('GET', '/sessions?key=slack:C1:1.0', { token: t.token('scope-create') });
     expect(listed.body.sessions[0].memory_scope).toBe('session');

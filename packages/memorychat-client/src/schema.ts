@@ -695,6 +695,8 @@ export interface operations {
                             is_summarized: boolean;
                             /** @description The last turn the summary covers */
                             summary_through_turn: number | null;
+                            /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                            memory_scope?: "user" | "session" | null;
                         } | null;
                         memory_context_used: {
                             history_messages_count: number;

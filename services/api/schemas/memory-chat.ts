@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js';
 import { idempotencyKeyHeader } from './idempotency.js';
-import { MemoryScopeField } from './memory-scope.js';
+import { MemoryScopeField, SessionMemoryScope } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
@@ -74,6 +74,8 @@ export const ConversationMetadata = Type.Object({
   expires_at: Type.String({ format: 'date-time' }),
   is_summarized: Type.Boolean(),
   summary_through_turn: Type.Union([Type.Integer(), Type.Null()], { description: 'The last turn the summary covers' }),
+  // Optional: replies stored for an Idempotency-Key before sessions kept a scope replay without it.
+  memory_scope: Type.Optional(SessionMemoryScope),
 });
 
 export const MemoryChatResponse = Type.Object(
