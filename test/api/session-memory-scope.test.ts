@@ -107,6 +107,14 @@ describe('memory scope stored per session', () => {
     const asked = await u.chat({ question: 'Total sales by region in 2023?', session_key: 'private' });
     expect(asked.body.memory_context_used.similar_queries_count).toBe(0);
     expect(sentUpstream()).not.toContain('year = 2024');
+    // /memory/context reads the stored scope too, and a request's scope overrides it there as well.
+    const context = (body: Record<string, unknown>) =>
+      t.request('POST', '/memory/context', {
+        token: t.token('scope-command'),
+        body: { question: 'Total sales by region for 2024?', session_key: 'private', ...body },
+      });
+    expect((await context({})).body.context_text).not.toContain('year = 2024');
+    expect((await context({ memory_scope: 'user' })).body.context_text).toContain('year = 2024');
 
     const undone = await u.chat({ question: 'use my other conversations too', session_key: 'private' });
     expect(undone.body.memory_command).toEqual({ name: 'memory_scope', memory_scope: 'user' });
