@@ -23,7 +23,6 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY packages/memorychat-client ./packages/memorychat-client
 COPY scripts/build ./scripts/build
-COPY db ./db
 COPY services ./services
 COPY scripts/migrate.ts scripts/token.ts ./scripts/
 RUN npm run build

@@ -1,7 +1,8 @@
-// `npm run migrate`: applies db/migrations to DATABASE_URL, or to the embedded database in DATA_DIR.
-import { migrate } from '../db/migrate.js';
-import { openDatabase } from '../db/pool.js';
+// `npm run migrate`: applies services/db/migrations to DATABASE_URL, or to the embedded database in DATA_DIR.
+
 import { loadConfig } from '../services/config/config.js';
+import { migrate } from '../services/db/migrate.js';
+import { openDatabase } from '../services/db/pool.js';
 
 const config = loadConfig(process.env);
 const database = await openDatabase(config);

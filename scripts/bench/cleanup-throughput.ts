@@ -5,9 +5,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pgvector from 'pgvector';
-import { migrate } from '../../db/migrate.js';
-import { openDatabase } from '../../db/pool.js';
 import { runRetentionCleanup } from '../../services/core/jobs/retention-cleanup.js';
+import { migrate } from '../../services/db/migrate.js';
+import { openDatabase } from '../../services/db/pool.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 

@@ -1,7 +1,7 @@
 // The bench opens the embedded database exactly as the service does: db/pool.ts (one connection).
 import { cp, rm } from 'node:fs/promises';
-import { migrate } from '../../db/migrate.js';
-import { type Database, openDatabase } from '../../db/pool.js';
+import { migrate } from '../../services/db/migrate.js';
+import { type Database, openDatabase } from '../../services/db/pool.js';
 
 export async function openBenchDatabase(dataDir: string, runMigrations = false): Promise<Database> {
   const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined, DATABASE_POOL_MAX: 1 });

@@ -3,9 +3,9 @@
 // same connection setup as the service (db/pool.ts: one connection to the embedded database), with
 // the same embeddings computed for their parameters. No HTTP, no auth, no context building.
 import type pg from 'pg';
-import { appendTurn, retrieveMemory } from '../../db/repositories/memory-store.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
-import { questionSearch, turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
+import { appendTurn, retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL, vectorText } from './seed.js';

@@ -2,8 +2,8 @@
 // used by `bench:heavy-user` and by test/api/heavy-user-retrieval.test.ts, which bounds it.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { type RetrievalRequest, retrieveMemory } from '../../db/repositories/memory-store.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
+import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import type { Queryable } from '../../services/db/repositories/queryable.js';
 
 export interface PlanNode {
   'Function Name'?: string;

@@ -1,9 +1,9 @@
 // Per-user search latency against the stored volume: the service's retrieval statement (session +
 // window + top-k search in one query) for random users' live sessions, one client, measured alone.
 import type pg from 'pg';
-import { retrieveMemory } from '../../db/repositories/memory-store.js';
-import type { Queryable } from '../../db/repositories/queryable.js';
-import { questionSearch } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
+import { retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { conversationStream, TENANT } from './data.js';
 import { SETTINGS, unpreparedStatements } from './floor.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages } from '@langchain/core/messages';
 import type pg from 'pg';
 import { LOCAL_MODEL } from '../../services/config/config.js';
-import { turnSearchTerms } from '../../services/core/memory/lexical-terms.js';
+import { turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, loadSparc, rng, TENANT, turnEmbeddingText, userDatabases, userId, varyQuestion } from './data.js';
 

@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { migrate } from '../../db/migrate.js';
-import type { Database } from '../../db/pool.js';
-import { scopedDatabase } from '../../db/row-security.js';
+import { migrate } from '../../services/db/migrate.js';
+import type { Database } from '../../services/db/pool.js';
+import { scopedDatabase } from '../../services/db/row-security.js';
 import { childrenOf, cpuMsOf } from './rss.js';
 
 /** A login that may create databases and the vector extension (this machine: trust auth as postgres). */

@@ -3,7 +3,7 @@
 // Plain JavaScript so that the build needs nothing but tsc and node.
 import { cpSync, rmSync } from 'node:fs';
 
-const ASSETS = ['db/migrations', 'db/embedded/pglite-process.mjs', 'services/api/playground'];
+const ASSETS = ['services/db/migrations', 'services/db/embedded/pglite-process.mjs', 'services/api/playground'];
 
 for (const asset of ASSETS) {
   // Removed first, so that a migration deleted or renamed in the source does not live on in dist/.

@@ -6,8 +6,8 @@ import {
   MEMORY_BLOCK_CLOSE,
   MEMORY_BLOCK_OPEN,
   MEMORY_BLOCK_PREAMBLE,
-} from '../../services/core/memory/memory-block.js';
-import { sqlIdentifiers } from '../../services/core/memory/sql-identifiers.js';
+} from '../../services/core/context/memory-block.js';
+import { sqlIdentifiers } from '../../services/core/search-terms/sql-identifiers.js';
 import { countTokens } from '../../services/core/text.js';
 
 export interface Dialogue {

@@ -1,6 +1,6 @@
 // The soak's database server: PGlite with pgvector behind a Postgres socket, in its own process, that
 // the service reaches through DATABASE_URL like any server. The machine's PostgreSQL 15 has no
-// pgvector, so this is the same process the embedded mode forks (db/embedded/pglite-process.mjs), on a
+// pgvector, so this is the same process the embedded mode forks (services/db/embedded/pglite-process.mjs), on a
 // fixed socket path so that it can be restarted under the service. It serves ONE connection at a time.
 import { type ChildProcess, fork } from 'node:child_process';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const PGLITE_PROCESS = fileURLToPath(new URL('../../db/embedded/pglite-process.mjs', import.meta.url));
+const PGLITE_PROCESS = fileURLToPath(new URL('../../services/db/embedded/pglite-process.mjs', import.meta.url));
 const START_TIMEOUT_MS = 120_000;
 
 export interface DatabaseServer {

@@ -2,10 +2,10 @@ import type { ServerOptions } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type pg from 'pg';
-import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../config/config.js';
-import type { JobQueue } from '../core/jobs/job-queue.js';
+import type { JobQueue } from '../core/job-queue.js';
 import { createMetrics } from '../core/metrics.js';
+import { type ScopedDatabase, scopedDatabase } from '../db/row-security.js';
 import { MAX_ID_CHARS } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
@@ -116,14 +116,12 @@ export async function buildApp(deps: AppDeps) {
   await app.register(apiKeys);
   await app.register(rateLimit, { config });
   await app.register(playground, { config, localSecret: deps.localSecret });
-  await app.register(queuePlugin, { queue: deps.queue, consume: deps.consumeOwnQueue });
-  await app.register(memoryPlugin, {
-    embedder: deps.embedder,
-    answerer: deps.answerer,
-    llm: deps.llm,
-    summaryLlm: deps.summaryLlm ?? createSummaryLlm(config),
-    clock: deps.clock,
+  await app.register(queuePlugin, {
+    queue: deps.queue,
+    consume: deps.consumeOwnQueue,
+    processorParts: { embedder: deps.embedder, summaryLlm: deps.summaryLlm ?? createSummaryLlm(config), clock: deps.clock },
   });
+  await app.register(memoryPlugin, { embedder: deps.embedder, answerer: deps.answerer, llm: deps.llm, clock: deps.clock });
   await app.register(idempotency);
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);

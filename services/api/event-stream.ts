@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatStream } from '../core/memory/chat-request.js';
+import type { ChatStream } from '../core/chat/chat-request.js';
 import type { AppError } from '../model/errors.js';
 import { problemDocument, toAppError } from './plugins/problem-errors.js';
 

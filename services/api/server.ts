@@ -1,10 +1,10 @@
 import closeWithGrace from 'close-with-grace';
-import { type DemoEngine, startDemoEngine } from '../../db/demo/demo-engine.js';
-import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
-import { migrate } from '../../db/migrate.js';
-import { openDatabase } from '../../db/pool.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
+import { type DemoEngine, startDemoEngine } from '../db/demo/demo-engine.js';
+import { EmbeddedDatabaseInUseError } from '../db/embedded/embedded-postgres.js';
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/pool.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { startTracing } from '../infra/tracing.js';

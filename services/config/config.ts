@@ -1,5 +1,7 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { ANSWER_BACKENDS, type AnswerBackend } from '../model/answer-backends.js';
+import { literalUnion } from '../model/literal-union.js';
 import { DURATION_PATTERN, parseDurationMs } from './duration.js';
 import { type CustomPiiPattern, parseCustomPiiPatterns } from './pii-patterns.js';
 
@@ -98,7 +100,7 @@ export const ConfigSchema = Type.Object({
   // Questions, SQL and user ids go into span attributes only when this is true.
   OTEL_CAPTURE_CONTENT: Type.Boolean({ default: false }),
 
-  ANSWER_BACKEND: Type.Optional(Type.Union([Type.Literal('upstream'), Type.Literal('sql'), Type.Literal('none')])),
+  ANSWER_BACKEND: Type.Optional(literalUnion(ANSWER_BACKENDS)),
   ANSWER_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   // Unset: `forward` with an upstream answerer (each caller's Denodo credentials, so VDP applies each
   // user's permissions), `none` otherwise. docs/denodo-ai-sdk.md says what each mode means.
@@ -209,7 +211,7 @@ export type Config = RawConfig & {
   accessAuditRetentionMs: number;
   idempotencyTtlMs: number;
   idempotencyClaimLeaseMs: number;
-  answerBackend: 'upstream' | 'sql' | 'none';
+  answerBackend: AnswerBackend;
   /** The schemas the sql answerer shows the LLM (SQL_SCHEMAS, or the demo's). */
   sqlSchemas: string[];
   sqlTables?: string[];

@@ -2,7 +2,7 @@ import client from 'prom-client';
 import { AppError } from '../model/errors.js';
 import type { Answer, Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
-import type { JobKind, Processors } from './jobs/job-queue.js';
+import type { JobKind, Processors } from './job-queue.js';
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 

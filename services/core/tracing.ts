@@ -1,6 +1,6 @@
 import { type Attributes, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ChatLlm, TokenUsage } from '../providers/llm/chat-llm.js';
-import type { JobKind, Processors } from './jobs/job-queue.js';
+import type { JobKind, Processors } from './job-queue.js';
 
 /**
  * Spans around memory's steps (docs/tracing.md). Off unless an entry point turned tracing on

@@ -52,7 +52,7 @@ export interface NewTurn {
   metadata: Record<string, unknown>;
   embedding: number[] | null;
   embeddingModel: string;
-  /** Its lexical terms, a tsvector literal (services/core/memory/lexical-terms.ts). */
+  /** Its lexical terms, a tsvector literal (services/core/search-terms/lexical-terms.ts). */
   searchTerms: string;
   /** The turn's message chain as stored by the memory API: `{ format, messages }`. */
   messages?: unknown;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import type { Queryable } from '../../db/repositories/queryable.js';
-import type { JobQueue } from '../core/jobs/job-queue.js';
+import type { JobQueue } from '../core/job-queue.js';
 import type { Metrics } from '../core/metrics.js';
+import type { Queryable } from '../db/repositories/queryable.js';
 
 /**
  * The worker's own small HTTP surface for Kubernetes probes and Prometheus: `/healthz` (process),

@@ -2,18 +2,18 @@
 // needs REDIS_URL; without Redis the API runs the same processors in-process instead.
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
-import { EmbeddedDatabaseInUseError } from '../../db/embedded/embedded-postgres.js';
-import { migrate } from '../../db/migrate.js';
-import { openDatabase } from '../../db/pool.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
+import { createProcessors } from '../core/jobs/processors.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
-import { createMemory } from '../core/memory/memory.js';
 import { createMetrics } from '../core/metrics.js';
+import { EmbeddedDatabaseInUseError } from '../db/embedded/embedded-postgres.js';
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/pool.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { BullJobQueue } from '../infra/queue/bull-queue.js';
 import { startBullWorker } from '../infra/queue/bull-worker.js';
 import { startTracing } from '../infra/tracing.js';
-import { createProviders } from '../providers/index.js';
+import { createEmbedder } from '../providers/embeddings/index.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import { startWorkerHttp } from './worker-http.js';
 
@@ -51,24 +51,24 @@ try {
   process.exit(1);
 }
 
-const providers = createProviders(config);
+const embedder = createEmbedder(config);
 // The outbox: an erase removes the user's jobs held in Postgres, and held jobs are handed to Redis from here too.
 const queue = new BullJobQueue(config, { outboxDb: database.scoped.asMaintenance(), log });
 const metrics = createMetrics();
-// The same memory as the API's, made by the same factory: the worker runs its job processors.
-const memory = createMemory({
-  ...providers,
+// The same processors as the API's in-process queue, made by the same factory; the worker needs no memory façade.
+const processors = createProcessors({
   config,
   db: database.scoped,
+  embedder,
   summaryLlm: createSummaryLlm(config),
+  clock: () => new Date(),
   queue,
-  log,
   metrics,
 });
-const worker = startBullWorker({ config, processors: memory.processors, log });
+const worker = startBullWorker({ config, processors, log });
 const http = await startWorkerHttp({ port: config.WORKER_PORT, host: config.host, db: database.scoped.asMaintenance(), queue, metrics });
 await queue.start();
-await enqueueReEmbeddingIfNeeded(database.scoped, queue, providers.embedder, log).catch((err) =>
+await enqueueReEmbeddingIfNeeded(database.scoped, queue, embedder, log).catch((err) =>
   log.error({ err }, 'checking for turns to re-embed failed'),
 );
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../../db/pool.js';
-import { retrieveMemory } from '../../db/repositories/memory-store.js';
-import { type SearchRequest, searchTurns } from '../../db/repositories/turns.js';
 import { explainScoped, type PlanNode } from '../../scripts/bench/retrieval-plan.js';
 import { LOCAL_MODEL } from '../../services/config/config.js';
+import { type Database, openDatabase } from '../../services/db/pool.js';
+import { retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { type SearchRequest, searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 

@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../services/db/migrate.js';
 
 // A Postgres without pgvector: PGlite started without its vector extension (the machine's server has
 // pgvector, from scripts/install-pgvector.sh), reached over the wire protocol like a DATABASE_URL.

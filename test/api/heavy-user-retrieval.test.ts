@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../../db/pool.js';
-import { searchTurns } from '../../db/repositories/turns.js';
 import { explainRetrieval, explainScoped } from '../../scripts/bench/retrieval-plan.js';
 import { LOCAL_MODEL } from '../../services/config/config.js';
-import { questionSearch } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
+import { type Database, openDatabase } from '../../services/db/pool.js';
+import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { seedSession } from '../support/seed-memory.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';

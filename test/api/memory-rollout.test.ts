@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rolloutBucket } from '../../services/core/memory/rollout.js';
+import { rolloutBucket } from '../../services/core/chat/rollout.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 

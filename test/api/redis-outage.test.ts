@@ -1,6 +1,6 @@
 import { type Job, Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
+import { QUEUE_NAME } from '../../services/core/job-queue.js';
 import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';

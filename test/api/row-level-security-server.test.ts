@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ScopedDatabase, scopedDatabase } from '../../db/row-security.js';
+import { type ScopedDatabase, scopedDatabase } from '../../services/db/row-security.js';
 import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 // Only in the `server` project (vitest.config.ts): the database is a copy of the template that the

@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Queryable } from '../../db/repositories/queryable.js';
-import { searchTurns } from '../../db/repositories/turns.js';
 import { LOCAL_MODEL } from '../../services/config/config.js';
-import { questionSearch } from '../../services/core/memory/lexical-terms.js';
+import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
+import type { Queryable } from '../../services/db/repositories/queryable.js';
+import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { seedSession } from '../support/seed-memory.js';

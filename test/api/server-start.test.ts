@@ -120,7 +120,7 @@ describe('the server entry point', () => {
   it('when `npm run migrate` runs on an empty data directory, then the compiled runner finds and applies every migration file', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-compiled-'));
     dirs.push(dataDir);
-    const migrations = readdirSync('db/migrations').filter((f) => f.endsWith('.sql'));
+    const migrations = readdirSync('services/db/migrations').filter((f) => f.endsWith('.sql'));
     const first = runScript('dist/scripts/migrate.js', [], { DATA_DIR: dataDir });
     expect(first.status, first.stderr).toBe(0);
     expect(first.stdout).toContain(`applied ${migrations.length} migration(s)`);

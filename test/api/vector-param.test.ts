@@ -1,7 +1,7 @@
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../../db/pool.js';
-import { vectorParam } from '../../db/vector-param.js';
+import { type Database, openDatabase } from '../../services/db/pool.js';
+import { vectorParam } from '../../services/db/vector-param.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
 

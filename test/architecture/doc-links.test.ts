@@ -85,7 +85,7 @@ describe('links to docs', () => {
 
   it('when a code comment names a doc, a heading or a section, then it exists', () => {
     const broken: string[] = [];
-    const sources = ['services', 'db', 'scripts', 'test', 'packages/memorychat-client/src'].flatMap((dir) =>
+    const sources = ['services', 'scripts', 'test', 'packages/memorychat-client/src'].flatMap((dir) =>
       filesUnder(path.join(ROOT, dir), (f) => /\.(ts|mjs|js|sql|sh)$/.test(f) && !f.endsWith('.d.ts')),
     );
     for (const file of sources) {

@@ -11,6 +11,11 @@ import { describe, expect, it } from 'vitest';
  *   core               the memory logic: no HTTP, no BullMQ, no Redis
  *   db, providers      Postgres; embedders, answerers, LLMs: never import core (nor each other)
  *   config, model      the configuration and the domain types every layer shares
+ *
+ * Inside a layer the same holds room by room: a room is a folder of the layer (services/core/chat/)
+ * or a file at the layer's root (services/core/deps.ts), and no room imports one that reaches back to
+ * it. So core's front door (create-memory.ts) stands above its features, and its floor (deps.ts, the
+ * job port, text and metrics helpers) below them (docs/repository-map.md).
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -38,7 +43,6 @@ const FORBIDDEN_PACKAGES: Partial<Record<Layer, RegExp>> = {
 
 function layerOf(file: string): Layer {
   const rel = path.relative(ROOT, file).split(path.sep);
-  if (rel[0] === 'db') return 'db';
   if (rel[0] === 'services' && LAYERS.includes(rel[1] as Layer)) return rel[1] as Layer;
   throw new Error(`${path.relative(ROOT, file)} is in no layer: add its folder to the rule`);
 }
@@ -90,7 +94,7 @@ function directionViolations(files: string[], read: (file: string) => string): {
 }
 
 /** Each circle once, as the files along it. */
-function cycles(graph: Map<string, string[]>): string[][] {
+function cycles(graph: Map<string, string[]>, name: (node: string) => string = rel): string[][] {
   const found: string[][] = [];
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
@@ -98,7 +102,7 @@ function cycles(graph: Map<string, string[]>): string[][] {
     state.set(file, 'open');
     stack.push(file);
     for (const next of graph.get(file) ?? []) {
-      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next].map(rel));
+      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next].map(name));
       else if (!state.has(next)) visit(next);
     }
     stack.pop();
@@ -108,15 +112,33 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** The room of a file: the folder of its layer it is in, or the file itself at the layer's root. */
+function roomOf(file: string): string {
+  const parts = rel(file).split(path.sep);
+  return parts.length > 3 ? `${parts.slice(0, 3).join('/')}/` : parts.join('/');
+}
+
+/** The file graph folded into rooms: an arrow between two rooms for any import between their files. */
+function roomGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const rooms = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    const from = roomOf(file);
+    const edges = rooms.get(from) ?? new Set<string>();
+    for (const target of targets) if (roomOf(target) !== from) edges.add(roomOf(target));
+    rooms.set(from, edges);
+  }
+  return new Map([...rooms].map(([room, edges]) => [room, [...edges].sort()]));
+}
+
 function rel(file: string): string {
   return path.relative(ROOT, file);
 }
 
 describe('import direction', () => {
-  const files = [...tsFiles(path.join(ROOT, 'services')), ...tsFiles(path.join(ROOT, 'db'))];
+  const files = tsFiles(path.join(ROOT, 'services'));
   const { violations, graph } = directionViolations(files, (file) => readFileSync(file, 'utf8'));
 
-  it('when the source is read, then every file of services/ and db/ belongs to a layer', () => {
+  it('when the source is read, then every file of services/ belongs to a layer', () => {
     expect(files.length).toBeGreaterThan(50);
     expect(new Set(files.map(layerOf))).toEqual(new Set(LAYERS));
   });
@@ -129,10 +151,42 @@ describe('import direction', () => {
     expect(cycles(graph)).toEqual([]);
   });
 
+  it('when the imports are followed room by room (a folder of a layer, or a file at its root), then no room reaches itself', () => {
+    expect(cycles(roomGraph(graph), (room) => room)).toEqual([]);
+  });
+
+  it('when core has its front door, its floor and its feature folders, then each is a room of its own', () => {
+    const core = (file: string) => roomOf(path.join(ROOT, 'services/core', file));
+    expect([core('create-memory.ts'), core('deps.ts'), core('chat/chat.ts'), core('chat/augment.ts')]).toEqual([
+      'services/core/create-memory.ts',
+      'services/core/deps.ts',
+      'services/core/chat/',
+      'services/core/chat/',
+    ]);
+  });
+
+  it('when two folders of core import each other, or the floor imports a feature, then the room check finds the circle', () => {
+    const planted = new Map<string, string>([
+      [path.join(ROOT, 'services/core/chat/a.ts'), "import { b } from '../turns/b.js';"],
+      [path.join(ROOT, 'services/core/turns/b.ts'), "import type { D } from '../deps.js';"],
+      [path.join(ROOT, 'services/core/deps.ts'), "import type { A } from './chat/a.js';"],
+    ]);
+    const { violations, graph: plantedGraph } = directionViolations([...planted.keys()], (file) => planted.get(file)!);
+    expect(violations).toEqual([]);
+    expect(cycles(plantedGraph)).toEqual([
+      ['services/core/chat/a.ts', 'services/core/turns/b.ts', 'services/core/deps.ts', 'services/core/chat/a.ts'],
+    ]);
+    planted.set(path.join(ROOT, 'services/core/deps.ts'), 'export interface D {}');
+    planted.set(path.join(ROOT, 'services/core/turns/c.ts'), "import { a } from '../chat/a.js';");
+    const folders = directionViolations([...planted.keys()], (file) => planted.get(file)!).graph;
+    expect(cycles(folders)).toEqual([]);
+    expect(cycles(roomGraph(folders), (room) => room)).toEqual([['services/core/chat/', 'services/core/turns/', 'services/core/chat/']]);
+  });
+
   it('when an upward import or a circle is planted, then the check finds it', () => {
     const planted = new Map<string, string>([
-      [path.join(ROOT, 'db/x.ts'), "import { AppError } from '../services/core/y.js';"],
-      [path.join(ROOT, 'services/core/y.ts'), "import type { Z } from '../../db/x.js';\nimport Fastify from 'fastify';"],
+      [path.join(ROOT, 'services/db/x.ts'), "import { AppError } from '../core/y.js';"],
+      [path.join(ROOT, 'services/core/y.ts'), "import type { Z } from '../db/x.js';\nimport Fastify from 'fastify';"],
       [path.join(ROOT, 'services/api/a.ts'), "export { w } from '../worker/w.js';"],
       [path.join(ROOT, 'services/worker/w.ts'), 'export const w = 1;'],
     ]);
@@ -142,6 +196,6 @@ describe('import direction', () => {
       'core must not import the package fastify',
       'db must not import core',
     ]);
-    expect(cycles(result.graph)).toEqual([['db/x.ts', 'services/core/y.ts', 'db/x.ts']]);
+    expect(cycles(result.graph)).toEqual([['services/core/y.ts', 'services/db/x.ts', 'services/core/y.ts']]);
   });
 });

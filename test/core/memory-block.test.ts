@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
-import { buildFormattedContext } from '../../services/core/memory/formats.js';
-import { CONTINUATION_INDENT, quoteStored } from '../../services/core/memory/memory-block.js';
+import { buildMemoryContext } from '../../services/core/context/chat-block.js';
+import { buildFormattedContext } from '../../services/core/context/formats.js';
+import { CONTINUATION_INDENT, quoteStored } from '../../services/core/context/memory-block.js';
 import type { SimilarTurn } from '../../services/model/turns.js';
 import { expectDelimitedMemory, INJECTIONS } from '../support/fuzz-delimiting.js';
 import { PROMPT_INJECTION, SQL_INJECTION, UNICODE } from '../support/fuzz-values.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildMemoryContext } from '../../services/core/memory/chat-block.js';
+import { buildMemoryContext } from '../../services/core/context/chat-block.js';
 import { countTokens } from '../../services/core/text.js';
 import type { HistoryTurn } from '../../services/model/turns.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { BuiltContext } from '../../services/core/memory/chat-block.js';
-import { MAX_PINNED_VIEWS, pinnedViews } from '../../services/core/memory/pinned-views.js';
+import { MAX_PINNED_VIEWS, pinnedViews } from '../../services/core/chat/pinned-views.js';
+import type { BuiltContext } from '../../services/core/context/chat-block.js';
 import type { HistoryTurn, SimilarTurn } from '../../services/model/turns.js';
 
 const turn = (n: number, tables: string[], status: HistoryTurn['status'] = 'ok'): HistoryTurn => ({

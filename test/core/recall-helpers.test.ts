@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { relativeTime } from '../../services/core/memory/relative-time.js';
+import { relativeTime } from '../../services/core/context/relative-time.js';
 import { executionResultToCsv } from '../../services/core/recall/result-csv.js';
 import { questionKeywords } from '../../services/core/recall/turn-refs.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { memoryDecision, type RolloutSettings, rolloutBucket, storesTurns } from '../../services/core/memory/rollout.js';
+import { memoryDecision, rolloutBucket, storesTurns } from '../../services/core/chat/rollout.js';
+import type { RolloutSettings } from '../../services/core/deps.js';
 
 const settings = (percent: number, tenants: [string, number][] = []): RolloutSettings => ({
   enabled: true,

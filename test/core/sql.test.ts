@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { joinSql, param, sql, toQuery } from '../../db/sql.js';
+import { joinSql, param, sql, toQuery } from '../../services/db/sql.js';
 
 describe('sql tagged template', () => {
   it('when values are interpolated, then each is bound where it appears, numbered in order', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedReplyFields } from '../../services/core/memory/reply-bounds.js';
+import { boundedReplyFields } from '../../services/core/chat/reply-bounds.js';
 import { cutText, storableJson } from '../../services/core/storable-text.js';
 
 const settings = { maxReplyBytes: 100_000, storedTextBytes: 2048, storedResult: { maxRows: 100, maxBytes: 4096 } };

@@ -1,7 +1,7 @@
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config/config.js';
-import type { Processors } from '../../services/core/jobs/job-queue.js';
+import type { Processors } from '../../services/core/job-queue.js';
 import { tracedLlm, tracedProcessors, tracingState } from '../../services/core/tracing.js';
 import { startTracing } from '../../services/infra/tracing.js';
 

@@ -1,4 +1,4 @@
-// The embedded Postgres serves one connection at a time (db/embedded/pglite-process.mjs). A client
+// The embedded Postgres serves one connection at a time (services/db/embedded/pglite-process.mjs). A client
 // whose connection broke reconnects at once, before the database process has handled the old close;
 // that reconnect must wait for the handover rather than be refused, and a second live connection is
 // still refused once the wait is over.
@@ -8,7 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../services/db/embedded/embedded-postgres.js';
 import { freshDataDir } from '../support/test-database.js';
 
 describe('the embedded database across a broken connection', () => {

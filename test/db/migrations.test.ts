@@ -9,10 +9,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../services/db/migrate.js';
 
 const SERVER = { host: '127.0.0.1', port: 5432, user: 'postgres' };
-const MIGRATIONS = fileURLToPath(new URL('../../db/migrations/', import.meta.url));
+const MIGRATIONS = fileURLToPath(new URL('../../services/db/migrations/', import.meta.url));
 const admin = new pg.Pool({ ...SERVER, database: 'postgres', max: 1 });
 const created: { name: string; pools: pg.Pool[] }[] = [];
 const dirs: string[] = [];
@@ -110,7 +110,7 @@ describe('the migration runner', () => {
     child.stdout.resume();
     const code = await new Promise((resolve) => child.once('exit', resolve));
     expect(code).toBe(1);
-    expect(stderr).toMatch(/^memorychat: db\/migrations\/001_sessions_and_turns\.sql changed after it was applied/m);
+    expect(stderr).toMatch(/^memorychat: services\/db\/migrations\/001_sessions_and_turns\.sql changed after it was applied/m);
   }, 60_000);
 
   it('when a migration is marked disable-transaction, then it runs outside a transaction (CREATE INDEX CONCURRENTLY); unmarked, it could not', async () => {

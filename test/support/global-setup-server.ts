@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../services/db/migrate.js';
 import { SERVER, SUPERUSER } from './postgres-server.js';
 
 declare module 'vitest' {

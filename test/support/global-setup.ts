@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { migrate } from '../../db/migrate.js';
-import { openDatabase } from '../../db/pool.js';
+import { migrate } from '../../services/db/migrate.js';
+import { openDatabase } from '../../services/db/pool.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
-import type { Queryable } from '../../db/repositories/queryable.js';
 import { LOCAL_MODEL } from '../../services/config/config.js';
+import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 
 /**

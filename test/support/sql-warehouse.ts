@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { loadDemoTables } from '../../db/demo/demo-dataset.js';
+import { loadDemoTables } from '../../services/db/demo/demo-dataset.js';
 import { SERVER, SUPERUSER } from './postgres-server.js';
 
 const server = inject('serverDatabase') as { login: string } | undefined;

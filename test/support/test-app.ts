@@ -1,9 +1,9 @@
 import { createSigner } from 'fast-jwt';
 import type pg from 'pg';
-import { type DemoEngine, startDemoEngine } from '../../db/demo/demo-engine.js';
-import { type Database, openDatabase } from '../../db/pool.js';
 import { type App, type AppDeps, buildApp } from '../../services/api/app.js';
 import { type Config, loadConfig } from '../../services/config/config.js';
+import { type DemoEngine, startDemoEngine } from '../../services/db/demo/demo-engine.js';
+import { type Database, openDatabase } from '../../services/db/pool.js';
 import { checkConfiguredSqlLogin } from '../../services/providers/answerers/sql/sql-login-check.js';
 import { createProviders } from '../../services/providers/index.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from './test-database.js';

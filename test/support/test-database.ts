@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { startEmbeddedPostgres } from '../../db/embedded/embedded-postgres.js';
-import type { Database } from '../../db/pool.js';
-import { scopedDatabase } from '../../db/row-security.js';
+import { startEmbeddedPostgres } from '../../services/db/embedded/embedded-postgres.js';
+import type { Database } from '../../services/db/pool.js';
+import { scopedDatabase } from '../../services/db/row-security.js';
 import { SERVER, SUPERUSER } from './postgres-server.js';
 import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
 

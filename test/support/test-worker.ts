@@ -1,9 +1,9 @@
 import type { Worker } from 'bullmq';
 import { pino } from 'pino';
-import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Config } from '../../services/config/config.js';
-import type { JobQueue } from '../../services/core/jobs/job-queue.js';
+import type { JobQueue } from '../../services/core/job-queue.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
+import type { ScopedDatabase } from '../../services/db/row-security.js';
 import { startBullWorker } from '../../services/infra/queue/bull-worker.js';
 import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createEmbedder } from '../../services/providers/embeddings/index.js';

@@ -1,8 +1,8 @@
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../../db/pool.js';
 import { type Config, loadConfig } from '../../services/config/config.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
+import { type Database, openDatabase } from '../../services/db/pool.js';
 import { BullJobQueue, CLEANUP_SCHEDULER_ID } from '../../services/infra/queue/bull-queue.js';
 import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
 import { createEmbedder } from '../../services/providers/embeddings/index.js';

@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUE_NAME } from '../../services/core/jobs/job-queue.js';
+import { QUEUE_NAME } from '../../services/core/job-queue.js';
 import { startFakeUpstream } from '../support/fake-upstream.js';
 import { waitFor } from '../support/redis.js';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import { keyPrincipal, recordCallForUser, verifyApiKey } from '../../core/api-keys/api-keys.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { createMemory, type Memory, type MemoryParts } from '../../core/memory/memory.js';
+import { createMemory, type Memory, type MemoryParts } from '../../core/create-memory.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,7 +11,7 @@ declare module 'fastify' {
 
 /** Decorates `memory`, made once from the app's config, database, queue and metrics and the given providers. */
 export default fp(
-  async function memoryPlugin(app: FastifyInstance, parts: Pick<MemoryParts, 'embedder' | 'answerer' | 'llm' | 'summaryLlm' | 'clock'>) {
+  async function memoryPlugin(app: FastifyInstance, parts: Pick<MemoryParts, 'embedder' | 'answerer' | 'llm' | 'clock'>) {
     app.decorate(
       'memory',
       createMemory({ ...parts, config: app.config, db: app.db, queue: app.queue, metrics: app.metrics, log: app.log }),

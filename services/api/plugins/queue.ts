@@ -1,7 +1,8 @@
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { JobQueue } from '../../core/jobs/job-queue.js';
+import type { JobQueue } from '../../core/job-queue.js';
+import { createProcessors, type ProcessorDeps } from '../../core/jobs/processors.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
 
 declare module 'fastify' {
@@ -19,25 +20,27 @@ export interface QueuePluginOptions {
    * separate worker process can open (docs/worker.md).
    */
   consume?: boolean;
+  /** The providers and clock the job processors run with, beside the app's config, database and metrics. */
+  processorParts: Pick<ProcessorDeps, 'embedder' | 'summaryLlm'> & { clock?: () => Date };
 }
 
 /**
  * Decorates `queue` and closes it with the app (running jobs finish first, as in the worker process).
- * Jobs that run in this process (no Redis, or `consume`) run with the processors of `app.memory`,
- * which is made with this queue: they are taken when the first job runs, or when the app is ready.
+ * Jobs that run in this process (no Redis, or `consume`) run with processors made here with this
+ * queue (the in-process queue makes them when the first job runs); the memory façade is not needed for them.
  */
 export default fp(
   async function queuePlugin(app: FastifyInstance, options: QueuePluginOptions) {
     const { config } = app;
-    const queue =
-      options.queue ??
-      (await createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors: () => app.memory.processors }));
+    const { clock = () => new Date(), ...parts } = options.processorParts;
+    const processors = (queue: JobQueue) => createProcessors({ ...parts, clock, config, db: app.db, queue, metrics: app.metrics });
+    const queue = options.queue ?? (await createJobQueue(config, { outboxDb: app.db.asMaintenance(), log: app.log, processors }));
     let worker: Worker | undefined;
     if (options.consume && queue.mode === 'bullmq' && config.REDIS_URL) {
       const redisUrl = config.REDIS_URL;
       app.addHook('onReady', async () => {
         const { startBullWorker } = await import('../../infra/queue/bull-worker.js');
-        worker = startBullWorker({ config: { ...config, REDIS_URL: redisUrl }, processors: app.memory.processors, log: app.log });
+        worker = startBullWorker({ config: { ...config, REDIS_URL: redisUrl }, processors: processors(queue), log: app.log });
         app.log.info({ concurrency: config.WORKER_CONCURRENCY }, 'this process runs the jobs of its BullMQ queue');
       });
     }
@@ -47,5 +50,5 @@ export default fp(
       await queue.close();
     });
   },
-  { name: 'queue' },
+  { name: 'queue', dependencies: ['metrics'] },
 );

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN_ROLE } from '../../core/gdpr/requests.js';
-import { visibleToTenant } from '../../core/jobs/job-queue.js';
+import { visibleToTenant } from '../../core/job-queue.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminJobsResponse, FailedJobsQuery, FailedJobsResponse } from '../schemas/gdpr.js';
 import { problemResponses } from '../schemas/problem.js';

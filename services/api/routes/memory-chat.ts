@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ClientGoneError } from '../../core/memory/chat-request.js';
+import { ClientGoneError } from '../../core/chat/chat-request.js';
 import { openEventStream, wantsEventStream } from '../event-stream.js';
 import { MemoryChatEventStream, MemoryChatHeaders, MemoryChatResponse, memoryChatBody } from '../schemas/memory-chat.js';
 import { problemResponses } from '../schemas/problem.js';

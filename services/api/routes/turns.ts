@@ -31,7 +31,7 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { session_name: newSessionName, session_key: sessionKey, ...input } = request.body;
       return app.withIdempotency(request, reply, 201, (claim) =>
-        turns.record(request.identity, sessionKey === undefined ? { newSessionName } : { sessionKey, newSessionName }, input, claim),
+        turns.store(request.identity, sessionKey === undefined ? { newSessionName } : { sessionKey, newSessionName }, input, claim),
       );
     },
   );
@@ -44,7 +44,7 @@ const turnRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       return app.withIdempotency(request, reply, 201, (claim) =>
-        turns.record(request.identity, { sessionId: request.params.id }, request.body, claim),
+        turns.store(request.identity, { sessionId: request.params.id }, request.body, claim),
       );
     },
   );

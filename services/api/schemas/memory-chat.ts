@@ -1,4 +1,6 @@
 import Type from 'typebox';
+import { MEMORY_COMMAND_NAMES } from '../../core/commands/recognise.js';
+import { literalUnion } from '../../model/literal-union.js';
 import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js';
 import { idempotencyKeyHeader } from './idempotency.js';
 import { MemoryScopeField, SessionMemoryScope } from './memory-scope.js';
@@ -154,13 +156,7 @@ export const MemoryChatResponse = Type.Object(
     memory_command: Type.Optional(
       Type.Object(
         {
-          name: Type.Union([
-            Type.Literal('show_sql'),
-            Type.Literal('export_csv'),
-            Type.Literal('forget'),
-            Type.Literal('recall'),
-            Type.Literal('memory_scope'),
-          ]),
+          name: literalUnion(MEMORY_COMMAND_NAMES),
           found: Type.Optional(Type.Boolean({ description: 'show_sql, export_csv: an earlier turn with SQL was found' })),
           turn_number: Type.Optional(Type.Integer({ description: 'show_sql, export_csv: the turn recalled' })),
           question: Type.Optional(Type.String()),

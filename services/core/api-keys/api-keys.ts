@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type ApiKeyRow, findApiKey, insertApiKey, listApiKeys, revokeApiKey } from '../../../db/repositories/api-keys.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+import { type ApiKeyRow, findApiKey, insertApiKey, listApiKeys, revokeApiKey } from '../../db/repositories/api-keys.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';

@@ -1,6 +1,6 @@
-import { type AccessAction, type AccessAuditEntry, appendAccessAudit, listAccessAudit } from '../../../db/repositories/access-audit.js';
-import type { Queryable } from '../../../db/repositories/queryable.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+import { type AccessAction, type AccessAuditEntry, appendAccessAudit, listAccessAudit } from '../../db/repositories/access-audit.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 

@@ -1,10 +1,11 @@
-import { clearSession, getSessionWithTurns, updateSession } from '../../../db/repositories/sessions.js';
-import { findSqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
+import { clearSession, getSessionWithTurns, updateSession } from '../../db/repositories/sessions.js';
+import { findSqlTurn, type SqlTurnLookup } from '../../db/repositories/turns.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import { unreachable } from '../../model/unreachable.js';
+import type { MemoryDeps } from '../deps.js';
 import { executionResultToCsv } from '../recall/result-csv.js';
 import { containsPattern } from '../recall/turn-refs.js';
-import type { CommandTarget, MemoryCommand } from './recognise.js';
+import type { CommandTarget, MemoryCommand, MemoryCommandName } from './recognise.js';
 
 /** A CSV this long or shorter is sent inline with its link. */
 const INLINE_CSV_CHARS = 8192;
@@ -15,7 +16,7 @@ export interface CommandOutcome {
   sqlQuery: string | null;
   tablesUsed: string[];
   /** `memory_command` of the reply: the command's name and what it found. */
-  details: { name: MemoryCommand['name'] } & Record<string, unknown>;
+  details: { name: MemoryCommandName } & Record<string, unknown>;
 }
 
 /**
@@ -24,7 +25,7 @@ export interface CommandOutcome {
  * nothing to recall yet. Runs before the command's own turn is stored.
  */
 export async function answerMemoryCommand(
-  deps: MemoryDeps,
+  deps: Pick<MemoryDeps, 'db' | 'clock' | 'settings'>,
   identity: Identity,
   sessionId: string | undefined,
   command: MemoryCommand,
@@ -126,6 +127,8 @@ export async function answerMemoryCommand(
         },
       };
     }
+    default:
+      return unreachable(command, 'memory command');
   }
 }
 

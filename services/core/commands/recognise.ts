@@ -10,11 +10,14 @@ import { questionKeywords } from '../recall/turn-refs.js';
  * whole message about the conversation itself. A data question that merely contains "query", "export"
  * or "list" never matches (test/core/memory-commands.test.ts measures this on the SParC dev questions).
  */
+export const MEMORY_COMMAND_NAMES = ['show_sql', 'export_csv', 'forget', 'recall', 'memory_scope'] as const;
+
+export type MemoryCommandName = (typeof MEMORY_COMMAND_NAMES)[number];
+
+/** A recognised command; every name but `forget` and `recall` is about one earlier turn. */
 export type MemoryCommand =
-  | { name: 'show_sql'; target: CommandTarget }
-  | { name: 'export_csv'; target: CommandTarget }
-  | { name: 'forget' }
-  | { name: 'recall' }
+  | { name: Exclude<MemoryCommandName, 'forget' | 'recall' | 'memory_scope'>; target: CommandTarget }
+  | { name: Extract<MemoryCommandName, 'forget' | 'recall'> }
   | { name: 'memory_scope'; scope: MemoryScope };
 
 /** Which earlier turn a command means: by reference, or by keywords of its question. */

@@ -1,5 +1,5 @@
-import { pseudonymiseAccessAudit } from '../../../db/repositories/access-audit.js';
-import { raiseEraseEpoch } from '../../../db/repositories/erasures.js';
+import { pseudonymiseAccessAudit } from '../../db/repositories/access-audit.js';
+import { raiseEraseEpoch } from '../../db/repositories/erasures.js';
 import {
   deleteUserExports,
   deleteUserSessions,
@@ -7,10 +7,10 @@ import {
   findAuditRow,
   markAuditFinished,
   markAuditRunning,
-} from '../../../db/repositories/gdpr.js';
-import { deleteUserIdempotencyKeys } from '../../../db/repositories/idempotency.js';
+} from '../../db/repositories/gdpr.js';
+import { deleteUserIdempotencyKeys } from '../../db/repositories/idempotency.js';
 import { userPseudonym } from '../../model/identity.js';
-import { PermanentJobError } from '../jobs/job-queue.js';
+import { PermanentJobError } from '../job-queue.js';
 import type { GdprJobDeps } from './export.js';
 
 export interface EraseCounts {

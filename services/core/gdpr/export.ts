@@ -8,10 +8,10 @@ import {
   listTurnsForExport,
   markAuditFinished,
   markAuditRunning,
-} from '../../../db/repositories/gdpr.js';
-import type { Queryable } from '../../../db/repositories/queryable.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
-import { type JobLogger, PermanentJobError } from '../jobs/job-queue.js';
+} from '../../db/repositories/gdpr.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
+import { type JobLogger, PermanentJobError } from '../job-queue.js';
 
 export interface GdprJobDeps {
   db: ScopedDatabase;

@@ -8,13 +8,13 @@ import {
   insertAuditRow,
   markAuditFinished,
   readExportPart,
-} from '../../../db/repositories/gdpr.js';
-import type { Queryable } from '../../../db/repositories/queryable.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+} from '../../db/repositories/gdpr.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';
-import type { JobQueue } from '../jobs/job-queue.js';
+import type { JobQueue } from '../job-queue.js';
 
 export const ADMIN_ROLE = 'memory-admin';
 

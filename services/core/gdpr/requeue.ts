@@ -1,6 +1,6 @@
-import { listUnfinishedAuditRows } from '../../../db/repositories/gdpr.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
-import type { JobLogger, JobQueue } from '../jobs/job-queue.js';
+import { listUnfinishedAuditRows } from '../../db/repositories/gdpr.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
+import type { JobLogger, JobQueue } from '../job-queue.js';
 import { enqueueGdprJob } from './requests.js';
 
 /**

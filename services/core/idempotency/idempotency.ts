@@ -6,8 +6,8 @@ import {
   type IdempotencyKeyRef,
   releaseIdempotencyKey,
   renewIdempotencyClaim,
-} from '../../../db/repositories/idempotency.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+} from '../../db/repositories/idempotency.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 

@@ -6,9 +6,9 @@ import {
   type HeldJob,
   insertHeldJob,
   releaseHeldJobs,
-} from '../../../db/repositories/job-outbox.js';
-import type { Queryable } from '../../../db/repositories/queryable.js';
-import type { JobLogger } from './job-queue.js';
+} from '../../db/repositories/job-outbox.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
+import type { JobLogger } from '../job-queue.js';
 
 export type { ClaimedJob, HeldJob };
 

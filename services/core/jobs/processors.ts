@@ -1,14 +1,14 @@
-import { markAuditFinished } from '../../../db/repositories/gdpr.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Config } from '../../config/config.js';
+import { markAuditFinished } from '../../db/repositories/gdpr.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { runGdprErase } from '../gdpr/erase.js';
 import { runGdprExport } from '../gdpr/export.js';
 import { requeueUnfinishedGdprRequests } from '../gdpr/requeue.js';
-import { instrumentProcessors, type Metrics } from '../metrics.js';
+import { type JobContext, type JobQueue, PermanentJobError, type Processors } from '../job-queue.js';
+import { instrumentEmbedder, instrumentProcessors, type Metrics } from '../metrics.js';
 import { tracedLlm, tracedProcessors } from '../tracing.js';
-import { type JobContext, type JobQueue, PermanentJobError, type Processors } from './job-queue.js';
 import { runReEmbedding } from './re-embedding.js';
 import { runRetentionCleanup } from './retention-cleanup.js';
 import { summarizationSettingsFrom, summarizeSession } from './summarization.js';
@@ -29,8 +29,11 @@ const ERASE_BATCH = 500;
 
 /** The job processors, the same for the BullMQ worker and the in-process queue. */
 export function createProcessors(deps: ProcessorDeps): Processors {
-  const processors = tracedProcessors(uninstrumentedProcessors(deps));
-  return deps.metrics ? instrumentProcessors(processors, deps.metrics) : processors;
+  const { metrics } = deps;
+  const processors = tracedProcessors(
+    uninstrumentedProcessors(metrics ? { ...deps, embedder: instrumentEmbedder(deps.embedder, metrics) } : deps),
+  );
+  return metrics ? instrumentProcessors(processors, metrics) : processors;
 }
 
 function uninstrumentedProcessors(deps: ProcessorDeps): Processors {

@@ -1,9 +1,9 @@
-import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../../db/repositories/reembedding.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
+import { hasTurnsOfOtherModels, nextTurnsToEmbed, saveEmbeddings } from '../../db/repositories/reembedding.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
-import { TERMS_VERSION_QUERY, turnSearchTerms } from '../memory/lexical-terms.js';
-import { embeddedTurnText } from '../sessions/turn-text.js';
-import type { JobLogger, JobQueue } from './job-queue.js';
+import type { JobLogger, JobQueue } from '../job-queue.js';
+import { TERMS_VERSION_QUERY, turnSearchTerms } from '../search-terms/lexical-terms.js';
+import { embeddedTurnText } from '../turns/turn-text.js';
 
 export interface ReEmbedDeps {
   db: ScopedDatabase;

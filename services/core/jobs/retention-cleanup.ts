@@ -1,12 +1,12 @@
-import { deleteOldAccessAudit } from '../../../db/repositories/access-audit.js';
+import { deleteOldAccessAudit } from '../../db/repositories/access-audit.js';
 import {
   deleteExpiredEmptySessions,
   deleteExpiredExports,
   deleteExpiredIdempotencyKeys,
   deleteExpiredTurns,
-} from '../../../db/repositories/cleanup.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
-import type { JobLogger } from './job-queue.js';
+} from '../../db/repositories/cleanup.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
+import type { JobLogger } from '../job-queue.js';
 
 export interface CleanupDeps {
   db: ScopedDatabase;

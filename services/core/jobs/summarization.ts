@@ -1,10 +1,10 @@
-import { loadSummaryState, loadTurnsToSummarize, type SessionKey, saveSummary } from '../../../db/repositories/summaries.js';
-import type { ScopedDatabase } from '../../../db/row-security.js';
 import type { Config } from '../../config/config.js';
+import { loadSummaryState, loadTurnsToSummarize, type SessionKey, saveSummary } from '../../db/repositories/summaries.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Identity } from '../../model/identity.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
+import type { JobLogger, JobQueue } from '../job-queue.js';
 import { countTokens } from '../text.js';
-import type { JobLogger, JobQueue } from './job-queue.js';
 import { chunkTurns, foldExtractively, foldWithLlm, llmUserPrompt, SUMMARY_SYSTEM_PROMPT } from './summary-fold.js';
 
 export interface SummarizationSettings {

@@ -1,6 +1,6 @@
-import type { TurnToSummarize } from '../../../db/repositories/summaries.js';
+import type { TurnToSummarize } from '../../db/repositories/summaries.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
-import { quoteStored } from '../memory/memory-block.js';
+import { quoteStored } from '../context/memory-block.js';
 import { countTokens, cutText } from '../text.js';
 
 const QUESTION_CHARS = 1000;

@@ -1,5 +1,5 @@
 import type { NewTurn } from '../../model/turns.js';
-import type { PiiMasker } from './pii.js';
+import type { PiiMasker } from '../deps.js';
 
 /** The text fields of a turn on its way to storage. */
 export type StoredTurnText = Omit<NewTurn, 'embedding' | 'embeddingModel' | 'duplicateOf' | 'searchTerms' | 'accounting'>;

@@ -1,29 +1,13 @@
 import { createHmac } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import type { CustomPiiPattern } from '../../config/pii-patterns.js';
-
-/** MEMORY_PII: leave stored text as written, replace PII by its kind, or by a keyed hash of it. */
-export type PiiMode = 'off' | 'mask' | 'hash';
+import type { PiiMasker, PiiMode } from '../deps.js';
 
 export interface PiiMaskerOptions {
   mode: PiiMode;
   /** The HMAC key of `hash` mode (MEMORY_PII_SECRET). */
   secret?: string;
   custom?: CustomPiiPattern[];
-}
-
-/** Masks the personal data in text before it is stored or embedded (docs/privacy.md). */
-export interface PiiMasker {
-  readonly mode: PiiMode;
-  text(value: string): string;
-  /** Nullable text, as turns carry it. */
-  optionalText(value: string | null): string | null;
-  /** A JSON value (slots, metadata, message chains, result rows): every string in it, keys kept. */
-  json<T>(value: T): T;
-  /** SQL: only the PII inside its string literals, so identifiers and structure stay as written. */
-  sql(value: string | null): string | null;
-  /** Whether stored SQL has a masked literal (whatever the mode now: it may have been masked before). */
-  hasMaskedLiteral(sql: string): boolean;
 }
 
 interface Detector {

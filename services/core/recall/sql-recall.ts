@@ -1,21 +1,24 @@
-import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../../db/repositories/turns.js';
+import { findSqlTurn, type SqlTurn, type SqlTurnLookup } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { notFound } from '../sessions/sessions.js';
+import type { ResultTruncation } from '../turns/result-limit.js';
 import { executionResultToCsv } from './result-csv.js';
-import type { ResultTruncation } from './result-limit.js';
 import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js';
+
+/** What SQL recall uses of the memory's collaborators. */
+type RecallDeps = Pick<MemoryDeps, 'db' | 'clock' | 'pii'>;
 
 /**
  * "Show SQL for the first question", "export that as csv": a session's SQL and results recalled
  * from memory, by turn reference or by keywords of the question.
  */
-export async function recallSqlByRef(deps: MemoryDeps, identity: Identity, sessionId: string, ref: string) {
+export async function recallSqlByRef(deps: RecallDeps, identity: Identity, sessionId: string, ref: string) {
   return sqlView(sessionId, await findTurn(deps, identity, sessionId, parseTurnRef(ref), `turn ${ref}`));
 }
 
-export async function recallSqlByKeywords(deps: MemoryDeps, identity: Identity, sessionId: string, q: string) {
+export async function recallSqlByKeywords(deps: RecallDeps, identity: Identity, sessionId: string, q: string) {
   const keywords = questionKeywords(q);
   if (!keywords.length)
     throw new AppError('validation-failed', 'q has no keywords to look for', {
@@ -33,7 +36,7 @@ export async function recallSqlByKeywords(deps: MemoryDeps, identity: Identity, 
 
 /** The stored result of a turn as CSV, or a fresh one from `execute` (re-running the stored SQL). */
 export async function recallResultCsv(
-  deps: MemoryDeps,
+  deps: RecallDeps,
   identity: Identity,
   sessionId: string,
   ref: string,
@@ -58,7 +61,7 @@ export async function recallResultCsv(
   return { turnNumber: turn.turn_number, csv, ...(!execute && turn.result_truncated ? { truncated: turn.result_truncated } : {}) };
 }
 
-async function findTurn(deps: MemoryDeps, identity: Identity, sessionId: string, lookup: SqlTurnLookup, what: string): Promise<SqlTurn> {
+async function findTurn(deps: RecallDeps, identity: Identity, sessionId: string, lookup: SqlTurnLookup, what: string): Promise<SqlTurn> {
   const found = await findSqlTurn(deps.db.asUser(identity), identity, sessionId, deps.clock(), lookup);
   if (!found.session) throw notFound(sessionId);
   if (!found.turn) throw new AppError('turn-not-found', `session ${sessionId} has no ${what}`);

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { isErasedDuringRequest } from '../../../db/repositories/erasures.js';
-import { findOrCreateSessionByKey, findSessionIdByKey } from '../../../db/repositories/session-keys.js';
+import { isErasedDuringRequest } from '../../db/repositories/erasures.js';
+import { findOrCreateSessionByKey, findSessionIdByKey } from '../../db/repositories/session-keys.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryScope } from '../../model/sessions.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
+import { erasedDuringRequest } from '../turns/store-turn.js';
 import { newSessionName } from './session-name.js';
-import { erasedDuringRequest } from './store-turn.js';
 
 /** Which conversation a request means: a session id, a client-chosen key, or neither (a new session). */
 export interface SessionChoice {

@@ -1,4 +1,4 @@
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { cutText } from '../text.js';
 
 const SESSION_NAME_CHARS = 100;

@@ -7,10 +7,10 @@ import {
   type SessionChanges,
   type SessionPageCursor,
   updateSession,
-} from '../../../db/repositories/sessions.js';
+} from '../../db/repositories/sessions.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { MemoryDeps } from '../memory/deps.js';
+import type { MemoryDeps } from '../deps.js';
 import { sessionView } from './session-view.js';
 import { storedTurnView } from './turn-view.js';
 

@@ -1,14 +1,14 @@
-import { correctTurn, deleteTurn, findStoredTurn, rateTurn } from '../../../db/repositories/turn-edits.js';
-import { recentQuestions } from '../../../db/repositories/turns.js';
+import { correctTurn, deleteTurn, findStoredTurn, rateTurn } from '../../db/repositories/turn-edits.js';
+import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';
-import type { MemoryDeps } from '../memory/deps.js';
-import { turnSearchTerms } from '../memory/lexical-terms.js';
-import { embedWithDedup } from './near-duplicate.js';
+import type { MemoryDeps } from '../deps.js';
+import { turnSearchTerms } from '../search-terms/lexical-terms.js';
+import { embedWithDedup } from '../turns/near-duplicate.js';
+import { embeddedTurnText } from '../turns/turn-text.js';
 import { sessionView } from './session-view.js';
 import { notFound } from './sessions.js';
-import { embeddedTurnText } from './turn-text.js';
 import { storedTurnView } from './turn-view.js';
 
 export interface TurnPatch {

@@ -1,4 +1,4 @@
-import type { StoredTurn } from '../../../db/repositories/sessions.js';
+import type { StoredTurn } from '../../db/repositories/sessions.js';
 import type { ChainFormat } from './chains.js';
 
 /** How a stored turn is shown by the memory API (session detail, turn corrections). */

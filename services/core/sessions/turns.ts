@@ -1,22 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { recentQuestions } from '../../../db/repositories/turns.js';
+import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';
+import { databaseNames } from '../database-names.js';
+import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import { databaseNames } from '../memory/database-names.js';
-import type { MemoryDeps } from '../memory/deps.js';
-import { turnSearchTerms } from '../memory/lexical-terms.js';
-import { traced } from '../tracing.js';
+import { eraseEpochAtStart, storeTurn } from '../turns/store-turn.js';
 import { type ChainFormat, prepareMessageChain } from './chains.js';
-import { embedWithDedup } from './near-duplicate.js';
 import { sessionIdForWrite } from './session-keys.js';
 import { newSessionName } from './session-name.js';
 import { sessionView } from './session-view.js';
-import { notFound } from './sessions.js';
-import { storableTurn } from './storable-turn.js';
-import { eraseEpochAtStart, storeTurn } from './store-turn.js';
-import { embeddedTurnText } from './turn-text.js';
 
 export interface TurnInput {
   question: string;
@@ -36,10 +30,10 @@ export interface TurnInput {
 
 /**
  * Stores a finished turn sent by a chatbot that runs its own LLM (docs/design.md §2 memory API mode): the
- * chain is validated and stripped of binary content, the turn is embedded, and a question that
- * nearly repeats a recent one of the session is stored marked as its duplicate.
+ * chain is validated and stripped of binary content, and the turn goes through the one writer
+ * (turns/store-turn.ts), which embeds it and marks it as the duplicate of a recent question it repeats.
  */
-export async function recordTurn(
+export async function storeClientTurn(
   deps: MemoryDeps,
   identity: Identity,
   asked: { sessionId: string } | { newSessionName?: string; sessionKey?: string },
@@ -74,73 +68,41 @@ export async function recordTurn(
           },
         )
       : [];
-  // Masked before embedding too: a vector must not carry what the stored text does not (docs/privacy.md).
-  const turn = storableTurn(
+  const { response } = await storeTurn(
     deps,
     {
-      status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
-      question: input.question,
-      augmentedQuestion: null,
-      answer: input.answer,
-      sqlQuery,
-      queryExplanation: input.query_explanation ?? null,
-      tablesUsed,
-      vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
-      vdpTagNames: databaseNames(input.vdp_tag_names) ?? [],
-      executionResult: input.execution_result ?? null,
-      metadata: input.metadata ?? {},
-      messages: chain ?? null,
-      context: input.context ?? null,
-    },
-    warnings,
-  );
-  const { embedding, duplicateOf } = await embedWithDedup(deps, { text: embeddedTurnText(turn), question: turn.question }, recent, {
-    warnings,
-    subject: 'this turn',
-  });
-
-  const result = await traced('memory.store', {}, () =>
-    storeTurn(
-      deps.db,
-      {
-        identity,
-        sessionId,
-        createWithName:
-          'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
-        now,
-        eraseEpoch,
-        ttlMs: deps.settings.ttlMs,
-        ttlMode: deps.settings.ttlMode,
-        turn: {
-          ...turn,
-          embedding,
-          embeddingModel: deps.embedder.modelId,
-          duplicateOf,
-          // From the masked turn: no personal data reaches the lexical index either.
-          searchTerms: turnSearchTerms({ question: turn.question, sqlQuery: turn.sqlQuery, tablesUsed: turn.tablesUsed }),
-        },
-      },
-      claim,
-      (stored) => ({
-        session: sessionView(stored.session),
-        turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: duplicateOf },
-        warnings,
-      }),
-    ),
-  );
-  if (!result) throw notFound(sessionId);
-  const { stored, response } = result;
-  try {
-    await deps.afterTurnStored?.({
       identity,
       sessionId,
-      turnCount: stored.session.turn_count,
-      lastTurnNumber: stored.turnNumber,
-      summaryThroughTurn: stored.session.summary_through_turn,
-    });
-  } catch (err) {
-    // The turn is stored; a summary that is not queued now is queued by the next turn.
-    deps.log.warn({ err }, 'queueing summarization failed');
-  }
+      createWithName:
+        'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
+      now,
+      eraseEpoch,
+    },
+    {
+      turn: {
+        status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
+        question: input.question,
+        augmentedQuestion: null,
+        answer: input.answer,
+        sqlQuery,
+        queryExplanation: input.query_explanation ?? null,
+        tablesUsed,
+        vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
+        vdpTagNames: databaseNames(input.vdp_tag_names) ?? [],
+        executionResult: input.execution_result ?? null,
+        metadata: input.metadata ?? {},
+        messages: chain ?? null,
+        context: input.context ?? null,
+      },
+      dedupAgainst: recent,
+      warnings,
+      claim,
+      respond: (stored, turn) => ({
+        session: sessionView(stored.session),
+        turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: turn.duplicateOf ?? null },
+        warnings,
+      }),
+    },
+  );
   return response;
 }

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { Config } from '../../config/config.js';
-import { type ClaimedJob, JobOutbox } from '../../core/jobs/job-outbox.js';
 import {
   type EnqueueOptions,
   type FailedJobView,
@@ -14,8 +12,10 @@ import {
   type JobState,
   QUEUE_NAME,
   visibleToTenant,
-} from '../../core/jobs/job-queue.js';
+} from '../../core/job-queue.js';
+import { type ClaimedJob, JobOutbox } from '../../core/jobs/job-outbox.js';
 import { withTraceContext } from '../../core/tracing.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
 import { AppError } from '../../model/errors.js';
 import { redisConnection } from '../redis-connection.js';
 import { jobPolicy } from './job-policy.js';

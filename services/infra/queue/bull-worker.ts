@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Config } from '../../config/config.js';
-import { type JobKind, PermanentJobError, type Processors, QUEUE_NAME } from '../../core/jobs/job-queue.js';
+import { type JobKind, PermanentJobError, type Processors, QUEUE_NAME } from '../../core/job-queue.js';
 import { redisConnection, redisOptions } from '../redis-connection.js';
 import type { ParentLogger } from './in-process-queue.js';
 

@@ -1,6 +1,6 @@
-import type { Queryable } from '../../../db/repositories/queryable.js';
 import type { Config } from '../../config/config.js';
-import type { JobQueue, Processors } from '../../core/jobs/job-queue.js';
+import type { JobQueue, Processors } from '../../core/job-queue.js';
+import type { Queryable } from '../../db/repositories/queryable.js';
 import { InProcessQueue, type ParentLogger } from './in-process-queue.js';
 
 /**

@@ -10,7 +10,7 @@ import {
   PermanentJobError,
   type Processors,
   visibleToTenant,
-} from '../../core/jobs/job-queue.js';
+} from '../../core/job-queue.js';
 import { withTraceContext } from '../../core/tracing.js';
 import { type JobPolicy, jobPolicy } from './job-policy.js';
 
@@ -52,7 +52,7 @@ export class InProcessQueue implements JobQueue {
       log: ParentLogger;
       /**
        * Asked for at the first job, not here: erase removes queued jobs through this queue, so the
-       * processors (services/core/memory) are made with it, after it.
+       * processors (services/core/jobs/processors.ts) are made with it, after it.
        */
       processors: (queue: InProcessQueue) => Processors;
     },

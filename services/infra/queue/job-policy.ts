@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/config.js';
-import type { JobKind, JobPayloads } from '../../core/jobs/job-queue.js';
+import type { JobKind, JobPayloads } from '../../core/job-queue.js';
 
 /** Retry and retention per job kind, shared by the BullMQ and the in-process queue. */
 export interface JobPolicy {

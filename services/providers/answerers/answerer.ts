@@ -1,3 +1,4 @@
+import type { AnswerBackend } from '../../model/answer-backends.js';
 import type { Identity } from '../../model/identity.js';
 import type { HistoryTurn, TurnStatus } from '../../model/turns.js';
 
@@ -45,7 +46,7 @@ export interface Answer {
 }
 
 export interface Answerer {
-  readonly kind: 'upstream' | 'sql' | 'none';
+  readonly kind: AnswerBackend;
   answer(request: AnswerRequest): Promise<Answer>;
   /** Releases what the answerer holds (the sql answerer's pool, the upstream answerer's keep-alive connections). */
   close?(): Promise<void>;

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Config } from '../../config/config.js';
+import { unreachable } from '../../model/unreachable.js';
 import type { ChatLlm } from '../llm/chat-llm.js';
 import type { Answerer } from './answerer.js';
 import { noneAnswerer } from './none-answerer.js';
@@ -27,56 +28,69 @@ export interface AnswererParts {
 }
 
 export function createAnswerer(config: Config, parts: AnswererParts = {}): Answerer {
-  if (config.answerBackend === 'upstream') {
-    return createUpstreamAnswerer({
-      url: config.ANSWER_URL!,
-      auth: config.answerAuth,
-      basicUser: config.ANSWER_BASIC_USER,
-      basicPassword: config.ANSWER_BASIC_PASSWORD,
-      bearerToken: config.ANSWER_BEARER_TOKEN,
-      operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
-      timeoutMs: config.ANSWER_TIMEOUT_MS,
-      maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
-      log: parts.log,
+  switch (config.answerBackend) {
+    case 'upstream':
+      return upstreamAnswerer(config, parts);
+    case 'sql':
+      // Without an LLM or a database to run on (a process that answers no questions) there is nothing to answer with.
+      return (parts.llm && sqlAnswerer(config, parts.llm, parts)) ?? noneAnswerer;
+    case 'none':
+      return noneAnswerer;
+    default:
+      return unreachable(config.answerBackend, 'ANSWER_BACKEND');
+  }
+}
+
+function upstreamAnswerer(config: Config, parts: AnswererParts): Answerer {
+  return createUpstreamAnswerer({
+    url: config.ANSWER_URL!,
+    auth: config.answerAuth,
+    basicUser: config.ANSWER_BASIC_USER,
+    basicPassword: config.ANSWER_BASIC_PASSWORD,
+    bearerToken: config.ANSWER_BEARER_TOKEN,
+    operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
+    timeoutMs: config.ANSWER_TIMEOUT_MS,
+    maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
+    log: parts.log,
+  });
+}
+
+function sqlAnswerer(config: Config, llm: ChatLlm, parts: AnswererParts): Answerer | undefined {
+  const limits = {
+    llm,
+    tables: config.sqlTables,
+    maxRows: config.SQL_MAX_ROWS,
+    cellBytes: config.SQL_MAX_CELL_BYTES,
+    resultBytes: config.SQL_MAX_RESULT_BYTES,
+    repairAttempts: config.SQL_REPAIR_ATTEMPTS,
+    schemaMaxTokens: config.SQL_SCHEMA_MAX_TOKENS,
+    schemaRefreshMs: config.sqlSchemaRefreshMs,
+    concurrency: { perUser: config.SQL_MAX_CONCURRENT_PER_USER, perTenant: config.SQL_MAX_CONCURRENT_PER_TENANT },
+    log: parts.log,
+  };
+  const database = {
+    schemas: config.sqlSchemas,
+    statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
+    maxPlanCost: config.sqlMaxPlanCost,
+  };
+  if (config.SQL_DATABASE_URL !== 'embedded-demo') {
+    const pool = new pg.Pool({
+      connectionString: config.SQL_DATABASE_URL,
+      max: config.SQL_POOL_MAX,
+      connectionTimeoutMillis: config.SQL_POOL_WAIT_MS,
+    });
+    // An idle connection that breaks is dropped and the next statement reconnects, as in db/pool.ts.
+    pool.on('error', (err) => parts.log?.warn({ err }, 'an idle SQL_DATABASE_URL connection failed'));
+    return createSqlAnswerer({ ...limits, database: serverSqlDatabase(pool, database), close: () => pool.end() });
+  }
+  const engine = parts.demoEngine;
+  if (engine) {
+    return createSqlAnswerer({
+      ...limits,
+      database: { ...database, role: engine.role, connect: engine.connect, cancel: engine.restart, watchdog: true },
+      close: engine.close,
     });
   }
-  if (config.answerBackend === 'sql' && parts.llm) {
-    const limits = {
-      llm: parts.llm,
-      tables: config.sqlTables,
-      maxRows: config.SQL_MAX_ROWS,
-      cellBytes: config.SQL_MAX_CELL_BYTES,
-      resultBytes: config.SQL_MAX_RESULT_BYTES,
-      repairAttempts: config.SQL_REPAIR_ATTEMPTS,
-      schemaMaxTokens: config.SQL_SCHEMA_MAX_TOKENS,
-      schemaRefreshMs: config.sqlSchemaRefreshMs,
-      concurrency: { perUser: config.SQL_MAX_CONCURRENT_PER_USER, perTenant: config.SQL_MAX_CONCURRENT_PER_TENANT },
-      log: parts.log,
-    };
-    const database = {
-      schemas: config.sqlSchemas,
-      statementTimeoutMs: config.SQL_STATEMENT_TIMEOUT_MS,
-      maxPlanCost: config.sqlMaxPlanCost,
-    };
-    if (config.SQL_DATABASE_URL !== 'embedded-demo') {
-      const pool = new pg.Pool({
-        connectionString: config.SQL_DATABASE_URL,
-        max: config.SQL_POOL_MAX,
-        connectionTimeoutMillis: config.SQL_POOL_WAIT_MS,
-      });
-      // An idle connection that breaks is dropped and the next statement reconnects, as in db/pool.ts.
-      pool.on('error', (err) => parts.log?.warn({ err }, 'an idle SQL_DATABASE_URL connection failed'));
-      return createSqlAnswerer({ ...limits, database: serverSqlDatabase(pool, database), close: () => pool.end() });
-    }
-    const engine = parts.demoEngine;
-    if (engine) {
-      return createSqlAnswerer({
-        ...limits,
-        database: { ...database, role: engine.role, connect: engine.connect, cancel: engine.restart, watchdog: true },
-        close: engine.close,
-      });
-    }
-  }
   // The worker answers no questions: it gets no embedded demo, and no pool of its own.
-  return noneAnswerer;
+  return undefined;
 }

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import type { Retrieved } from '../../db/repositories/memory-store.js';
+import { recentQuestions } from '../../db/repositories/turns.js';
+import { AppError } from '../../model/errors.js';
+import type { SessionRow } from '../../model/sessions.js';
+import type { RecentQuestion } from '../../model/turns.js';
+import type { Answer, AnswerRequest } from '../../providers/answerers/answerer.js';
+import { recogniseMemoryCommand } from '../commands/recognise.js';
+import { databaseNames } from '../database-names.js';
+import type { MemoryDeps } from '../deps.js';
+import { sessionIdForWrite } from '../sessions/session-keys.js';
+import { recordContent, traced } from '../tracing.js';
+import { eraseEpochAtStart, storeTurn, type TurnTarget } from '../turns/store-turn.js';
+import { runMemoryCommand } from './chat-command.js';
+import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
+import { conversationMetadata, csvUrl, respondWithoutStoring, round, storeUnfinishedTurn, turnTarget } from './chat-store.js';
+import { memoryForQuestion, type QuestionMemory } from './question-memory.js';
+import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
+import { storesTurns } from './rollout.js';
+
+/**
+ * One proxied question (docs/design.md §4): resolve memory, ask the answerer with it, store the turn.
+ * A failed memory read degrades to an answer without memory plus a warning; a failed write is an
+ * error, because a turn must never silently vanish. A memory command is answered from memory instead.
+ */
+export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, stream?: ChatStream) {
+  const started = performance.now();
+  // Outside the rollout with MEMORY_STORE_OUTSIDE_ROLLOUT=false the service is a plain proxy: no
+  // session is found or made, no command recognised, nothing stored (docs/privacy.md#rollout).
+  const stores = storesTurns(deps.settings.rollout, asked.identity);
+  // The user's erasure epoch is read by the request's first statement, before anything is written:
+  // on its own before a keyed session is found or made, else with the memory read (one round trip).
+  const keyedEpoch = stores && asked.sessionKey !== undefined ? await eraseEpochAtStart(deps.db, asked.identity) : undefined;
+  const req = { ...asked, sessionId: stores ? await sessionIdForWrite(deps, asked.identity, asked, asked, keyedEpoch ?? 0) : undefined };
+  const command = stores && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
+  if (command) {
+    const eraseEpoch = keyedEpoch ?? (await eraseEpochAtStart(deps.db, req.identity));
+    return runMemoryCommand(deps, { ...req, eraseEpoch }, command, stream);
+  }
+
+  const now = deps.clock();
+  const warnings: string[] = [];
+  const memory = await memoryForQuestion(deps, req, { stores, keyedEpoch }, now, warnings);
+  const sessionId = stores ? (req.sessionId ?? randomUUID()) : null;
+  const target = sessionId ? turnTarget(deps, { ...req, eraseEpoch: memory.eraseEpoch }, sessionId, now) : undefined;
+  stream?.memory({
+    conversation_id: sessionId,
+    memory_context_used: memory.used,
+    memory_retrieval_time: round(memory.retrievalSeconds, 4),
+  });
+
+  const answer = await askAnswerer(deps, req, memory, target, stream);
+  // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
+  const fields = boundedReplyFields(answer.fields, deps.settings, warnings);
+  const reply = (session: SessionRow | null, duplicateOf: number | null, csv: { csv_url?: string } = {}) => ({
+    ...fields,
+    ...csv,
+    conversation_metadata: session && conversationMetadata(session),
+    memory_context_used: memory.used,
+    memory_retrieval_time: round(memory.retrievalSeconds, 4),
+    duplicate_of: duplicateOf,
+    warnings,
+  });
+  if (!target) return respondWithoutStoring(deps, req.idempotency, reply(null, null));
+
+  const { response } = await storeTurn(deps, target, {
+    // The answerer got the question as asked; what is stored and embedded is cut and masked (docs/privacy.md).
+    turn: {
+      ...turnBase(req, memory, deps.settings.answererIdentity),
+      status: answer.status,
+      answer: answer.storedAnswer ?? fields.answer,
+      sqlQuery: answer.sqlQuery,
+      queryExplanation: typeof fields.query_explanation === 'string' ? fields.query_explanation : null,
+      tablesUsed: fields.tables_used,
+      executionResult: fields.execution_result ?? null,
+      metadata: stream ? { streamed: true } : {},
+    },
+    dedupAgainst: await recentForDedup(deps, req, memory.retrieved, now),
+    accounting: () => ({
+      tokens: tokenCounts(fields.tokens),
+      memoryRetrievalMs: round(memory.retrievalSeconds * 1000, 3),
+      answererMs: round(answer.latencyMs, 3),
+      totalMs: round(performance.now() - started, 3),
+    }),
+    claim: req.idempotency,
+    warnings,
+    respond: (stored, turn) => reply(stored.session, turn.duplicateOf ?? null, csvUrl(stored, turn.executionResult)),
+  });
+  return response;
+}
+
+export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
+
+/** What every turn of this question stores, whatever the answerer did. */
+function turnBase(req: MemoryChatRequest, memory: QuestionMemory, answerer: string) {
+  return {
+    question: req.question,
+    augmentedQuestion: memory.augmented.question === req.question ? null : memory.augmented.question,
+    vdpDatabaseNames: memory.databases ?? [],
+    vdpTagNames: databaseNames(req.params.vdp_tag_names) ?? [],
+    answerer,
+  };
+}
+
+/**
+ * Asks the answerer with the question's memory. A stream whose client went away, and an upstream
+ * failure, leave their turn stored as unfinished (never history for later SQL) before the error goes on.
+ */
+async function askAnswerer(
+  deps: MemoryDeps,
+  req: MemoryChatRequest,
+  memory: QuestionMemory,
+  target: TurnTarget | undefined,
+  stream: ChatStream | undefined,
+): Promise<Answer> {
+  const request: AnswerRequest = {
+    question: memory.augmented.question,
+    identity: req.identity,
+    customInstructions: memory.augmented.customInstructions,
+    useViews: memory.useViews,
+    params: req.params,
+    upstreamAuthorization: req.upstreamAuthorization,
+    memory: memory.context,
+    ...(stream ? { signal: stream.signal } : {}),
+    ...(req.clientGone ? { clientGone: req.clientGone } : {}),
+  };
+  const streamed: string[] = [];
+  try {
+    const onText = stream
+      ? (text: string) => {
+          streamed.push(text);
+          stream.text(text);
+        }
+      : undefined;
+    return await traced('answerer.answer', { 'memorychat.answerer': deps.answerer.kind }, async (span) => {
+      const answered = await ask(deps, request, onText);
+      if (span) recordContent(span, { 'memorychat.question': request.question, 'memorychat.sql_query': answered.sqlQuery });
+      return answered;
+    });
+  } catch (err) {
+    if (stream?.signal.aborted) {
+      if (target) {
+        await storeUnfinishedTurn(
+          deps,
+          target,
+          { ...turnBase(req, memory, deps.settings.answererIdentity), status: 'incomplete', answer: streamed.join('') },
+          { incomplete: true },
+        );
+      }
+      throw new ClientGoneError('the client went away before the answer was complete');
+    }
+    if (target && err instanceof AppError && err.code.startsWith('upstream-')) {
+      await storeUnfinishedTurn(
+        deps,
+        target,
+        { ...turnBase(req, memory, deps.settings.answererIdentity), status: 'upstream_error', answer: '' },
+        {
+          error_code: err.code,
+          error_detail: err.message,
+        },
+      );
+      err.extra.extensions = { ...err.extra.extensions, conversation_id: target.sessionId };
+    }
+    throw err;
+  }
+}
+
+/**
+ * The answerer's reply; a streamed reply gets its answer as one chunk once the answerer has the whole
+ * turn (SQL, tables, tokens), which the stored turn needs (docs/denodo-ai-sdk.md#streaming).
+ */
+async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: string) => void): Promise<Answer> {
+  const answer = await deps.answerer.answer(request);
+  onText?.(answer.fields.answer);
+  return answer;
+}
+
+/**
+ * The recent questions of the session that the turn may nearly repeat: those read with memory, or
+ * read now when memory could not be. Recent questions that cannot be read leave the turn unmarked.
+ */
+async function recentForDedup(
+  deps: MemoryDeps,
+  req: MemoryChatRequest,
+  retrieved: Retrieved | undefined,
+  now: Date,
+): Promise<RecentQuestion[]> {
+  if (retrieved) return retrieved.recent;
+  if (!req.sessionId) return [];
+  return recentQuestions(deps.db.asUser(req.identity), req.identity, req.sessionId, now, deps.settings.maxTurnsPerSession).catch(
+    (err: unknown) => {
+      deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
+      return [];
+    },
+  );
+}

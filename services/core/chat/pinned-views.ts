@@ -1,0 +1,43 @@
+import type { BuiltContext } from '../context/chat-block.js';
+
+/**
+ * At most this many views are pinned from memory. The Denodo AI SDK considers at most
+ * `vector_search_total_limit` (20) views per question, its own `vector_search_k` (5) nearest among
+ * them, and each view's schema goes into every one of its prompts.
+ */
+export const MAX_PINNED_VIEWS = 10;
+
+/**
+ * The `use_views` sent to the answerer: the caller's, then the views the memory block's SQL read
+ * (latest turn first, then similar past turns), within the caller's `vdp_database_names`. The Denodo
+ * AI SDK chooses its views by embedding `question` alone, so a follow-up such as "What about 2023?"
+ * finds none of the views its earlier SQL used unless they are named here (docs/denodo-ai-sdk.md).
+ * Undefined when there is nothing to send.
+ */
+export function pinnedViews(context: BuiltContext, callerUseViews: unknown, databases: string[] | undefined): string | undefined {
+  const caller = typeof callerUseViews === 'string' ? splitList(callerUseViews) : [];
+  const fromMemory = [...context.history]
+    .reverse()
+    .concat(context.similar)
+    .filter((turn) => turn.status === 'ok' && turn.sql_query)
+    .flatMap((turn) => turn.tables_used)
+    .filter((view) => withinDatabases(view, databases));
+  const pinned = [...new Set(fromMemory)].filter((view) => !caller.includes(view)).slice(0, MAX_PINNED_VIEWS);
+  const all = [...caller, ...pinned];
+  return all.length ? all.join(', ') : undefined;
+}
+
+function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+}
+
+/** A view is `database.view`; with databases named, only theirs are pinned (a bare name has no database to check). */
+function withinDatabases(view: string, databases: string[] | undefined): boolean {
+  if (!databases?.length) return true;
+  const dot = view.indexOf('.');
+  if (dot <= 0) return false;
+  return databases.includes(view.slice(0, dot).replaceAll('"', ''));
+}

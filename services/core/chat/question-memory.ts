@@ -1,0 +1,142 @@
+import type { Retrieved } from '../../db/repositories/memory-store.js';
+import { AppError } from '../../model/errors.js';
+import { type BuiltContext, buildMemoryContext } from '../context/chat-block.js';
+import { recallMemory } from '../context/recall-memory.js';
+import { databaseNames } from '../database-names.js';
+import type { MemoryDeps } from '../deps.js';
+import { traced } from '../tracing.js';
+import { eraseEpochAtStart } from '../turns/store-turn.js';
+import { type Augmented, buildAugmentedRequest } from './augment.js';
+import type { MemoryChatRequest } from './chat-request.js';
+import { round } from './chat-store.js';
+import { pinnedViews } from './pinned-views.js';
+import { type MemoryReason, memoryDecision } from './rollout.js';
+
+/** The memory a /memoryChat question is asked with, and what the reply says of it. */
+export interface QuestionMemory {
+  retrieved: Retrieved | undefined;
+  context: BuiltContext;
+  augmented: Augmented;
+  databases: string[] | undefined;
+  useViews: string | undefined;
+  /** The user's erasure epoch, read before the answerer is asked (0 when nothing is stored). */
+  eraseEpoch: number;
+  retrievalSeconds: number;
+  /** `memory_context_used` of the reply. */
+  used: ReturnType<typeof memoryContextUsed>;
+}
+
+/**
+ * Reads the session's window and the user's similar turns, packs them within the token budget and
+ * builds the augmented request (docs/design.md §4). A failed read degrades to no memory plus a warning;
+ * a session that is not the caller's live session is a 404.
+ */
+export async function memoryForQuestion(
+  deps: MemoryDeps,
+  req: MemoryChatRequest,
+  storing: { stores: boolean; keyedEpoch?: number },
+  now: Date,
+  warnings: string[],
+): Promise<QuestionMemory> {
+  const { settings } = deps;
+  const databases = databaseNames(req.params.vdp_database_names);
+  const retrievalStarted = performance.now();
+  const decision = memoryDecision(settings.rollout, req.identity, req.useMemory);
+
+  const retrieved = await traced('memory.retrieval', {}, () =>
+    readMemory(deps, { ...req, useMemory: decision.applied }, now, databases, warnings),
+  );
+  if (req.sessionId && retrieved && !retrieved.session) {
+    throw new AppError('session-not-found', `session ${req.sessionId} does not exist or has expired`);
+  }
+  // Without a memory read (none asked, or it failed) the epoch is read now, still before the answerer is asked.
+  const eraseEpoch = storing.stores ? (storing.keyedEpoch ?? retrieved?.eraseEpoch ?? (await eraseEpochAtStart(deps.db, req.identity))) : 0;
+  const context = buildMemoryContext({
+    window: retrieved?.window ?? [],
+    similar: retrieved?.similar ?? [],
+    summary: retrieved?.summary ?? null,
+    maxTokens: settings.maxContextTokens,
+  });
+  const retrievalSeconds = (performance.now() - retrievalStarted) / 1000;
+
+  const callerInstructions = typeof req.params.custom_instructions === 'string' ? req.params.custom_instructions : undefined;
+  const augmented = await buildAugmentedRequest({
+    question: req.question,
+    callerInstructions,
+    context,
+    strategy: settings.augmentation,
+    llm: deps.llm,
+    maxQuestionChars: settings.maxQuestionChars,
+  });
+  warnings.push(...augmented.warnings);
+  const useViews = pinnedViews(context, req.params.use_views, databases);
+  const used = memoryContextUsed(context, augmented, useViews, {
+    applied: decision.applied && retrieved !== undefined,
+    reason: decision.applied && retrieved === undefined ? ('memory_unavailable' as const) : decision.reason,
+  });
+  return { retrieved, context, augmented, databases, useViews, eraseEpoch, retrievalSeconds, used };
+}
+
+async function readMemory(
+  deps: MemoryDeps,
+  req: MemoryChatRequest,
+  now: Date,
+  databases: string[] | undefined,
+  warnings: string[],
+): Promise<Retrieved | undefined> {
+  if (!req.useMemory && !req.sessionId) return undefined;
+  const { settings } = deps;
+  try {
+    return await recallMemory(
+      deps,
+      {
+        identity: req.identity,
+        question: req.question,
+        sessionId: req.sessionId,
+        now,
+        windowSize: req.useMemory ? Math.min(req.maxHistoryTurns ?? settings.maxHistoryTurns, settings.maxTurnsPerSession) : 0,
+        k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
+        databases,
+        tags: databaseNames(req.params.vdp_tag_names),
+        memoryScope: req.memoryScope,
+        answerer: settings.answererIdentity,
+        // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
+        recentQuestions: settings.maxTurnsPerSession,
+      },
+      (err) => {
+        deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');
+        warnings.push('semantic memory search is unavailable: answered with the conversation history only');
+      },
+    );
+  } catch (err) {
+    deps.log.warn({ err }, 'reading memory failed; answering without memory');
+    warnings.push('memory is unavailable: this question was answered without conversation memory');
+    return undefined;
+  }
+}
+
+function memoryContextUsed(
+  context: BuiltContext,
+  augmented: Augmented,
+  useViews: string | undefined,
+  outcome: { applied: boolean; reason: MemoryReason },
+) {
+  return {
+    history_messages_count: context.history.length,
+    similar_queries_count: context.similar.length,
+    history_turns: context.history.map((t) => t.turn_number),
+    similar_queries: context.similar.map((t) => ({
+      session_id: t.session_id,
+      turn_number: t.turn_number,
+      question: t.question,
+      similarity: round(t.similarity, 4),
+    })),
+    context_tokens: context.tokens,
+    context_truncated: context.truncated,
+    augmented_question: augmented.question,
+    ...(useViews ? { use_views: useViews } : {}),
+    ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
+    // Whether memory was used, and why not: answers with and without memory can then be compared.
+    ...outcome,
+  };
+}

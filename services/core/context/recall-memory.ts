@@ -1,0 +1,69 @@
+import { type Retrieved, retrieveMemory } from '../../db/repositories/memory-store.js';
+import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../../model/sessions.js';
+import type { MemoryDeps } from '../deps.js';
+import { questionSearch } from '../search-terms/lexical-terms.js';
+
+export type { MemoryScope };
+
+export interface RecallRequest {
+  identity: Identity;
+  question: string;
+  /** Resume this session; absent for a new one. */
+  sessionId?: string;
+  now: Date;
+  windowSize: number;
+  /** Similar past turns to find; 0 skips the embedding call. */
+  k: number;
+  /** The request's `vdp_database_names`, when it names any. */
+  databases?: string[];
+  /** The request's `vdp_tag_names`, when it names any. */
+  tags?: string[];
+  /** Also read the window turns' message chains (the memory API replays them). */
+  withMessages?: boolean;
+  /** Also read up to this many of the session's latest questions (dedup of the turn to be stored). */
+  recentQuestions?: number;
+  /** The request's scope; without one, the session's stored scope, else `user`. */
+  memoryScope?: MemoryScope;
+  /** Recall across sessions only turns this answerer wrote, or that no answerer of the service did (/memoryChat). */
+  answerer?: string;
+}
+
+/**
+ * The one recall pipeline of /memoryChat and /memory/context: embed the question and take its
+ * lexical terms, then read the session, its window and the user's similar turns (both signals
+ * fused) in one round trip. A failed embedding is not a
+ * failed recall: the window is still read, without similar turns, and `onEmbeddingFailed` lets the
+ * caller say so in its own words.
+ */
+export async function recallMemory(
+  deps: Pick<MemoryDeps, 'db' | 'embedder' | 'settings'>,
+  req: RecallRequest,
+  onEmbeddingFailed: (err: unknown) => void,
+): Promise<Retrieved> {
+  let embedding: number[] | null = null;
+  if (req.k > 0) {
+    try {
+      [embedding = null] = await deps.embedder.embed([req.question]);
+    } catch (err) {
+      onEmbeddingFailed(err);
+    }
+  }
+  return retrieveMemory(deps.db.asUser(req.identity), {
+    identity: req.identity,
+    sessionId: req.sessionId,
+    now: req.now,
+    windowSize: req.windowSize,
+    k: embedding ? req.k : 0,
+    minSimilarity: deps.settings.minSimilarity,
+    exactSearchMaxTurns: deps.settings.exactSearchMaxTurns,
+    embedding,
+    embeddingModel: deps.embedder.modelId,
+    search: questionSearch(req.question),
+    scope: { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) },
+    ...(req.withMessages ? { withMessages: true } : {}),
+    ...(req.recentQuestions ? { recentQuestions: req.recentQuestions } : {}),
+    ...(req.memoryScope ? { memoryScope: req.memoryScope } : {}),
+    ...(req.answerer ? { answerer: req.answerer } : {}),
+  });
+}

@@ -1,0 +1,66 @@
+import type { MemoryDeps } from '../deps.js';
+import { maskTurn, type StoredTurnText } from '../privacy/mask-turn.js';
+import { cutText, storableJson } from '../storable-text.js';
+import { limitStoredResult } from './result-limit.js';
+
+/** The texts of a turn bounded by MEMORY_STORE_TEXT_BYTES, by the name a warning gives them. */
+const BOUNDED_TEXTS = {
+  question: 'question',
+  augmentedQuestion: 'augmented question',
+  answer: 'answer',
+  sqlQuery: 'SQL',
+  queryExplanation: 'query explanation',
+} as const satisfies Partial<Record<keyof StoredTurnText, string>>;
+
+/**
+ * A turn as it may be stored and embedded: its result rows cut to MEMORY_STORE_RESULT_ROWS and
+ * MEMORY_STORE_RESULT_BYTES (the cut recorded in `metadata.result_truncated`), each text cut to
+ * MEMORY_STORE_TEXT_BYTES with a marker (the original sizes in `metadata.texts_cut`), and its table
+ * names to the same bytes in all, each cut told in a warning; NULs and lone surrogates replaced by
+ * U+FFFD; then its personal data masked
+ * (MEMORY_PII). Every writer of turns passes them through here, so no answer, however large, makes a
+ * turn that the database, the reply or a GDPR export of it cannot hold.
+ */
+export function storableTurn<T extends StoredTurnText>(deps: Pick<MemoryDeps, 'pii' | 'settings'>, turn: T, warnings: string[]): T {
+  const { storedResult, storedTextBytes } = deps.settings;
+  const bounded: T = { ...turn };
+  const metadata: Record<string, unknown> = { ...turn.metadata };
+  const { result, truncated } = limitStoredResult(turn.executionResult, storedResult);
+  if (truncated) {
+    bounded.executionResult = result;
+    metadata.result_truncated = truncated;
+    warnings.push(
+      `only ${truncated.rows_stored} of ${truncated.rows_total ?? 'the'} result rows were stored; result.csv?fresh=true re-runs the SQL`,
+    );
+  }
+  const textsCut: Record<string, number> = {};
+  for (const [field, name] of Object.entries(BOUNDED_TEXTS) as [keyof typeof BOUNDED_TEXTS, string][]) {
+    const text = turn[field];
+    const cut = typeof text === 'string' ? cutText(text, storedTextBytes) : undefined;
+    if (!cut) continue;
+    bounded[field] = cut.text;
+    textsCut[field] = cut.totalBytes;
+    warnings.push(`the ${name} was ${cut.totalBytes} bytes; only its first ${storedTextBytes} bytes were stored, marked as cut`);
+  }
+  if (Object.keys(textsCut).length) metadata.texts_cut = textsCut;
+  const tables = tablesWithin(turn.tablesUsed, storedTextBytes);
+  if (tables.length < turn.tablesUsed.length) {
+    bounded.tablesUsed = tables;
+    warnings.push(`only ${tables.length} of the ${turn.tablesUsed.length} table names were stored`);
+  }
+  if (truncated || Object.keys(textsCut).length) bounded.metadata = metadata;
+  // An answerer's text may hold NULs or lone surrogates, which Postgres refuses (storable-text.ts).
+  return maskTurn(deps.pii, storableJson(bounded));
+}
+
+/** The first table names whose UTF-8 bytes together fit in `maxBytes`. */
+export function tablesWithin(tables: string[], maxBytes: number): string[] {
+  let bytes = 0;
+  const kept: string[] = [];
+  for (const table of tables) {
+    bytes += table.length > maxBytes ? Number.POSITIVE_INFINITY : Buffer.byteLength(table) + 3;
+    if (bytes > maxBytes) break;
+    kept.push(table);
+  }
+  return kept;
+}

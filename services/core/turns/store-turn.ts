@@ -1,0 +1,167 @@
+import { isErasedDuringRequest, readEraseEpoch } from '../../db/repositories/erasures.js';
+import { ClaimTakenOverError } from '../../db/repositories/idempotency.js';
+import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnCompletingKey } from '../../db/repositories/memory-store.js';
+import type { ScopedDatabase } from '../../db/row-security.js';
+import { AppError } from '../../model/errors.js';
+import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../../model/sessions.js';
+import type { NewTurn, RecentQuestion, TurnAccounting, TurnStatus } from '../../model/turns.js';
+import type { MemoryDeps } from '../deps.js';
+import type { IdempotencyClaim } from '../idempotency/idempotency.js';
+import type { StoredTurnText } from '../privacy/mask-turn.js';
+import { turnSearchTerms } from '../search-terms/lexical-terms.js';
+import { traced } from '../tracing.js';
+import { embedWithDedup } from './near-duplicate.js';
+import { storableTurn } from './storable-turn.js';
+import { embeddedTurnText } from './turn-text.js';
+
+/** Where a turn goes: the caller's session, created with this name when it is new. */
+export interface TurnTarget {
+  identity: Identity;
+  sessionId: string;
+  createWithName?: string;
+  /** The memory scope a new session keeps: the scope of the request that makes it. */
+  createWithScope?: MemoryScope;
+  now: Date;
+  /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
+  eraseEpoch: number;
+}
+
+/** A turn as its writer has it, and what the writer wants done with it. */
+export interface TurnWrite<R> {
+  turn: StoredTurnText;
+  /**
+   * The session's recent questions: the turn is embedded and marked as the duplicate of the one it
+   * nearly repeats. Left out, the turn is stored without a vector (memory commands, unfinished turns).
+   */
+  dedupAgainst?: RecentQuestion[];
+  /** Taken just before the turn is written, so the total time counts the embedding. */
+  accounting?: () => TurnAccounting;
+  claim?: IdempotencyClaim;
+  /** Every cut of the turn and a failed embedding is told here. */
+  warnings: string[];
+  /** The request's response from the stored turn (no I/O: with a claim it is stored in the turn's transaction). */
+  respond: (stored: AppendedTurn, turn: NewTurn) => R;
+}
+
+/** What the turn writer uses of the memory's collaborators. */
+export type TurnWriterDeps = Pick<MemoryDeps, 'db' | 'embedder' | 'settings' | 'pii' | 'log' | 'afterTurnStored'>;
+
+/** Turns that answer nothing (a memory command, a failed or abandoned answer) never make a summary due. */
+const NOT_SUMMARIZED: ReadonlySet<TurnStatus> = new Set(['memory_command', 'incomplete', 'upstream_error']);
+
+/**
+ * The one writer of turns, for /memoryChat, memory commands and the memory API: the turn is cut to
+ * the stored bounds and masked (storableTurn), embedded and checked against its session's recent
+ * questions (embedWithDedup), given its search terms and accounting, and stored with its response;
+ * then summarization is queued when the session is due (docs/design.md §7). Throws
+ * `session-not-found` when the session is not the caller's live session.
+ */
+export async function storeTurn<R>(
+  deps: TurnWriterDeps,
+  target: TurnTarget,
+  write: TurnWrite<R>,
+): Promise<{ stored: AppendedTurn; response: R }> {
+  // Masked before embedding too: a vector must not carry what the stored text does not (docs/privacy.md).
+  const text = storableTurn(deps, write.turn, write.warnings);
+  const { embedding, duplicateOf } = write.dedupAgainst
+    ? await embedWithDedup(deps, { text: embeddedTurnText(text), question: text.question }, write.dedupAgainst, {
+        warnings: write.warnings,
+        subject: 'this turn',
+      })
+    : { embedding: null, duplicateOf: undefined };
+  const turn: NewTurn = {
+    ...text,
+    // From the masked turn: no personal data reaches the lexical index either.
+    searchTerms: turnSearchTerms(text),
+    embedding,
+    embeddingModel: deps.embedder.modelId,
+    ...(duplicateOf !== undefined ? { duplicateOf } : {}),
+    ...(write.accounting ? { accounting: write.accounting() } : {}),
+  };
+  const request: AppendTurnRequest = { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
+  const result = await traced('memory.store', {}, () =>
+    appendWithClaim(deps.db, request, write.claim, (stored) => write.respond(stored, turn)),
+  );
+  if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
+  if (NOT_SUMMARIZED.has(turn.status)) return result;
+  try {
+    await deps.afterTurnStored?.({
+      identity: target.identity,
+      sessionId: target.sessionId,
+      turnCount: result.stored.session.turn_count,
+      lastTurnNumber: result.stored.turnNumber,
+      summaryThroughTurn: result.stored.session.summary_through_turn,
+    });
+  } catch (err) {
+    // The turn is stored and its reply made: nothing after that may turn it into a 5xx (a retry would
+    // store it again); a summary that is not queued now is queued by the next turn.
+    deps.log.warn({ err }, 'queueing summarization failed');
+  }
+  return result;
+}
+
+/**
+ * Appends a turn and builds the request's response from it. For a request with an Idempotency-Key
+ * the claim is completed with that response in the same transaction as the turn, so no crash can
+ * leave a stored turn under a key that a retry would run again (docs/idempotency.md). Undefined when
+ * the session is not the caller's live session. Nothing is stored, and the request gets
+ * `erased-during-request`, when the user was erased since the request started (the barrier of
+ * docs/design.md §7).
+ */
+async function appendWithClaim<R>(
+  db: ScopedDatabase,
+  request: AppendTurnRequest,
+  claim: IdempotencyClaim | undefined,
+  respond: (stored: AppendedTurn) => R,
+): Promise<{ stored: AppendedTurn; response: R } | undefined> {
+  const scope = db.asUser(request.identity);
+  try {
+    if (!claim) {
+      const stored = await appendTurn(scope, request);
+      if (!stored) await assertNotErased(db, request);
+      return stored && { stored, response: respond(stored) };
+    }
+    const completed = await appendTurnCompletingKey(scope, request, { ...claim.ref, claimId: claim.claimId }, (stored) => ({
+      status: claim.status,
+      body: respond(stored),
+    }));
+    if (!completed) {
+      await assertNotErased(db, request);
+      return undefined;
+    }
+    claim.completed = true;
+    return { stored: completed.stored, response: completed.response.body };
+  } catch (err) {
+    if (err instanceof ClaimTakenOverError || err instanceof AppError) throw err;
+    if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
+    throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
+  }
+}
+
+/**
+ * The user's erasure epoch, read when a request that stores starts, before it writes anything (a
+ * keyed session, the turn): an erasure that begins after this refuses the request's writes.
+ */
+export async function eraseEpochAtStart(db: ScopedDatabase, identity: Identity): Promise<number> {
+  try {
+    return await readEraseEpoch(db.asUser(identity), identity.tenantId, identity.userId);
+  } catch (err) {
+    throw new AppError('memory-store-unavailable', 'the memory store could not be read; please retry', { cause: err });
+  }
+}
+
+export function erasedDuringRequest(cause?: unknown): AppError {
+  return new AppError('erased-during-request', "the user's data was erased while this request ran; nothing of it was stored", {
+    cause,
+  });
+}
+
+/**
+ * A session that was found when the request started is gone when the user was erased meanwhile:
+ * that request gets the erasure's problem rather than a 404 for a session it did see.
+ */
+async function assertNotErased(db: ScopedDatabase, request: AppendTurnRequest): Promise<void> {
+  const { tenantId, userId } = request.identity;
+  if ((await readEraseEpoch(db.asUser(request.identity), tenantId, userId)) !== request.eraseEpoch) throw erasedDuringRequest();
+}

@@ -1,0 +1,175 @@
+import { type Param, type SqlFragment, sql } from '../sql.js';
+
+/**
+ * Similar turns are ranked twice, by cosine distance and by lexical match, and the two rankings fused
+ * by reciprocal rank (each list's top FUSED_LIST_DEPTH; score = sum of 1 / (60 + rank)), as hybrid
+ * search does (Cormack et al. 2009; Zep, Elasticsearch): ranks, unlike scores, compare across signals
+ * and languages, where one absolute cosine floor does not. Used by /memoryChat's retrieval and by
+ * /memory/search.
+ */
+export const FUSED_LIST_DEPTH = 20;
+const RRF_RANK_CONSTANT = 60;
+/** MEMORY_EXACT_SEARCH_MAX_TURNS's default, for callers (scripts, tests) that do not read config. */
+const EXACT_SEARCH_MAX_TURNS = 2000;
+
+/**
+ * The embedding models whose vectors have an approximate (HNSW) index, with the function that reads a
+ * user's nearest turns from it (migration 014). Another model is searched exactly whatever a user's
+ * history (docs/performance.md).
+ */
+const ANN_FUNCTIONS: ReadonlyMap<string, SqlFragment> = new Map([
+  ['local-hash-v2@384', sql`nearest_turns_local_hash_v2_384`],
+  ['text-embedding-3-small@1536', sql`nearest_turns_text_embedding_3_small_1536`],
+]);
+/**
+ * How many nearest turns the HNSW function returns per candidate wanted: the statement's conditions
+ * (scope, live sessions, status) apply after it, so it reads more than `depth`.
+ */
+const ANN_OVERFETCH = 10;
+/**
+ * The lexical candidates of a user past MEMORY_EXACT_SEARCH_MAX_TURNS come from their newest this-many
+ * turns: a bound on the turns read whatever the history (their older turns are still found by vector).
+ */
+const HEAVY_USER_LEXICAL_WINDOW = 1000;
+
+/**
+ * A turn's lexical match with the question's terms (services/core/search-terms/lexical-terms.ts), over
+ * turns aliased `t`: ts_rank of its weighted terms, scaled by the share of the turn's table terms
+ * (weight A) that the question names, so a turn over exactly the tables a question names beats one
+ * that also read others. 0 when nothing matches or its terms are not computed yet.
+ */
+export function lexicalMatch(query: Param, queryTerms: Param): SqlFragment {
+  const tables = sql`ts_filter(t.search_terms, '{a}')`;
+  const named = sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
+  // Ranked only where a term matches: most of a user's turns share no term with a question, and
+  // ranking them (ts_rank, ts_filter, ts_delete) cost more than their inner product.
+  return sql`CASE WHEN t.search_terms @@ ${query}::tsquery THEN ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${named}) / 2 ELSE 0 END`;
+}
+
+export interface CandidateSearch {
+  tenant: Param;
+  user: Param;
+  /** The question's embedding (vectorParam), or a NULL parameter: no candidates then. */
+  vector: Param;
+  embeddingModel: string;
+  /** questionSearch's tsquery literal and terms, or NULL parameters. */
+  query: Param;
+  queryTerms: Param;
+  depth: Param;
+  minSimilarity: number;
+  /**
+   * MEMORY_EXACT_SEARCH_MAX_TURNS: up to this many turns of the model a user is searched exactly;
+   * past it, the nearest come from the model's HNSW index (when it has one), and the lexical
+   * candidates from the user's newest HEAVY_USER_LEXICAL_WINDOW turns.
+   */
+  exactSearchMaxTurns?: number;
+  /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
+  exactOnly?: boolean;
+  /** Which of the user's turns `t` may be found, besides tenant, user and model. */
+  where: SqlFragment;
+  /** Columns of the found turn `t` that `fused` carries, e.g. sql`t.question, t.answer`. */
+  columns: SqlFragment;
+}
+
+/**
+ * The CTEs `nearest`, `matching`, `ranked` and `fused`: the `depth` nearest of the user's turns by
+ * cosine and the `depth` best lexical matches, each list read as row references (ctid, valid within
+ * the statement's snapshot) and distances only; then, among those candidates alone, one row per turn
+ * with its fused `score`, `distance` (1 - cosine), `session_id`, `turn_number`, `search_terms`, the
+ * requested `columns` of the turn, and `usable` when its cosine reaches `minSimilarity` or it matches
+ * lexically (a lexical match passes the floor).
+ *
+ * A turn whose question has exactly the question's terms (the same question asked again, in another
+ * session, whatever its punctuation, case or word order) scores 1 more, above any fused sum (at most
+ * 2 / 61): its stored vector also holds its SQL and answer, and turns reading more of the tables
+ * the question names outrank it lexically, so both lists may rank it below others; but no turn
+ * tells the answerer more about this question than that one.
+ */
+export function fusedCandidates(s: CandidateSearch): SqlFragment {
+  const own = sql`t.tenant_id = ${s.tenant} AND t.user_id = ${s.user}`;
+  const max = s.exactSearchMaxTurns ?? EXACT_SEARCH_MAX_TURNS;
+  const ann = s.exactOnly ? undefined : ANN_FUNCTIONS.get(s.embeddingModel);
+  // Below the threshold (or for a model without an HNSW index), every turn of the user is scored once,
+  // on its reference, distance and lexical match only, and both lists are taken from that: scanning
+  // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
+  // the unit vectors every embedder stores (docs/design.md, Search).
+  const exact = ann === undefined ? sql`TRUE` : sql`NOT (SELECT heavy FROM history)`;
+  const scored = sql`scored AS (
+       SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+       FROM turns t
+       WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+     )`;
+  const exactNearest = sql`SELECT ref, distance FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
+  const exactMatching = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} AND lexical > 0
+       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
+  if (ann === undefined) {
+    return sql`${scored}, nearest AS (
+       ${exactNearest}
+     ), matching AS (
+       ${exactMatching}
+     ), ${fusion(s)}`;
+  }
+  // Whether the user has more than `max` turns, as their sessions count them (all models), summed over
+  // no more than max + 1 sessions: a hint for the path only (both return the nearest turns), read in a
+  // few rows where counting the turns themselves read max + 1. A one-time filter on each branch of
+  // `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
+  return sql`history AS (
+       SELECT coalesce(sum(x.turn_count), 0) > ${max} AS heavy
+       FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${max + 1}) x
+     ), ${scored}, nearest AS (
+       (${exactNearest})
+       UNION ALL
+       (${annNearest(s, ann)})
+     ), matching AS (
+       (${exactMatching})
+       UNION ALL
+       -- Past the threshold, among the user's newest turns only, so that its cost does not grow with
+       -- a long history (turns_by_user_model_recency reads them newest first).
+       (SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+        FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
+              ORDER BY t.created_at DESC LIMIT ${HEAVY_USER_LEXICAL_WINDOW}) t
+        WHERE (SELECT heavy FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
+          AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+        ORDER BY lexical DESC, distance LIMIT ${s.depth})
+     ), ${fusion(s)}`;
+}
+
+/** The CTEs `ranked` and `fused` over `nearest` (ref, distance) and `matching` (ref, distance, lexical). */
+function fusion(s: CandidateSearch): SqlFragment {
+  return sql`ranked AS (
+       SELECT ref, distance, row_number() OVER (ORDER BY distance) AS r FROM nearest
+       UNION ALL
+       SELECT ref, distance, row_number() OVER (ORDER BY lexical DESC, distance) AS r FROM matching
+     ), fused AS (
+       SELECT t.session_id, t.turn_number, f.distance, t.search_terms, ${s.columns},
+              f.rrf + CASE WHEN ${lexicalMatch(s.query, s.queryTerms)} > 0
+                            AND strip(ts_filter(t.search_terms, '{c}')) = array_to_tsvector(${s.queryTerms}::text[])
+                           THEN 1 ELSE 0 END AS score,
+              1 - f.distance >= ${s.minSimilarity} OR ${lexicalMatch(s.query, s.queryTerms)} > 0 AS usable
+       FROM (SELECT ref, min(distance) AS distance, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) AS rrf FROM ranked GROUP BY ref) f
+       ${byRef(s, sql`f`)}
+     )`;
+}
+
+/**
+ * The turn `t` that each row of `list` refers to (its `ref`), read by row reference, once per row:
+ * without statistics, a join (on the primary key or the reference) was planned as a scan of all of
+ * the user's turns (a hash join, or an index on the user's turns with the rest as a filter). LIMIT
+ * keeps the subquery from being flattened into such a join; a TID scan reads the one row.
+ */
+function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
+  return sql`CROSS JOIN LATERAL (SELECT * FROM turns t
+         WHERE t.ctid = ${list}.ref AND t.tenant_id = ${s.tenant} AND t.user_id = ${s.user} LIMIT 1) t`;
+}
+
+/**
+ * The nearest of a heavy user's turns from the model's HNSW index (migration 014's function), then
+ * the statement's conditions on them.
+ */
+function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
+  return sql`SELECT a.ref, a.distance
+       FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_OVERFETCH}) a
+       ${byRef(s, sql`a`)}
+       WHERE (SELECT heavy FROM history) AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+       ORDER BY a.distance LIMIT ${s.depth}`;
+}

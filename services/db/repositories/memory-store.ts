@@ -1,0 +1,334 @@
+import type { DatabaseScope, Identity } from '../../model/identity.js';
+import type { MemoryScope, SessionRow } from '../../model/sessions.js';
+import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../model/turns.js';
+import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
+import { vectorParam } from '../vector-param.js';
+import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
+import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
+import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
+import { recallableSessions, sameAnswerer } from './recall-bounds.js';
+import { databaseScopeSql, isBounded } from './sql-scope.js';
+import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
+import { NOT_ASKED } from './turns.js';
+
+export interface RetrievalRequest {
+  identity: Identity;
+  /** Resume this session; absent for a new one. */
+  sessionId?: string;
+  now: Date;
+  windowSize: number;
+  k: number;
+  /** A turn found by the vector alone must be at least this similar; a lexical match needs no floor. */
+  minSimilarity: number;
+  embedding: number[] | null;
+  embeddingModel: string;
+  /** The question's lexical terms, and as a tsquery literal (services/core/search-terms/lexical-terms.ts); none: vector only. */
+  search?: { query: string; terms: string[] } | null;
+  /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
+  exactSearchMaxTurns?: number;
+  scope: DatabaseScope;
+  /** Also read the window turns' message chains (the memory API replays them). */
+  withMessages?: boolean;
+  /** Also read up to this many of the session's latest questions, as recentQuestions does (for dedup). */
+  recentQuestions?: number;
+  /**
+   * The request's memory scope; without one, the session's stored one, else `user`. With `session`,
+   * similar turns come from this session only: no cross-session recall.
+   */
+  memoryScope?: MemoryScope;
+  /** Similar turns only of this answerer, or of none (turns a client stored): recall bounded by answerer. */
+  answerer?: string;
+}
+
+export interface Retrieved {
+  /** Undefined when `sessionId` was given but is not the caller's live session. */
+  session?: SessionRow;
+  /**
+   * The session's summary and slots as far as the request's database bounds allow: a summary that
+   * covers a turn outside them is not used (and the window then reaches back past it), and slots
+   * come only from turns within them.
+   */
+  summary: string | null;
+  slots: Record<string, unknown>;
+  /** Newest first. */
+  window: HistoryTurn[];
+  /** Most similar first. */
+  similar: SimilarTurn[];
+  /** The session's latest questions, newest first, when `recentQuestions` asked for them. */
+  recent: RecentQuestion[];
+  /**
+   * The user's erasure epoch (migration 011), read by the same statement: a request's first read,
+   * which its turn's store compares with (store-turn.ts).
+   */
+  eraseEpoch: number;
+}
+
+export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
+  summary_text, summary_through_turn, slots, memory_scope`;
+
+/**
+ * Everything a new question needs from memory, in one round trip: the session (when resuming),
+ * its recent turns not yet folded into its summary (upstream failures, memory commands and incomplete
+ * streams are never history; a down-rated turn shows without its SQL), and the user's most similar
+ * other turns of the active embedding model (answered turns only, never down-rated ones).
+ */
+export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
+  const tenant = param(req.identity.tenantId);
+  const user = param(req.identity.userId);
+  const session = param(req.sessionId ?? null);
+  const now = param(req.now);
+  const vector = param(req.embedding ? vectorParam(req.embedding) : null);
+  const scope = databaseScopeSql(req.scope);
+  const bounded = isBounded(req.scope);
+  const query = param(req.search?.query ?? null);
+  const queryTerms = param(req.search?.terms ?? null);
+  const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
+
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
+    prepared(
+      sql`WITH sess AS (
+       SELECT ${SESSION_COLUMNS},
+              ${bounded ? summaryWithin(scope, tenant, user, session) : sql`summary_text`} AS usable_summary,
+              ${bounded ? slotsWithin(scope, tenant, user, session) : sql`slots`} AS usable_slots
+       FROM sessions
+       WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}
+     ), win AS (
+       SELECT t.turn_number, t.status, t.question, t.answer,
+              CASE WHEN t.feedback_rating = 'down' THEN NULL ELSE t.sql_query END AS sql_query, t.tables_used, t.created_at,
+              ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
+       FROM turns t, sess
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+         AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
+         AND t.status NOT IN ${NOT_ASKED} AND ${scope}
+       ORDER BY t.turn_number DESC LIMIT ${req.windowSize}
+     ), recent AS (
+       SELECT t.turn_number, t.question, t.duplicate_of
+       FROM turns t, sess
+       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+         AND t.status NOT IN ${NOT_ASKED}
+       ORDER BY t.turn_number DESC LIMIT ${req.recentQuestions ?? 0}
+     ), ${fusedCandidates({
+       tenant,
+       user,
+       vector,
+       embeddingModel: req.embeddingModel,
+       query,
+       queryTerms,
+       depth,
+       minSimilarity: req.minSimilarity,
+       exactSearchMaxTurns: req.exactSearchMaxTurns,
+       exactOnly: req.memoryScope === 'session',
+       where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
+         AND ${recallableSessions(tenant, user, now, session)}
+         AND ${VISIBLE_IN_SEARCH}
+         AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
+         AND (COALESCE(${param(req.memoryScope ?? null)}::text, (SELECT sess.memory_scope FROM sess), 'user') = 'user'
+              OR t.session_id = ${session}::uuid)
+         AND ${sameAnswerer(param(req.answerer ?? null))}`,
+       columns: sql`t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at`,
+     })}, sim AS (
+       -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
+       -- three turns over one table tell the answerer less than the best turns over three.
+       SELECT session_id, turn_number, status, question, answer, sql_query, tables_used, created_at,
+              1 - distance AS similarity, score
+       FROM (SELECT *, row_number() OVER (PARTITION BY strip(ts_filter(search_terms, '{d}')) ORDER BY score DESC, distance) AS nth
+             FROM fused WHERE usable) grouped
+       ORDER BY nth, score DESC, distance, session_id, turn_number
+       LIMIT ${req.k}
+     )
+     SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
+     UNION ALL SELECT 'window', to_jsonb(win) FROM win
+     UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
+     UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
+     UNION ALL SELECT 'epoch', jsonb_build_object('epoch', COALESCE(
+       (SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0))`,
+    ),
+  );
+
+  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {}, eraseEpoch: 0 };
+  const similar: { turn: SimilarTurn; score: number }[] = [];
+  for (const { source, row } of rows) {
+    if (source === 'session') {
+      out.session = sessionFromJson(row);
+      out.summary = (row.usable_summary as string | null) ?? null;
+      out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
+    } else if (source === 'window') out.window.push(turnFromJson(row));
+    else if (source === 'recent') out.recent.push(row as unknown as RecentQuestion);
+    else if (source === 'epoch') out.eraseEpoch = Number(row.epoch);
+    else {
+      similar.push({
+        turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },
+        score: Number(row.score),
+      });
+    }
+  }
+  out.window.sort((a, b) => b.turn_number - a.turn_number);
+  out.recent.sort((a, b) => b.turn_number - a.turn_number);
+  out.similar = similar.sort((a, b) => b.score - a.score).map((s) => s.turn);
+  return out;
+}
+
+/**
+ * The session's summary when every turn it covers lies within the bounds (`scope`, over `t`), else NULL.
+ * Runs inside the `sess` CTE, whose FROM is `sessions`.
+ */
+function summaryWithin(scope: SqlFragment, tenant: Param, user: Param, session: Param): SqlFragment {
+  return sql`CASE WHEN NOT EXISTS (
+      SELECT 1 FROM turns t
+      WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+        AND t.turn_number <= sessions.summary_through_turn AND NOT (${scope}))
+    THEN summary_text END`;
+}
+
+/**
+ * The slots as the turns within the bounds set them: per key, the value of the latest such turn that
+ * names it, nulls removed, as the session's own slots are merged at write time (appendTurn).
+ */
+function slotsWithin(scope: SqlFragment, tenant: Param, user: Param, session: Param): SqlFragment {
+  return sql`(SELECT COALESCE(jsonb_strip_nulls(jsonb_object_agg(latest.key, latest.value)), '{}'::jsonb)
+     FROM (SELECT DISTINCT ON (kv.key) kv.key, kv.value
+           FROM turns t, jsonb_each(t.context) kv
+           WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+             AND jsonb_typeof(t.context) = 'object' AND ${scope}
+           ORDER BY kv.key, t.turn_number DESC) latest)`;
+}
+
+/** The caller's live session, or undefined: another user's or an expired session is not found. */
+export async function findLiveSession(db: Queryable, identity: Identity, sessionId: string, now: Date) {
+  const { rows } = await db.query<SessionRow>(
+    toQuery(sql`SELECT ${SESSION_COLUMNS} FROM sessions
+     WHERE tenant_id = ${identity.tenantId} AND user_id = ${identity.userId} AND session_id = ${sessionId} AND expires_at > ${now}`),
+  );
+  return rows[0];
+}
+
+export interface AppendTurnRequest {
+  identity: Identity;
+  sessionId: string;
+  /** Create the session with this name; otherwise the session must exist and be live. */
+  createWithName?: string;
+  /** The memory scope the created session keeps; none: the default. */
+  createWithScope?: MemoryScope;
+  now: Date;
+  ttlMs: number;
+  ttlMode: 'sliding' | 'absolute';
+  turn: NewTurn;
+  /** The user's erasure epoch when the request started (readEraseEpoch): nothing is stored if it moved since. */
+  eraseEpoch: number;
+}
+
+/**
+ * Stores a turn and its embedding, numbering it and touching its session, in ONE statement (so
+ * atomically, and with one round trip). The session row's lock orders concurrent turns.
+ * Returns undefined when the session to append to is not the caller's live session.
+ */
+export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
+  const t = req.turn;
+  const tenant = param(req.identity.tenantId);
+  const user = param(req.identity.userId);
+  const session = param(req.sessionId);
+  const now = param(req.now);
+  const slots = param(t.context ? JSON.stringify(t.context) : null);
+  const ttlFromNow = sql`${now}::timestamptz + ${param(req.ttlMs)}::float8 * interval '1 millisecond'`;
+  // Absolute mode keeps the expiry set at creation; LEAST only matters if MEMORY_TTL was shortened since.
+  const expiry = req.ttlMode === 'sliding' ? ttlFromNow : sql`LEAST(expires_at, ${ttlFromNow})`;
+  // Raises SQLSTATE ME001, rolling the whole statement back, when the user was erased since the
+  // request started (migration 011); the turn is written only after the session row, so this guards both.
+  const notErased = sql`memorychat_erase_barrier(${tenant}, ${user}, ${param(req.eraseEpoch)}::bigint)`;
+  const touchSession =
+    req.createWithName !== undefined
+      ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
+                               turn_count, last_turn_number, slots, memory_scope)
+         SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+                jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)), ${req.createWithScope ?? null}::text
+         WHERE ${notErased}`
+      : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
+           slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
+           expires_at = ${expiry}
+         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${notErased}`;
+
+  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
+    prepared(
+      sql`WITH s AS (
+       ${touchSession}
+       RETURNING ${SESSION_COLUMNS}, last_turn_number
+     ), t AS (
+       INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
+                          augmented_question, answer, sql_query, query_explanation, tables_used,
+                          vdp_database_names, execution_result, metadata, embedding, embedding_model,
+                          messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
+                          vdp_tag_names, answerer)
+       SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
+              ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
+              ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
+              ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
+              ${t.embedding ? t.embeddingModel : null},
+              ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
+              ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
+              ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
+              ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
+              ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[], ${t.answerer ?? null}::text
+       FROM s
+       RETURNING turn_number
+     )
+     SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
+    ),
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+}
+
+/** A turn just appended: the session after it and the turn's number. */
+export type AppendedTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;
+
+/**
+ * Stores a turn and completes the Idempotency-Key claim of the request that wrote it in ONE
+ * transaction, so that no crash can leave a stored turn under a key that a retry would run again.
+ * `respond` builds the response to store with the key from the stored turn (no I/O: the transaction
+ * is open). Throws ClaimTakenOverError, and stores nothing, when a retry has taken the claim over.
+ */
+export async function appendTurnCompletingKey<B>(
+  db: TransactionalQueryable,
+  req: AppendTurnRequest,
+  claim: IdempotencyKeyRef & { claimId: string },
+  respond: (stored: AppendedTurn) => { status: number; body: B },
+): Promise<{ stored: AppendedTurn; response: { status: number; body: B } } | undefined> {
+  return db.transaction(async (tx) => {
+    const stored = await appendTurn(tx, req);
+    if (!stored) return undefined;
+    const response = respond(stored);
+    const completed = await completeIdempotencyKey(tx, { ...claim, responseStatus: response.status, responseBody: response.body });
+    if (!completed) throw new ClaimTakenOverError(claim.key);
+    return { stored, response };
+  });
+}
+
+export function sessionFromJson(row: Record<string, unknown>): SessionRow {
+  return {
+    session_id: String(row.session_id),
+    session_key: (row.session_key as string | null) ?? null,
+    session_name: String(row.session_name),
+    created_at: new Date(row.created_at as string),
+    updated_at: new Date(row.updated_at as string),
+    expires_at: new Date(row.expires_at as string),
+    turn_count: Number(row.turn_count),
+    summary_text: (row.summary_text as string | null) ?? null,
+    summary_through_turn: (row.summary_through_turn as number | null) ?? null,
+    slots: (row.slots as Record<string, unknown> | null) ?? {},
+    memory_scope: (row.memory_scope as MemoryScope | null) ?? null,
+  };
+}
+
+function turnFromJson(row: Record<string, unknown>): HistoryTurn {
+  return {
+    turn_number: Number(row.turn_number),
+    status: row.status as TurnStatus,
+    question: String(row.question),
+    answer: String(row.answer ?? ''),
+    sql_query: (row.sql_query as string | null) ?? null,
+    tables_used: (row.tables_used as string[] | null) ?? [],
+    created_at: new Date(row.created_at as string),
+    ...(row.messages ? { messages: row.messages } : {}),
+  };
+}
