@@ -1,7 +1,13 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // Tests of pure code: no database, no Redis, no global setup (`npm run test:unit`, a few seconds).
-const UNIT = ['test/core/**/*.test.ts', 'test/architecture/**/*.test.ts'];
+const UNIT = [
+  'test/core/**/*.test.ts',
+  'test/config/**/*.test.ts',
+  'test/providers/**/*.test.ts',
+  'test/db/sql.test.ts',
+  'test/architecture/**/*.test.ts',
+];
 // The chat bots of examples/ against local fakes of Slack and Telegram and the service on the embedded database.
 const EXAMPLES = ['test/examples/**/*.test.ts'];
 
@@ -12,7 +18,12 @@ export default defineConfig({
     // Each file starts its own embedded Postgres process; two cores run two files at a time (all projects share them).
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT } },
+      {
+        // Pure code keeps no state between files, so the files of a worker share one module graph:
+        // each file importing the same services again was most of the project's time.
+        extends: true,
+        test: { name: 'unit', include: UNIT, isolate: false },
+      },
       {
         extends: true,
         test: {
@@ -23,45 +34,53 @@ export default defineConfig({
             ...UNIT,
             ...EXAMPLES,
             // About a server login that is no superuser; the embedded database's login is one.
-            'test/api/row-level-security-server.test.ts',
+            'test/api/access/row-level-security-server.test.ts',
             'test/browser/**',
           ],
-          globalSetup: ['test/support/global-setup.ts', 'test/support/build-setup.ts'],
+          globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
         },
       },
       {
         // Their own project, so that CI's closing line counts them apart (`npm run test:examples`).
         extends: true,
-        test: { name: 'examples', include: EXAMPLES, globalSetup: ['test/support/global-setup.ts', 'test/support/build-setup.ts'] },
+        test: {
+          name: 'examples',
+          include: EXAMPLES,
+          globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
+        },
       },
       {
         // The playground in Debian's chromium (playwright-core), on the embedded database.
         extends: true,
-        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] },
+        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], globalSetup: ['test/support/vitest/global-setup.ts'] },
       },
       {
-        // The same service tests on the PostgreSQL server at 127.0.0.1:5432 (test/support/test-database.ts).
+        // The same service tests on the PostgreSQL server at 127.0.0.1:5432 (test/support/databases/test-database.ts).
         extends: true,
         test: {
           name: 'server',
-          include: ['test/api/**/*.test.ts', 'test/worker/**/*.test.ts'],
+          include: ['test/api/**/*.test.ts', 'test/worker/**/*.test.ts', 'test/db/**/*.test.ts'],
           exclude: [
             ...configDefaults.exclude,
+            ...UNIT,
+            // Runs on the PostgreSQL server in the embedded project already, in databases of its own.
+            'test/db/migrations.test.ts',
             // Local mode: an embedded DATA_DIR holds the database and the signing secret.
-            'test/api/server-start.test.ts',
+            'test/api/operations/server-start.test.ts',
             // Restarts its database, which the shared server must not be.
-            'test/api/soak.test.ts',
+            'test/api/operations/soak.test.ts',
             // Starts a Postgres of its own, without pgvector: the same in both projects.
-            'test/api/database-without-pgvector.test.ts',
+            'test/api/operations/database-without-pgvector.test.ts',
             // Starts a PostgreSQL server of its own (and restarts it): the same in both projects.
-            'test/api/fleet-soak.test.ts',
+            'test/api/operations/fleet-soak.test.ts',
             // About the embedded database's files and its single owner process.
-            'test/api/erase-leaves-no-trace.test.ts',
+            'test/api/privacy/erase-leaves-no-trace.test.ts',
             'test/worker/embedded-with-redis.test.ts',
+            'test/db/embedded-connection-handover.test.ts',
             // About Redis (a cluster of its own): the embedded project runs it.
             'test/worker/redis-cluster.test.ts',
           ],
-          globalSetup: ['test/support/global-setup-server.ts', 'test/support/build-setup.ts'],
+          globalSetup: ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'],
         },
       },
     ],

@@ -1,5 +1,5 @@
 // The work of a scoped statement (the retrieval statement, /memory/search's) as Postgres plans it:
-// used by `bench:heavy-user` and by test/api/heavy-user-retrieval.test.ts, which bounds it.
+// used by `bench:heavy-user` and by test/api/retrieval/heavy-user.test.ts, which bounds it.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';

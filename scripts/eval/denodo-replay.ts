@@ -2,7 +2,7 @@
 // the environment): replays
 // SParC dialogues through the real /memoryChat (in process, embedded database, default settings:
 // MEMORY_AUGMENTATION=instructions, ANSWER_AUTH=forward) in front of the Denodo AI SDK stand-in
-// (test/support/denodo-sdk-stand-in.ts), whose views are the SParC schemas (`database.table`, columns
+// (test/support/fakes/denodo-sdk-stand-in.ts), whose views are the SParC schemas (`database.table`, columns
 // described by their natural-language names). Its SQL writer is perfect but bound to the views it is
 // given: a turn gets its gold SQL when the gold tables are among them, no SQL otherwise. Foreign keys
 // are the views' associations, which the SDK adds to the views its search found.
@@ -22,7 +22,7 @@ import { sqlIdentifiers } from '../../services/core/search-terms/sql-identifiers
 import { migrate } from '../../services/db/migrate.js';
 import { openDatabase } from '../../services/db/pool.js';
 import { createProviders } from '../../services/providers/index.js';
-import { basicAuth, type SdkView, startDenodoSdkStandIn } from '../../test/support/denodo-sdk-stand-in.js';
+import { basicAuth, type SdkView, startDenodoSdkStandIn } from '../../test/support/fakes/denodo-sdk-stand-in.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
 import { loadDialogues } from './dialogues.js';
 

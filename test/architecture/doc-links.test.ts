@@ -98,4 +98,23 @@ describe('links to docs', () => {
     }
     expect(broken).toEqual([]);
   });
+
+  it('when a doc, a comment, a message or the test configuration names a file under test/, then it exists', () => {
+    // Applied migrations are never edited (docs/development.md#migrations): a test they name may have moved since.
+    const migrations = path.join(ROOT, 'db', 'migrations');
+    const files = [
+      ...filesUnder(ROOT, (f) => f.endsWith('.md')),
+      ...['services', 'db', 'scripts', 'test', 'clients', 'examples', 'packages/memorychat-client/src'].flatMap((dir) =>
+        filesUnder(path.join(ROOT, dir), (f) => /\.(ts|mjs|js|sql|sh|py)$/.test(f) && !f.endsWith('.d.ts') && !f.startsWith(migrations)),
+      ),
+      ...['vitest.config.ts', 'package.json', '.ci/run'].map((name) => path.join(ROOT, name)),
+    ];
+    const broken: string[] = [];
+    for (const file of files) {
+      for (const [, named = ''] of readFileSync(file, 'utf8').matchAll(/(?<![\w./-])(test\/[\w./-]+\.(?:ts|js|py))\b/g)) {
+        if (!existsSync(path.join(ROOT, named))) broken.push(`${path.relative(ROOT, file)}: ${named}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
 });

@@ -8,9 +8,9 @@ import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAYGROUND_CSP } from '../../services/api/plugins/playground.js';
-import { sendJson } from '../support/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { sendJson } from '../support/fakes/fake-http-server.js';
+import { salesReply, startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env.PLAYGROUND_SCREENSHOTS ?? mkdtempSync(path.join(tmpdir(), 'playground-shots-'));

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
 const README = path.resolve('packages/memorychat-client/README.md');
 

@@ -4,24 +4,21 @@
 import { execFileSync } from 'node:child_process';
 import { createMemorychatClient, type MemorychatClient, type Reply } from 'memorychat-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import type { FakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../support/service/service-with-upstream.js';
+import type { TestApp } from '../support/service/test-app.js';
 
 describe('the memorychat-client package', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let service: TestApp;
   let memorychat: MemorychatClient;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    service = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t: service, upstream } = await startServiceWithUpstream());
     memorychat = createMemorychatClient(service.baseUrl, service.token('reader-of-the-readme'));
   });
 
-  afterAll(async () => {
-    await service?.close();
-    await upstream?.close();
-  });
+  afterAll(() => stopServiceWithUpstream({ t: service, upstream }));
 
   it('when imported by name, then it is the built package, not the sources', async () => {
     const resolved = import.meta.resolve('memorychat-client');

@@ -5,7 +5,7 @@ import { RunnableLambda, RunnableWithMessageHistory } from '@langchain/core/runn
 import { createMemorychatClient } from 'memorychat-client';
 import { MemorychatChatMessageHistory, MemorychatRetriever } from 'memorychat-client/langchain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
 describe('the LangChain adapter', () => {
   let service: TestApp;

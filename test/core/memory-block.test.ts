@@ -4,8 +4,8 @@ import { buildMemoryContext } from '../../services/core/context/chat-block.js';
 import { buildFormattedContext } from '../../services/core/context/formats.js';
 import { CONTINUATION_INDENT, quoteStored } from '../../services/core/context/memory-block.js';
 import type { SimilarTurn } from '../../services/model/turns.js';
-import { expectDelimitedMemory, INJECTIONS } from '../support/fuzz-delimiting.js';
-import { PROMPT_INJECTION, SQL_INJECTION, UNICODE } from '../support/fuzz-values.js';
+import { expectDelimitedMemory, INJECTIONS } from '../support/fuzz/delimiting.js';
+import { PROMPT_INJECTION, SQL_INJECTION, UNICODE } from '../support/fuzz/values.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { chainAsAnthropic } from '../../services/core/sessions/chain-conversion.js';
 import { prepareMessageChain } from '../../services/core/sessions/chains.js';
 import { AppError } from '../../services/model/errors.js';
-import { anthropicViolations } from '../support/chain-rules.js';
+import { anthropicViolations } from '../support/fakes/chain-rules.js';
 
 describe('prepareMessageChain', () => {
   it('when consecutive user messages hold text then tool results, then they merge with tool results first', () => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../services/db/embedded/embedded-postgres.js';
-import { freshDataDir } from '../support/test-database.js';
+import { freshDataDir } from '../support/databases/test-database.js';
 
 describe('the embedded database across a broken connection', () => {
   let dataDir: string;

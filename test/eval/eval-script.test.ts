@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI } from '../support/fake-llm.js';
+import { startFakeOpenAI } from '../support/fakes/fake-llm.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -5,9 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { type App, LogLevel } from '@slack/bolt';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSlackBot, memorychatUser, sessionKey } from '../../examples/slack-bot/src/bot.js';
-import { sendJson } from '../support/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { sendJson } from '../support/fakes/fake-http-server.js';
+import { type FakeUpstream, salesReply } from '../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../support/service/service-with-upstream.js';
+import type { TestApp } from '../support/service/test-app.js';
 import { BOT_USER_ID, type FakeSlack, startFakeSlack, TEAM_ID, type WebApiCall } from './support/fake-slack.js';
 import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
@@ -15,15 +16,14 @@ const SIGNING_SECRET = 'fake-signing-secret-8f14e45fceea167a';
 const CHANNEL = 'C0000042';
 
 describe('the Slack bot example', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let slack: FakeSlack;
   let bot: App;
   let eventsUrl: string;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
     await warmUp(t);
     slack = await startFakeSlack(SIGNING_SECRET);
     bot = createSlackBot({
@@ -45,8 +45,7 @@ describe('the Slack bot example', () => {
   afterAll(async () => {
     await bot?.stop();
     await slack?.close();
-    await t?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
   });
 
   /** The bot's next Web API call of `method` after the first `since` calls. */

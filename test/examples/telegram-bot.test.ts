@@ -4,9 +4,10 @@
 import type { Bot } from 'grammy';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTelegramBot, memorychatUser, sessionKey } from '../../examples/telegram-bot/src/bot.js';
-import { sendJson } from '../support/fake-http-server.js';
-import { salesReply, startFakeUpstream } from '../support/fake-upstream.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { sendJson } from '../support/fakes/fake-http-server.js';
+import { type FakeUpstream, salesReply } from '../support/fakes/fake-upstream.js';
+import { startServiceWithUpstream, stopServiceWithUpstream } from '../support/service/service-with-upstream.js';
+import type { TestApp } from '../support/service/test-app.js';
 import { BOT_TOKEN, type BotApiCall, type FakeTelegram, startFakeTelegram } from './support/fake-telegram.js';
 import { createBotApiKey, warmUp } from './support/service-for-bots.js';
 
@@ -14,15 +15,14 @@ const ALICE = { id: 7001, first_name: 'Alice' };
 const BOB = { id: 7002, first_name: 'Bob' };
 
 describe('the Telegram bot example', () => {
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let telegram: FakeTelegram;
   let bot: Bot;
   let polling: Promise<void>;
 
   beforeAll(async () => {
-    upstream = await startFakeUpstream();
-    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+    ({ t, upstream } = await startServiceWithUpstream());
     await warmUp(t);
     telegram = await startFakeTelegram();
     bot = createTelegramBot({
@@ -48,8 +48,7 @@ describe('the Telegram bot example', () => {
     await bot?.stop();
     await polling;
     await telegram?.close();
-    await t?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
   });
 
   /** What the user writes, and the bot's next reply (sendMessage or sendDocument) in that chat. */

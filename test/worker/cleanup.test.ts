@@ -6,11 +6,11 @@ import { type Database, openDatabase } from '../../services/db/pool.js';
 import { BullJobQueue, CLEANUP_SCHEDULER_ID } from '../../services/infra/queue/bull-queue.js';
 import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
 import { createEmbedder } from '../../services/providers/embeddings/index.js';
-import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
-import { seedSession } from '../support/seed-memory.js';
-import { TEST_JWT_SECRET } from '../support/test-app.js';
-import { adminPool, freshTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { silentLog, startTestWorker } from '../support/test-worker.js';
+import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/databases/redis.js';
+import { adminPool, freshTestDatabase, type TestDatabase } from '../support/databases/test-database.js';
+import { seedSession } from '../support/service/seed-memory.js';
+import { TEST_JWT_SECRET } from '../support/service/test-app.js';
+import { silentLog, startTestWorker } from '../support/service/test-worker.js';
 
 const HOUR = 3_600_000;
 

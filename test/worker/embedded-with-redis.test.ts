@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { createSigner } from 'fast-jwt';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deleteKeysUnder, keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/redis.js';
-import { freshDataDir } from '../support/test-database.js';
+import { deleteKeysUnder, keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../support/databases/redis.js';
+import { freshDataDir } from '../support/databases/test-database.js';
 
 const SECRET = 'embedded-redis-secret-of-at-least-32-chars';
 

@@ -7,18 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../services/config/config.js';
 import type { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { startTracing } from '../../services/infra/tracing.js';
-import { startFakeOpenAI } from '../support/fake-llm.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/redis.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { startTestWorker, summarizingAppSettings } from '../support/test-worker.js';
+import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/databases/redis.js';
+import { startFakeOpenAI } from '../support/fakes/fake-llm.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import { startTestWorker, summarizingAppSettings } from '../support/service/test-worker.js';
 
 describe('tracing through the job queue (BullMQ)', () => {
   const exporter = new InMemorySpanExporter();
   const redis = redisClient();
   const prefix = uniquePrefix('job-tracing');
   let tracing: ReturnType<typeof startTracing>;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let llm: Awaited<ReturnType<typeof startFakeOpenAI>>;
   let t: TestApp;
   let worker: Worker | undefined;

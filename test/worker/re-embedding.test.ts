@@ -5,10 +5,10 @@ import { retrieveMemory } from '../../services/db/repositories/memory-store.js';
 import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
 import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';
-import { waitFor } from '../support/redis.js';
-import { seedSession } from '../support/seed-memory.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { silentLog } from '../support/test-worker.js';
+import { waitFor } from '../support/databases/redis.js';
+import { seedSession } from '../support/service/seed-memory.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import { silentLog } from '../support/service/test-worker.js';
 
 const HOUR = 3_600_000;
 

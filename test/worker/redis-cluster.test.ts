@@ -2,11 +2,11 @@ import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../services/core/job-queue.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { waitFor } from '../support/redis.js';
-import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { startTestWorker } from '../support/test-worker.js';
+import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { waitFor } from '../support/databases/redis.js';
+import { type RedisCluster, startRedisCluster } from '../support/databases/redis-cluster.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
+import { startTestWorker } from '../support/service/test-worker.js';
 
 /** MEMORY_SUMMARIZATION_THRESHOLD here: a session's third turn queues its summarization. */
 const THRESHOLD = 3;
@@ -17,7 +17,7 @@ describe('BullMQ on a Redis Cluster (three masters, REDIS_CLUSTER=true, a hash-t
   let direct: Cluster;
   /** The queue as Redis holds it, read around the service. */
   let queue: Queue;
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let t: TestApp;
   let worker: ReturnType<typeof startTestWorker>;
 
@@ -25,23 +25,20 @@ describe('BullMQ on a Redis Cluster (three masters, REDIS_CLUSTER=true, a hash-t
     cluster = await startRedisCluster(3);
     direct = new Cluster([{ host: '127.0.0.1', port: cluster.ports[0]! }]);
     queue = new Queue(QUEUE_NAME, { connection: direct, prefix });
-    upstream = await startFakeUpstream();
-    t = await startTestApp({
-      ANSWER_URL: upstream.answerUrl,
+    ({ t, upstream } = await startServiceWithUpstream({
       REDIS_URL: cluster.url,
       REDIS_CLUSTER: 'true',
       QUEUE_PREFIX: prefix,
       MEMORY_SUMMARIZATION_THRESHOLD: String(THRESHOLD),
       JOB_BACKOFF_MS: '20',
-    });
+    }));
     worker = startTestWorker({ config: t.config, db: t.database.scoped, queue: t.app.queue, clock: () => t.clock.now });
   }, 60_000);
 
   afterAll(async () => {
     cluster?.resume();
     await worker?.close();
-    await t?.close();
-    await upstream?.close();
+    await stopServiceWithUpstream({ t, upstream });
     await queue?.close();
     direct?.disconnect();
     await cluster?.close();

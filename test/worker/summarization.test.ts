@@ -5,19 +5,19 @@ import { summarizationSettingsFrom, summarizeSession } from '../../services/core
 import { countTokens } from '../../services/core/text.js';
 import { BullJobQueue } from '../../services/infra/queue/bull-queue.js';
 import { createAnthropicChat } from '../../services/providers/llm/anthropic-chat.js';
-import { startFakeAnthropic, startFakeOpenAI } from '../support/fake-llm.js';
-import { startFakeUpstream } from '../support/fake-upstream.js';
-import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/redis.js';
-import { seedSession } from '../support/seed-memory.js';
-import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/test-app.js';
-import { silentLog, startTestWorker, summarizingAppSettings } from '../support/test-worker.js';
+import { deleteKeysUnder, redisClient, uniquePrefix, waitFor } from '../support/databases/redis.js';
+import { startFakeAnthropic, startFakeOpenAI } from '../support/fakes/fake-llm.js';
+import { type FakeUpstream, startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { seedSession } from '../support/service/seed-memory.js';
+import { startTestApp, TEST_JWT_SECRET, type TestApp } from '../support/service/test-app.js';
+import { silentLog, startTestWorker, summarizingAppSettings } from '../support/service/test-worker.js';
 
 const HOUR = 3_600_000;
 
 describe('summarization job through /memoryChat (BullMQ, OpenAI SDK)', () => {
   const redis = redisClient();
   const prefix = uniquePrefix('summary');
-  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let upstream: FakeUpstream;
   let llm: Awaited<ReturnType<typeof startFakeOpenAI>>;
   let failing = false;
   let summaries = 0;

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix } from '../support/redis.js';
-import { freshTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { keysUnder, redisClient, TEST_REDIS_URL, uniquePrefix } from '../support/databases/redis.js';
+import { freshTestDatabase, type TestDatabase } from '../support/databases/test-database.js';
 
 // The compiled worker, as `npm run worker` and the image run it (build-setup.ts builds dist/).
 describe('the worker process (`npm run worker`)', () => {

@@ -11,7 +11,7 @@ failed = len(result.failures) + len(result.errors) + len(result.unexpectedSucces
 skipped = len(result.skipped)
 passed = result.testsRun - failed - skipped
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
-# CI folds these counts into the test suite's closing line (test/support/totals-reporter.ts).
+# CI folds these counts into the test suite's closing line (test/support/vitest/totals-reporter.ts).
 if os.environ.get("EXTRA_TOTALS_FILE"):
     with open(os.environ["EXTRA_TOTALS_FILE"], "w", encoding="utf-8") as out:
         json.dump({"python": {"passed": passed, "failed": failed, "skipped": skipped}}, out)

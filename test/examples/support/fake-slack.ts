@@ -5,7 +5,7 @@
 // files.getUploadURLExternal (an upload_url and file_id), a POST of the bytes to that URL, and
 // files.completeUploadExternal (the file ids, channel_id, thread_ts, initial_comment).
 import { createHmac } from 'node:crypto';
-import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from '../../support/fake-http-server.js';
+import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from '../../support/fakes/fake-http-server.js';
 
 export const BOT_USER_ID = 'UBOT0001';
 export const TEAM_ID = 'T0000001';

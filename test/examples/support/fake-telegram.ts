@@ -4,7 +4,7 @@
 // when a file is uploaded (a file field may be "attach://<name>" naming another part). getUpdates
 // long-polls: it answers the updates with update_id >= offset, or [] after `timeout` seconds. A
 // message's commands are marked by a bot_command entity at offset 0.
-import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from '../../support/fake-http-server.js';
+import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from '../../support/fakes/fake-http-server.js';
 
 export const BOT_TOKEN = '123456:fake-telegram-bot-token';
 const BOT = { id: 123456, is_bot: true, first_name: 'memorychat', username: 'memorychat_bot' };

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { TestApp } from '../../support/test-app.js';
+import type { TestApp } from '../../support/service/test-app.js';
 
 /** An API key acting for end users, limited to `routes`, as a tenant admin makes one for a bot (docs/api-keys.md). */
 export async function createBotApiKey(t: TestApp, name: string, routes: string[]): Promise<string> {

@@ -1,0 +1,243 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuth, type DenodoSdkStandIn, type SdkView, startDenodoSdkStandIn } from '../../support/fakes/denodo-sdk-stand-in.js';
+import { startTestApp, type TestApp } from '../../support/service/test-app.js';
+
+/**
+ * /memoryChat in front of a stand-in built from the Denodo AI SDK's source (test/support/fakes/denodo-sdk-stand-in.ts),
+ * with memorychat's defaults: ANSWER_AUTH unset, MEMORY_AUGMENTATION=instructions.
+ */
+
+const columns = (...names: string[]) => names.map((name) => ({ name }));
+// The view search returns the 5 nearest views: for a question naming none of them ("What about 2023?")
+// those are the first five, and sales_db.sales is not among them.
+const VIEWS: SdkView[] = [
+  { name: 'hr_db.employees', columns: columns('employee_id', 'name', 'department') },
+  { name: 'hr_db.departments', columns: columns('department_id', 'department_name') },
+  { name: 'sales_db.customers', columns: columns('customer_id', 'customer_name', 'country') },
+  { name: 'sales_db.products', columns: columns('product_id', 'product_name', 'category') },
+  { name: 'sales_db.stores', columns: columns('store_id', 'city') },
+  { name: 'sales_db.sales', description: 'Sales amounts per region', columns: columns('region', 'amount', 'year') },
+];
+const ALL = VIEWS.map((v) => v.name);
+const USERS = {
+  alice: { password: 'alice-pw', views: ALL },
+  bob: { password: 'bob-pw', views: ALL.filter((v) => v !== 'sales_db.sales') },
+  nobody: { password: 'nobody-pw', views: [] },
+  tina: { token: 'tina-token', views: ALL },
+};
+const ALICE = basicAuth('alice', 'alice-pw');
+
+describe('/memoryChat in front of the Denodo AI SDK', () => {
+  let sdk: DenodoSdkStandIn;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS });
+    // ANSWER_AUTH unset, as a new deployment has it (startTestApp sets `none` for the suite's fakes).
+    t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sdk?.close();
+  });
+
+  const chat = (sub: string, body: Record<string, unknown>, credentials: string | null = ALICE) =>
+    t.request('POST', '/memoryChat', {
+      token: t.token(sub),
+      body,
+      headers: credentials ? { 'x-upstream-authorization': credentials } : {},
+    });
+
+  it('when a follow-up names no view, then the views of the earlier SQL go as use_views and the SDK answers it with the right SQL', async () => {
+    const first = await chat('follow', { question: 'Total sales by region for 2024' });
+    expect(first.status).toBe(200);
+    expect(first.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2024');
+
+    const next = await chat('follow', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    expect(next.status).toBe(200);
+    expect(next.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2023');
+    expect(sdk.calls.at(-1)).toMatchObject({ user: 'alice', body: { question: 'What about 2023?', use_views: 'sales_db.sales' } });
+    expect(next.body.memory_context_used.use_views).toBe('sales_db.sales');
+  });
+
+  it("when the pinned views lie outside the caller's vdp_database_names, then they are not sent", async () => {
+    const first = await chat('bounded', { question: 'Total sales by region for 2024' });
+    const next = await chat('bounded', {
+      question: 'What about 2023?',
+      session_id: first.body.conversation_metadata.conversation_id,
+      vdp_database_names: 'hr_db',
+      use_views: 'hr_db.employees',
+    });
+    expect(next.status).toBe(200);
+    expect(sdk.calls.at(-1)!.body.use_views).toBe('hr_db.employees');
+    expect(next.body.sql_query).toBe('');
+  });
+
+  it('when ANSWER_AUTH is unset and the caller sends no X-Upstream-Authorization, then 400 naming the header', async () => {
+    const reply = await chat('anonymous', { question: 'Total sales by region for 2024' }, null);
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({ code: 'validation-failed' });
+    expect(reply.body.detail).toContain('X-Upstream-Authorization');
+  });
+
+  it("when ANSWER_AUTH is unset, then each caller's credentials reach the SDK and its own VDP permissions apply", async () => {
+    const bearer = await chat('tina', { question: 'Total sales by region for 2024' }, 'Bearer tina-token');
+    expect(bearer.status).toBe(200);
+    expect(sdk.calls.at(-1)!.user).toBe('tina');
+
+    const bob = await chat('bob', { question: 'Total sales by region for 2024' }, basicAuth('bob', 'bob-pw'));
+    expect(bob.status).toBe(200);
+    expect(sdk.calls.at(-1)!.views).not.toContain('sales_db.sales');
+    expect(bob.body.sql_query).not.toContain('sales_db');
+  });
+
+  it('when the SDK refuses the forwarded credentials, then 403 upstream-credentials-refused', async () => {
+    const reply = await chat('wrong', { question: 'Total sales' }, basicAuth('alice', 'not-her-password'));
+    expect(reply.status).toBe(403);
+    expect(reply.body).toMatchObject({ code: 'upstream-credentials-refused' });
+    expect(reply.body.detail).toContain('Unauthorized');
+  });
+
+  it('when the caller may read no views, then 403 upstream-no-views-permitted with the SDK message', async () => {
+    const reply = await chat('nobody', { question: 'Total sales' }, basicAuth('nobody', 'nobody-pw'));
+    expect(reply.status).toBe(403);
+    expect(reply.body).toMatchObject({ code: 'upstream-no-views-permitted' });
+    expect(reply.body.detail).toContain("You don't have permission to access any views in Denodo");
+  });
+
+  it("when the SDK's LLM is rate limited, then 503 upstream-rate-limited with its message and without its traceback", async () => {
+    sdk.failLlmWith('Error code: 429 - Rate limit reached for gpt-4o in organization org-1 on tokens per min');
+    try {
+      const reply = await chat('limited', { question: 'Total sales' });
+      expect(reply.status).toBe(503);
+      expect(reply.body).toMatchObject({ code: 'upstream-rate-limited' });
+      expect(reply.body.detail).toContain('Rate limit reached for gpt-4o');
+      expect(JSON.stringify(reply.body)).not.toContain('Traceback');
+    } finally {
+      sdk.failLlmWith(undefined);
+    }
+  });
+
+  it('when the view search finds nothing in the given databases, then the SDK message is the answer, stored as a clarification', async () => {
+    const reply = await chat('nothing', { question: 'Total sales', vdp_database_names: 'no_such_db' });
+    expect(reply.status).toBe(200);
+    expect(reply.body.answer).toBe(
+      'No relevant views found in the vector store matching your query with the specified database filters: "no_such_db". Try adjusting your filters or query.',
+    );
+    const { rows } = await t.admin.query(`SELECT status, answer FROM turns WHERE user_id = 'nothing'`);
+    expect(rows).toEqual([{ status: 'clarification', answer: reply.body.answer }]);
+  });
+
+  it("when the SDK answers 422, then the problem lists the SDK's fields", async () => {
+    const reply = await chat('typo', { question: 'Total sales', vector_search_k: 'many' });
+    expect(reply.status).toBe(502);
+    expect(reply.body).toMatchObject({
+      code: 'upstream-rejected',
+      errors: [{ field: 'body.vector_search_k', message: 'Input should be a valid integer' }],
+    });
+  });
+
+  it('when vdp_database_names and vdp_tag_names are lists, then the SDK gets comma-separated strings', async () => {
+    const reply = await chat('lists', { question: 'Total sales by region', vdp_database_names: ['sales_db', 'hr_db'], vdp_tag_names: [] });
+    expect(reply.status).toBe(200);
+    expect(sdk.calls.at(-1)!.body).toMatchObject({ vdp_database_names: 'sales_db,hr_db', vdp_tag_names: '' });
+    expect(reply.body.sql_query).toContain('"sales_db"."sales"');
+  });
+
+  it('when the SDK appends its DISCLAIMER, then the caller sees it and the next memory block does not carry it', async () => {
+    const first = await chat('disclaimed', { question: 'Total sales by region for 2024' });
+    expect(first.body.answer).toContain('DISCLAIMER: This response has been generated');
+    await chat('disclaimed', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    const sent = String(sdk.calls.at(-1)!.body.custom_instructions);
+    expect(sent).toContain('From sales_db.sales');
+    expect(sent).not.toContain('DISCLAIMER');
+  });
+
+  it("when the SDK's own /streamAnswerQuestion is asked, then it sends the answer's text alone, without SQL: why a streamed /memoryChat asks answerQuestion", async () => {
+    const response = await fetch(sdk.streamUrl, {
+      method: 'POST',
+      headers: { authorization: ALICE, 'content-type': 'application/json' },
+      body: JSON.stringify({ question: 'Total sales by region for 2024' }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await response.text();
+    expect(text).toContain('From sales_db.sales');
+    expect(text).not.toContain('SELECT');
+  });
+
+  it('when a reply is streamed, then the stored turn is the same as a plain one: SQL, tables, tokens and status', async () => {
+    const response = await fetch(`${t.baseUrl}/memoryChat`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${t.token('streamer')}`,
+        'x-upstream-authorization': ALICE,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify({ question: 'Total sales by region for 2024' }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('From sales_db.sales');
+    expect(sdk.calls.at(-1)!.path).toBe('/answerQuestion');
+    const { rows } = await t.admin.query(`SELECT status, sql_query, tables_used, tokens FROM turns WHERE user_id = 'streamer'`);
+    expect(rows).toEqual([
+      {
+        status: 'ok',
+        sql_query: 'SELECT * FROM "sales_db"."sales" WHERE "year" = 2024',
+        tables_used: ['sales_db.sales'],
+        tokens: expect.objectContaining({ total_tokens: expect.any(Number) }),
+      },
+    ]);
+  });
+});
+
+describe('/memoryChat in front of the Denodo AI SDK 0.5', () => {
+  let sdk: DenodoSdkStandIn;
+  let t: TestApp;
+  const OPERATOR = 'Amounts are in euros.';
+
+  beforeAll(async () => {
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, version: '0.5', operatorInstructions: OPERATOR });
+    t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined, ANSWER_OPERATOR_INSTRUCTIONS: OPERATOR });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sdk?.close();
+  });
+
+  it("when memory goes into custom_instructions, then ANSWER_OPERATOR_INSTRUCTIONS keeps the operator's instructions the SDK would drop", async () => {
+    const ask = (body: Record<string, unknown>) =>
+      t.request('POST', '/memoryChat', { token: t.token('op'), body, headers: { 'x-upstream-authorization': ALICE } });
+    const first = await ask({ question: 'Total sales by region for 2024' });
+    expect(sdk.calls.at(-1)!.instructions).toBe(OPERATOR);
+    const next = await ask({ question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    expect(next.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2023');
+    const { instructions } = sdk.calls.at(-1)!;
+    expect(instructions.startsWith(`${OPERATOR}\n\n`)).toBe(true);
+    expect(instructions).toContain('<conversation_memory>');
+  });
+});
+
+describe('/memoryChat in front of the Denodo AI SDK, with MEMORY_AUGMENTATION=inline', () => {
+  let sdk: DenodoSdkStandIn;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS });
+    t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined, MEMORY_AUGMENTATION: 'inline' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sdk?.close();
+  });
+
+  it('when memory goes into the question, then the views of the earlier SQL still go as use_views', async () => {
+    const ask = (body: Record<string, unknown>) =>
+      t.request('POST', '/memoryChat', { token: t.token('inline'), body, headers: { 'x-upstream-authorization': ALICE } });
+    const first = await ask({ question: 'Total sales by region for 2024' });
+    await ask({ question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    const call = sdk.calls.at(-1)!;
+    expect(String(call.body.question)).toContain('Current question: What about 2023?');
+    expect(call.body.use_views).toBe('sales_db.sales');
+  });
+});

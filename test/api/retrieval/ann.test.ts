@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import pgvector from 'pgvector';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { explainScoped, type PlanNode } from '../../../scripts/bench/retrieval-plan.js';
+import { LOCAL_MODEL } from '../../../services/config/config.js';
+import { type Database, openDatabase } from '../../../services/db/pool.js';
+import { retrieveMemory } from '../../../services/db/repositories/memory-store.js';
+import { type SearchRequest, searchTurns } from '../../../services/db/repositories/turns.js';
+import { embedText } from '../../../services/providers/embeddings/local-embedder.js';
+import { adminPool, freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
+
+const MODEL = `${LOCAL_MODEL}@384`;
+const TOPICS = ['singers', 'concerts', 'stadiums', 'pets', 'students', 'countries', 'languages', 'cities', 'orders', 'invoices'];
+
+/** Whether the statement ran migration 014's function, which reads the model's HNSW index. */
+function ranAnnFunction(node: PlanNode): boolean {
+  return (
+    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) ||
+    (node.Plans ?? []).some(ranAnnFunction)
+  );
+}
+
+/**
+ * Users past MEMORY_EXACT_SEARCH_MAX_TURNS are searched through the model's HNSW index (hybrid-rank.ts);
+ * below it, exactly. The threshold is lowered here so that a few dozen turns make a heavy user: on so
+ * few vectors the index's candidate list holds them all, so its answer must equal exact search's.
+ */
+describe('approximate search for users with a long history', () => {
+  let testDatabase: TestDatabase;
+  let database: Database;
+  let admin: ReturnType<typeof adminPool>;
+  const heavy = { tenantId: 'default', userId: 'heavy-user', roles: [] as string[] };
+  const light = { tenantId: 'default', userId: 'light-user', roles: [] as string[] };
+
+  async function seed(userId: string, turns: number) {
+    const sessionId = randomUUID();
+    await admin.pool.query(
+      `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
+       VALUES ('default', $1, $2, 'history', now(), now(), now() + interval '1 day', $3, $3)`,
+      [userId, sessionId, turns],
+    );
+    for (let n = 1; n <= turns; n++) {
+      const question = `How many ${TOPICS[n % TOPICS.length]} were there in region ${n}?`;
+      await admin.pool.query(
+        `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model)
+         VALUES ('default', $1, $2, $3, now(), 'ok', $4, 'Some', $5::vector, $6)`,
+        [userId, sessionId, n, question, pgvector.toSql(embedText(question, 384)), MODEL],
+      );
+    }
+  }
+
+  beforeAll(async () => {
+    testDatabase = await freshTestDatabase();
+    database = await openDatabase({ ...testDatabase.env, DATABASE_POOL_MAX: 1 });
+    admin = adminPool(testDatabase, database);
+    await seed(heavy.userId, 60);
+    await seed(light.userId, 5);
+  });
+  afterAll(async () => {
+    await admin?.close();
+    await database?.close();
+    await testDatabase?.remove();
+  });
+
+  const search = (identity: typeof heavy, exactSearchMaxTurns: number): SearchRequest => ({
+    identity,
+    now: new Date(),
+    embedding: embedText('How many concerts were there in region 7?', 384)!,
+    embeddingModel: MODEL,
+    k: 10,
+    minSimilarity: -1,
+    search: null,
+    scope: {},
+    exactSearchMaxTurns,
+  });
+
+  it('when a user past the threshold searches, then the HNSW index is read and the same top turns come back as from exact search', async () => {
+    const approximate = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20)));
+    const exact = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 1000)));
+    expect(ranAnnFunction(approximate.plan)).toBe(true);
+    expect(ranAnnFunction(exact.plan)).toBe(false);
+    // Turns as near as each other come in either order (their fused ranks tie), so both lists are compared sorted.
+    const turns = (rows: Record<string, unknown>[]) =>
+      rows.map((r) => `${Number(r.similarity).toFixed(6)} ${String(r.turn_number).padStart(3)}`).sort();
+    expect(turns(approximate.rows)).toHaveLength(10);
+    expect(turns(approximate.rows)).toEqual(turns(exact.rows));
+  });
+
+  it("when a user past the threshold asks /memoryChat's retrieval, then its similar turns are exact search's", async () => {
+    const request = (exactSearchMaxTurns: number) => ({
+      identity: heavy,
+      now: new Date(),
+      windowSize: 5,
+      k: 3,
+      minSimilarity: 0,
+      embedding: embedText('How many pets were there in region 12?', 384),
+      embeddingModel: MODEL,
+      scope: {},
+      exactSearchMaxTurns,
+    });
+    const approximate = await explainScoped(database.pool, heavy, (db) => retrieveMemory(db, request(20)));
+    const exact = await retrieveMemory(database.scoped.asUser(heavy), request(1000));
+    expect(ranAnnFunction(approximate.plan)).toBe(true);
+    const similar = approximate.rows.filter((r) => r.source === 'similar').map((r) => (r.row as { turn_number: number }).turn_number);
+    expect(similar).toHaveLength(3);
+    expect(similar.sort()).toEqual(exact.similar.map((t) => t.turn_number).sort());
+  });
+
+  it('when a user below the threshold searches, then exact search is used', async () => {
+    const { plan, rows } = await explainScoped(database.pool, light, (db) => searchTurns(db, search(light, 20)));
+    expect(ranAnnFunction(plan)).toBe(false);
+    expect(rows).toHaveLength(5);
+  });
+});

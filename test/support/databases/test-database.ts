@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { startEmbeddedPostgres } from '../../../services/db/embedded/embedded-postgres.js';
+import type { Database } from '../../../services/db/pool.js';
+import { scopedDatabase } from '../../../services/db/row-security.js';
+import { SERVER, SUPERUSER } from './postgres-server.js';
+import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
+
+/** The pool size of a deployment (docs/configuration.md's default), used by the service in the `server` project. */
+const SERVER_POOL_MAX = 10;
+
+/** Provided in the `server` project only (vitest.config.ts, test/support/vitest/global-setup-server.ts). */
+const server = inject('serverDatabase') as { login: string; template: string } | undefined;
+
+/** A migrated database of the test's own: an embedded one in a new DATA_DIR, or a new database on the server. */
+export interface TestDatabase {
+  /**
+   * The configuration that points the service (or a child process) at it: a fresh DATA_DIR, and on
+   * the server DATABASE_URL with the test login (no superuser, the database's owner) and a pool of 10.
+   */
+  env: { DATA_DIR: string; DATABASE_URL?: string; DATABASE_POOL_MAX?: string };
+  /** On the server: the database and the login, for connections made around the service (a fault proxy). */
+  server?: { database: string; user: string };
+  /** Drops the database and removes DATA_DIR. */
+  remove(): Promise<void>;
+}
+
+/** A fresh embedded database (copied from the migrated template) in its own directory; embedded project only. */
+export async function freshDataDir(): Promise<string> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
+  await cp(inject('templateDataDir'), dataDir, { recursive: true });
+  return dataDir;
+}
+
+export async function freshTestDatabase(): Promise<TestDatabase> {
+  if (!server) {
+    const dataDir = await freshDataDir();
+    return { env: { DATA_DIR: dataDir }, remove: () => rm(dataDir, { recursive: true, force: true }) };
+  }
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
+  const database = `${server.login}_${randomBytes(4).toString('hex')}`;
+  await asSuperuser('postgres', (admin) => admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`));
+  return {
+    env: {
+      DATA_DIR: dataDir,
+      DATABASE_URL: `postgres://${server.login}@${SERVER.host}:${SERVER.port}/${database}`,
+      DATABASE_POOL_MAX: String(SERVER_POOL_MAX),
+    },
+    server: { database, user: server.login },
+    async remove() {
+      await asSuperuser('postgres', (admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A pool that sees and writes every row, above row-level security, for tests that seed or inspect
+ * the tables: the superuser. Embedded, that is the service's own (and only) connection `service`;
+ * on the server, a superuser pool on the test's database, ended by `close`.
+ */
+export function adminPool(db: TestDatabase, service: Database): { pool: pg.Pool; close(): Promise<void> } {
+  if (!db.server) return { pool: service.pool, close: async () => {} };
+  const pool = new pg.Pool({ ...SERVER, user: SUPERUSER, database: db.server.database, max: 2 });
+  pool.on('error', () => {});
+  return { pool, close: () => pool.end() };
+}
+
+async function asSuperuser<T>(database: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ ...SERVER, user: SUPERUSER, database });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The test's database reached through a TCP fault proxy, so a test can cut connections the way a
+ * network fault or a database restart does: one connection to the embedded server, or the service's
+ * pool of 10 to the PostgreSQL server.
+ */
+export async function databaseBehindFaultProxy(db: TestDatabase): Promise<{ database: Database; proxy: TcpFaultProxy }> {
+  const embedded = db.server ? undefined : await startEmbeddedPostgres(db.env.DATA_DIR);
+  const proxy = await startTcpFaultProxy(
+    embedded ? { path: path.join(embedded.connection.host, '.s.PGSQL.5432') } : { host: SERVER.host, port: SERVER.port },
+  );
+  const pool = new pg.Pool(
+    db.server
+      ? { host: '127.0.0.1', port: proxy.port, user: db.server.user, database: db.server.database, max: SERVER_POOL_MAX }
+      : { host: '127.0.0.1', port: proxy.port, user: 'postgres', database: 'postgres', max: 1 },
+  );
+  pool.on('error', () => {}); // as openDatabase does: a dropped idle connection must not crash the process
+  const database: Database = {
+    pool,
+    scoped: scopedDatabase(pool),
+    embedded: Boolean(embedded),
+    async close() {
+      await pool.end();
+      await proxy.close();
+      await embedded?.stop();
+    },
+  };
+  return { database, proxy };
+}
