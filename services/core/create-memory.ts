@@ -20,7 +20,14 @@ import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse }
 import { createPiiMasker } from './privacy/pii.js';
 import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from './recall/sql-recall.js';
 import { createVqlExecutor } from './recall/vql-execution.js';
-import { clearUserSession, deleteUserSession, getUserSession, listUserSessions, renameUserSession } from './sessions/sessions.js';
+import {
+  clearUserSession,
+  deleteUserSession,
+  getUserSession,
+  listUserSessions,
+  type SessionChanges,
+  updateUserSession,
+} from './sessions/sessions.js';
 import { correctUserTurn, deleteUserTurn, rateUserTurn, type TurnPatch } from './sessions/turn-control.js';
 import { storeClientTurn, type TurnInput } from './sessions/turns.js';
 import { tracedLlm } from './tracing.js';
@@ -89,7 +96,7 @@ export function createMemory(parts: MemoryParts) {
     sessions: {
       list: (identity: Identity, limit: number, cursor?: string, key?: string) => listUserSessions(deps, identity, limit, cursor, key),
       get: (identity: Identity, sessionId: string) => getUserSession(deps, identity, sessionId),
-      rename: (identity: Identity, sessionId: string, name: string) => renameUserSession(deps, identity, sessionId, name),
+      update: (identity: Identity, sessionId: string, changes: SessionChanges) => updateUserSession(deps, identity, sessionId, changes),
       remove: (identity: Identity, sessionId: string) => deleteUserSession(deps, identity, sessionId),
       clear: (identity: Identity, sessionId: string) => clearUserSession(deps, identity, sessionId),
     },

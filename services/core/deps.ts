@@ -1,3 +1,4 @@
+import { answererIdentity } from '../config/answerer-identity.js';
 import type { Config } from '../config/config.js';
 import type { ScopedDatabase } from '../db/row-security.js';
 import type { Identity } from '../model/identity.js';
@@ -67,6 +68,8 @@ export interface MemorySettings {
   maxReplyBytes: number;
   /** Who gets memory on /memoryChat: MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, MEMORY_ROLLOUT_TENANTS. */
   rollout: RolloutSettings;
+  /** The configured answerer as stored with its turns; /memoryChat recalls across sessions only its own. */
+  answererIdentity: string;
 }
 
 export function memorySettingsFrom(config: Config): MemorySettings {
@@ -91,6 +94,7 @@ export function memorySettingsFrom(config: Config): MemorySettings {
       tenantPercent: config.rolloutTenantPercent,
       storeOutside: config.MEMORY_STORE_OUTSIDE_ROLLOUT,
     },
+    answererIdentity: answererIdentity(config),
   };
 }
 

@@ -1,3 +1,9 @@
+/**
+ * Where a question's memory comes from (docs/memory-api.md#memory-scope): `user` also recalls the
+ * user's similar turns of other sessions; `session` keeps to the conversation itself.
+ */
+export type MemoryScope = 'session' | 'user';
+
 /** A live session as every layer reads it. */
 export interface SessionRow {
   session_id: string;
@@ -12,4 +18,6 @@ export interface SessionRow {
   summary_through_turn: number | null;
   /** Carried-forward structured slots (docs/design.md §6 `context`), latest value per key. */
   slots: Record<string, unknown>;
+  /** The scope the session keeps (a request may override it for itself); null: the default, `user`. */
+  memory_scope: MemoryScope | null;
 }

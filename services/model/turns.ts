@@ -46,6 +46,8 @@ export interface NewTurn {
   queryExplanation: string | null;
   tablesUsed: string[];
   vdpDatabaseNames: string[];
+  /** Who wrote its SQL (services/config/answerer-identity.ts); none for a turn a client stored through the memory API. */
+  answerer?: string | null;
   executionResult: unknown;
   metadata: Record<string, unknown>;
   embedding: number[] | null;

@@ -11,7 +11,7 @@ function sparcQuestions(): string[] {
   return dialogues.flatMap((d) => d.interaction.map((i) => i.utterance));
 }
 
-// Written for this test, not taken from any dataset: how users of a chat box ask for the four commands.
+// Written for this test, not taken from any dataset: how users of a chat box ask for the five commands.
 const PHRASINGS: [string, MemoryCommand['name']][] = [
   ['show me the SQL', 'show_sql'],
   ['Show me the SQL for the first question', 'show_sql'],
@@ -67,6 +67,13 @@ const PHRASINGS: [string, MemoryCommand['name']][] = [
   ['clear my chat history', 'forget'],
   ['start a new chat', 'forget'],
   ['begin again', 'forget'],
+  ['/forget', 'forget'],
+  ['forget about this conversation', 'forget'],
+  ['Forget everything we talked about', 'forget'],
+  ['please forget what we discussed so far', 'forget'],
+  ['delete this thread', 'forget'],
+  ["don't remember this conversation", 'forget'],
+  ['erase everything I asked you', 'forget'],
   ['what did I ask before?', 'recall'],
   ['list my questions', 'recall'],
   ['What were my previous questions?', 'recall'],
@@ -83,6 +90,15 @@ const PHRASINGS: [string, MemoryCommand['name']][] = [
   ['what was I asking about before?', 'recall'],
   ['what were my questions again', 'recall'],
   ['give me the questions I asked', 'recall'],
+  ['keep this conversation to itself', 'memory_scope'],
+  ['this conversation only', 'memory_scope'],
+  ['/private', 'memory_scope'],
+  ['Only use this chat', 'memory_scope'],
+  ["don't use my other conversations", 'memory_scope'],
+  ['make this chat private', 'memory_scope'],
+  ['use my other conversations too', 'memory_scope'],
+  ['/scope user', 'memory_scope'],
+  ['share this conversation with my other chats', 'memory_scope'],
 ];
 
 describe('memory command recognition', () => {
@@ -94,7 +110,7 @@ describe('memory command recognition', () => {
     expect(triggered).toEqual([]);
   });
 
-  it('when users phrase the four commands in their own words, then at least 95% are recognised as the right one', () => {
+  it('when users phrase the five commands in their own words, then at least 95% are recognised as the right one', () => {
     const misses = PHRASINGS.filter(([text, name]) => recogniseMemoryCommand(text)?.name !== name);
     const recall = (PHRASINGS.length - misses.length) / PHRASINGS.length;
     console.log(
@@ -122,6 +138,13 @@ describe('memory command recognition', () => {
     expect(recogniseMemoryCommand('export that as CSV')).toEqual({ name: 'export_csv', target: { ref: { position: 'last' } } });
   });
 
+  it('when the user sets the scope in words, then the command says which one', () => {
+    expect(recogniseMemoryCommand('Keep this conversation to itself, please')).toEqual({ name: 'memory_scope', scope: 'session' });
+    expect(recogniseMemoryCommand('/private')).toEqual({ name: 'memory_scope', scope: 'session' });
+    expect(recogniseMemoryCommand('use my other conversations again')).toEqual({ name: 'memory_scope', scope: 'user' });
+    expect(recogniseMemoryCommand('/scope user')).toEqual({ name: 'memory_scope', scope: 'user' });
+  });
+
   it('when a data question merely mentions queries, exports or history, then it is no command', () => {
     for (const q of [
       'Show me the queries per customer in 2024',
@@ -131,6 +154,10 @@ describe('memory command recognition', () => {
       'Show the history of orders for customer 5',
       'What were the top 5 products?',
       'Download counts per app for Android',
+      'Which sessions only use this room?',
+      'Forget the customers without orders and list the rest',
+      'Use other tables to count the orders',
+      'What did we sell in the private label segment?',
     ]) {
       expect(recogniseMemoryCommand(q), q).toBeUndefined();
     }

@@ -190,6 +190,28 @@ describe('summarizeSession (core)', () => {
     expect(await summarizeSession(deps, key)).toMatchObject({ outcome: 'up-to-date', throughTurn: 6 });
   });
 
+  it('when the conversation is forgotten while its first summary is being written, then the summary is not saved', async () => {
+    const sessionId = await seedSession(t.admin, { userId: 'forgets-mid-summary', turns: 16, expiresAt: new Date(Date.now() + HOUR) });
+    const anthropicLlm = createAnthropicChat({ apiKey: 'test', baseURL: anthropic.baseURL, model: 'claude-test', timeoutMs: 5000 });
+    // The user's /clear lands after the model has answered and before the summary is saved.
+    const llm = {
+      ...anthropicLlm,
+      complete: async (request: Parameters<typeof anthropicLlm.complete>[0]) => {
+        const answered = await anthropicLlm.complete(request);
+        const cleared = await t.request('POST', `/sessions/${sessionId}/clear`, { token: t.token('forgets-mid-summary') });
+        expect(cleared.status).toBe(200);
+        return answered;
+      },
+    };
+    const result = await summarizeSession(
+      { db: t.database.scoped, llm, clock: () => new Date(), log: silentLog, settings: settings({}) },
+      { tenantId: 'default', userId: 'forgets-mid-summary', sessionId },
+    );
+    expect(result).toMatchObject({ outcome: 'superseded', throughTurn: null, llmCalls: 1 });
+    const { rows } = await t.admin.query('SELECT summary_text, summary_through_turn FROM sessions WHERE session_id = $1', [sessionId]);
+    expect(rows[0]).toEqual({ summary_text: null, summary_through_turn: null });
+  });
+
   it('when a turn was rated down, then the summary keeps its question but not its SQL', async () => {
     const sessionId = await seedSession(t.admin, { userId: 'rated-down', turns: 16, expiresAt: new Date(Date.now() + HOUR) });
     await t.admin.query(`UPDATE turns SET feedback_rating = 'down' WHERE session_id = $1 AND turn_number = 2`, [sessionId]);

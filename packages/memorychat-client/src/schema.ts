@@ -91,7 +91,7 @@ export interface paths {
         delete: operations["deleteSession"];
         options?: never;
         head?: never;
-        /** Rename a session */
+        /** Rename a session, or set the memory scope it keeps */
         patch: operations["renameSession"];
         trace?: never;
     };
@@ -634,10 +634,7 @@ export interface operations {
                     max_history_messages?: number;
                     /** @description Similar past turns to include (default MEMORY_SEMANTIC_SEARCH_K) */
                     semantic_search_k?: number;
-                    /**
-                     * @description Where memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory)
-                     * @default user
-                     */
+                    /** @description Where this request's memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory). Without it, the session's stored scope, else `user`. A request that creates a session stores its scope as the session's. */
                     memory_scope?: "user" | "session";
                     vdp_database_names?: string | string[];
                     vdp_tag_names?: string | string[];
@@ -698,6 +695,8 @@ export interface operations {
                             is_summarized: boolean;
                             /** @description The last turn the summary covers */
                             summary_through_turn: number | null;
+                            /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                            memory_scope?: "user" | "session" | null;
                         } | null;
                         memory_context_used: {
                             history_messages_count: number;
@@ -732,7 +731,7 @@ export interface operations {
                         duplicate_of?: number | null;
                         /** @description Present when the message was a memory command, answered from memory without the answerer */
                         memory_command?: {
-                            name: "show_sql" | "export_csv" | "forget" | "recall";
+                            name: "show_sql" | "export_csv" | "forget" | "recall" | "memory_scope";
                             /** @description show_sql, export_csv: an earlier turn with SQL was found */
                             found?: boolean;
                             /** @description show_sql, export_csv: the turn recalled */
@@ -746,6 +745,8 @@ export interface operations {
                             csv?: string;
                             /** @description forget: the session was cleared */
                             cleared?: boolean;
+                            /** @description memory_scope: the scope the session now keeps */
+                            memory_scope?: "user" | "session";
                             /** @description recall: the session's questions with their SQL */
                             questions?: {
                                 turn_number: number;
@@ -908,6 +909,8 @@ export interface operations {
                             slots: {
                                 [key: string]: unknown;
                             };
+                            /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                            memory_scope: "user" | "session" | null;
                         }[];
                         /** @description Pass as `cursor` for the next page; null on the last */
                         next_cursor: string | null;
@@ -984,6 +987,8 @@ export interface operations {
                         slots: {
                             [key: string]: unknown;
                         };
+                        /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                        memory_scope: "user" | "session" | null;
                     } & {
                         summary: string | null;
                         turns: {
@@ -1138,7 +1143,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    session_name: string;
+                    session_name?: string;
+                    /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                    memory_scope?: "user" | "session" | null;
                 };
             };
         };
@@ -1172,6 +1179,8 @@ export interface operations {
                         slots: {
                             [key: string]: unknown;
                         };
+                        /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                        memory_scope: "user" | "session" | null;
                     };
                 };
             };
@@ -1272,6 +1281,8 @@ export interface operations {
                         slots: {
                             [key: string]: unknown;
                         };
+                        /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                        memory_scope: "user" | "session" | null;
                     };
                 };
             };
@@ -1461,6 +1472,8 @@ export interface operations {
                             slots: {
                                 [key: string]: unknown;
                             };
+                            /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                            memory_scope: "user" | "session" | null;
                         };
                         turn: {
                             turn_number: number;
@@ -1703,6 +1716,8 @@ export interface operations {
                             slots: {
                                 [key: string]: unknown;
                             };
+                            /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                            memory_scope: "user" | "session" | null;
                         };
                         turn: {
                             turn_number: number;
@@ -1910,6 +1925,8 @@ export interface operations {
                             slots: {
                                 [key: string]: unknown;
                             };
+                            /** @description The scope the session keeps (a request's `memory_scope` overrides it for that request); `session` also keeps the conversation out of the user's other sessions' recall. null: the default, `user` */
+                            memory_scope: "user" | "session" | null;
                         };
                         turn: {
                             turn_number: number;
@@ -2168,10 +2185,7 @@ export interface operations {
                     max_tokens?: number;
                     /** @description Related memories (default MEMORY_SEMANTIC_SEARCH_K) */
                     k?: number;
-                    /**
-                     * @description Where memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory)
-                     * @default user
-                     */
+                    /** @description Where this request's memory comes from: `user` also recalls the user's similar questions of other sessions; `session` keeps to this conversation (a new one starts with no memory). Without it, the session's stored scope, else `user`. A request that creates a session stores its scope as the session's. */
                     memory_scope?: "user" | "session";
                     vdp_database_names?: string[] | string;
                     /** @description Only turns whose recorded tags lie within these */

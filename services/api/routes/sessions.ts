@@ -42,13 +42,17 @@ const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...common,
         operationId: 'renameSession',
-        summary: 'Rename a session',
+        summary: 'Rename a session, or set the memory scope it keeps',
         params: SessionParams,
         body: RenameSessionBody,
         response: { 200: Session, ...problemResponses(400, 401, 404, 413, 415) },
       },
     },
-    async (request) => sessions.rename(request.identity, request.params.id, request.body.session_name.trim()),
+    async (request) =>
+      sessions.update(request.identity, request.params.id, {
+        ...(request.body.session_name === undefined ? {} : { name: request.body.session_name.trim() }),
+        ...(request.body.memory_scope === undefined ? {} : { memoryScope: request.body.memory_scope }),
+      }),
   );
 
   app.delete(

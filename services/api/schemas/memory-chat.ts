@@ -3,7 +3,7 @@ import { MEMORY_COMMAND_NAMES } from '../../core/commands/recognise.js';
 import { literalUnion } from '../../model/literal-union.js';
 import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js';
 import { idempotencyKeyHeader } from './idempotency.js';
-import { MemoryScopeField } from './memory-scope.js';
+import { MemoryScopeField, SessionMemoryScope } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
 
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
@@ -76,6 +76,8 @@ export const ConversationMetadata = Type.Object({
   expires_at: Type.String({ format: 'date-time' }),
   is_summarized: Type.Boolean(),
   summary_through_turn: Type.Union([Type.Integer(), Type.Null()], { description: 'The last turn the summary covers' }),
+  // Optional: replies stored for an Idempotency-Key before sessions kept a scope replay without it.
+  memory_scope: Type.Optional(SessionMemoryScope),
 });
 
 export const MemoryChatResponse = Type.Object(
@@ -163,6 +165,9 @@ export const MemoryChatResponse = Type.Object(
           has_stored_result: Type.Optional(Type.Boolean()),
           csv: Type.Optional(Type.String({ description: 'export_csv: the CSV itself when at most 8 KB' })),
           cleared: Type.Optional(Type.Boolean({ description: 'forget: the session was cleared' })),
+          memory_scope: Type.Optional(
+            Type.Union([Type.Literal('user'), Type.Literal('session')], { description: 'memory_scope: the scope the session now keeps' }),
+          ),
           questions: Type.Optional(
             Type.Array(
               Type.Object({

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { JsonObject } from './json-object.js';
+import { SessionMemoryScope } from './memory-scope.js';
 import { ChainFormatSchema, MessageChain } from './message-chains.js';
 
 const StringOrList = Type.Union([Type.Array(Type.String()), Type.String()]);
@@ -26,6 +27,7 @@ export const Session = Type.Object({
   is_summarized: Type.Boolean(),
   summary_through_turn: Type.Union([Type.Integer(), Type.Null()]),
   slots: JsonObject({ description: 'Carried-forward context slots, latest value per key' }),
+  memory_scope: SessionMemoryScope,
 });
 
 export const SessionPage = Type.Object({
@@ -100,8 +102,11 @@ export const SessionWithTurns = Type.Intersect([
 ]);
 
 export const RenameSessionBody = Type.Object(
-  { session_name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }) },
-  { additionalProperties: false },
+  {
+    session_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' })),
+    memory_scope: Type.Optional(SessionMemoryScope),
+  },
+  { additionalProperties: false, minProperties: 1 },
 );
 
 function turnFields(maxQuestionChars: number) {

@@ -40,7 +40,9 @@ export async function runMemoryCommand(
   });
   const retrievalSeconds = (performance.now() - started) / 1000;
   stream?.text(outcome.answer);
-  const { response } = await storeTurn(deps, turnTarget(deps, req, sessionId, now), {
+  // A scope command that starts a conversation makes its session with that scope.
+  const creating = command.name === 'memory_scope' ? { ...req, memoryScope: command.scope } : req;
+  const { response } = await storeTurn(deps, turnTarget(deps, creating, sessionId, now), {
     turn: {
       status: 'memory_command',
       question: req.question,

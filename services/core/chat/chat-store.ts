@@ -2,7 +2,7 @@ import { ClaimTakenOverError, completeIdempotencyKey } from '../../db/repositori
 import type { AppendedTurn } from '../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
-import type { SessionRow } from '../../model/sessions.js';
+import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
 import type { StoredTurnText } from '../privacy/mask-turn.js';
@@ -67,7 +67,7 @@ export function csvUrl(stored: AppendedTurn, executionResult: unknown): { csv_ur
 /** The request's session, or a new one named after `session_name` or the question. */
 export function turnTarget(
   deps: Pick<MemoryDeps, 'pii'>,
-  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string; eraseEpoch: number },
+  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string; memoryScope?: MemoryScope; eraseEpoch: number },
   sessionId: string,
   now: Date,
 ): TurnTarget {
@@ -76,6 +76,7 @@ export function turnTarget(
     eraseEpoch: req.eraseEpoch,
     sessionId,
     createWithName: req.sessionId ? undefined : newSessionName(deps, req),
+    ...(req.sessionId || !req.memoryScope ? {} : { createWithScope: req.memoryScope }),
     now,
   };
 }

@@ -66,7 +66,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const { response } = await storeTurn(deps, target, {
     // The answerer got the question as asked; what is stored and embedded is cut and masked (docs/privacy.md).
     turn: {
-      ...turnBase(req, memory),
+      ...turnBase(req, memory, deps.settings.answererIdentity),
       status: answer.status,
       answer: answer.storedAnswer ?? fields.answer,
       sqlQuery: answer.sqlQuery,
@@ -92,12 +92,13 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
 
 /** What every turn of this question stores, whatever the answerer did. */
-function turnBase(req: MemoryChatRequest, memory: QuestionMemory) {
+function turnBase(req: MemoryChatRequest, memory: QuestionMemory, answerer: string) {
   return {
     question: req.question,
     augmentedQuestion: memory.augmented.question === req.question ? null : memory.augmented.question,
     vdpDatabaseNames: memory.databases ?? [],
     vdpTagNames: databaseNames(req.params.vdp_tag_names) ?? [],
+    answerer,
   };
 }
 
@@ -142,7 +143,7 @@ async function askAnswerer(
         await storeUnfinishedTurn(
           deps,
           target,
-          { ...turnBase(req, memory), status: 'incomplete', answer: streamed.join('') },
+          { ...turnBase(req, memory, deps.settings.answererIdentity), status: 'incomplete', answer: streamed.join('') },
           { incomplete: true },
         );
       }
@@ -152,7 +153,7 @@ async function askAnswerer(
       await storeUnfinishedTurn(
         deps,
         target,
-        { ...turnBase(req, memory), status: 'upstream_error', answer: '' },
+        { ...turnBase(req, memory, deps.settings.answererIdentity), status: 'upstream_error', answer: '' },
         {
           error_code: err.code,
           error_detail: err.message,

@@ -99,6 +99,7 @@ async function readMemory(
         databases,
         tags: databaseNames(req.params.vdp_tag_names),
         memoryScope: req.memoryScope,
+        answerer: settings.answererIdentity,
         // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
         recentQuestions: settings.maxTurnsPerSession,
       },

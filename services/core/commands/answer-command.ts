@@ -1,4 +1,4 @@
-import { clearSession, getSessionWithTurns } from '../../db/repositories/sessions.js';
+import { clearSession, getSessionWithTurns, updateSession } from '../../db/repositories/sessions.js';
 import { findSqlTurn, type SqlTurnLookup } from '../../db/repositories/turns.js';
 import type { Identity } from '../../model/identity.js';
 import { unreachable } from '../../model/unreachable.js';
@@ -44,6 +44,31 @@ export async function answerMemoryCommand(
         sqlQuery: null,
         tablesUsed: [],
         details: { name: 'forget', cleared: Boolean(cleared) },
+      };
+    }
+    case 'memory_scope': {
+      // A conversation's first message has no session yet: the turn stored for it makes one with this scope (chat-command.ts).
+      if (sessionId) {
+        await updateSession(
+          db,
+          identity,
+          sessionId,
+          { memoryScope: command.scope },
+          {
+            now,
+            ttlMs: deps.settings.ttlMs,
+            ttlMode: deps.settings.ttlMode,
+          },
+        );
+      }
+      return {
+        answer:
+          command.scope === 'session'
+            ? 'Done: this conversation now keeps to itself. I will not use your other conversations here, and they will not use this one.'
+            : 'Done: this conversation now also draws on your other conversations, and they on it.',
+        sqlQuery: null,
+        tablesUsed: [],
+        details: { name: 'memory_scope', memory_scope: command.scope },
       };
     }
     case 'recall': {

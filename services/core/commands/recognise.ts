@@ -1,3 +1,4 @@
+import type { MemoryScope } from '../../model/sessions.js';
 import type { TurnRef } from '../../model/turns.js';
 import { questionKeywords } from '../recall/turn-refs.js';
 
@@ -9,14 +10,15 @@ import { questionKeywords } from '../recall/turn-refs.js';
  * whole message about the conversation itself. A data question that merely contains "query", "export"
  * or "list" never matches (test/core/memory-commands.test.ts measures this on the SParC dev questions).
  */
-export const MEMORY_COMMAND_NAMES = ['show_sql', 'export_csv', 'forget', 'recall'] as const;
+export const MEMORY_COMMAND_NAMES = ['show_sql', 'export_csv', 'forget', 'recall', 'memory_scope'] as const;
 
 export type MemoryCommandName = (typeof MEMORY_COMMAND_NAMES)[number];
 
 /** A recognised command; every name but `forget` and `recall` is about one earlier turn. */
 export type MemoryCommand =
-  | { name: Exclude<MemoryCommandName, 'forget' | 'recall'>; target: CommandTarget }
-  | { name: Extract<MemoryCommandName, 'forget' | 'recall'> };
+  | { name: Exclude<MemoryCommandName, 'forget' | 'recall' | 'memory_scope'>; target: CommandTarget }
+  | { name: Extract<MemoryCommandName, 'forget' | 'recall'> }
+  | { name: 'memory_scope'; scope: MemoryScope };
 
 /** Which earlier turn a command means: by reference, or by keywords of its question. */
 export type CommandTarget = { ref: TurnRef } | { keywords: string[] };
@@ -74,11 +76,32 @@ const EXPORT_CSV = [
 
 const FORGET = [
   /^\/(?:clear|reset|forget|new|restart|start ?over)$/,
-  /^(?:forget|clear|erase|wipe|reset|delete|drop)(?: out)?(?: all of| all)? (?:this|the|our|my|that) (?:conversation|chat|session|history|chat history|conversation history|context|memory|thread)(?: so far)?$/,
+  /^(?:forget|clear|erase|wipe|reset|delete|drop)(?: out| about)?(?: all of| all)? (?:this|the|our|my|that) (?:conversation|chat|session|history|chat history|conversation history|context|memory|thread)(?: so far)?$/,
   /^(?:forget|clear|erase|wipe|reset)(?: out)? (?:everything|it all|all that|all of that|all of this|what i (?:said|asked)(?: before| so far)?|the memory|your memory|memory|history|context)$/,
   /^(?:let's |let us |we can |i want to |time to )?(?:start|begin) (?:over|again|afresh|fresh|from scratch|from the beginning|a new (?:conversation|chat|session)|a fresh (?:conversation|chat|session)|anew)$/,
   /^(?:new|fresh) (?:conversation|chat|session|start|topic)$/,
   /^(?:reset|restart|clear)(?: the)?(?: (?:chat|conversation|session|memory|context))?$/,
+  /^(?:forget|erase|delete|wipe)(?: about)?(?: everything| all)?(?: that| what)? (?:we|i) (?:talked about|discussed|said|asked(?: you)?|asked about)(?: (?:so far|before|earlier|here|today|in this (?:conversation|chat|session)))?$/,
+  /^(?:don't|do not|never) remember (?:this|the|our) (?:conversation|chat|session|thread)$/,
+];
+
+const CONVERSATION = '(?:conversation|chat|session|thread)';
+const OTHERS = `(?:my |the |all my )?other ${CONVERSATION}s`;
+
+// "This conversation only": the session keeps to itself (docs/memory-api.md#memory-scope).
+const SESSION_SCOPE = [
+  /^\/(?:private|session[- ]only|this[- ]only|scope session)$/,
+  new RegExp(`^(?:keep|make) (?:this|the|our) ${CONVERSATION} (?:to itself|private|separate|isolated|on its own|session[- ]only)$`),
+  new RegExp(`^(?:use )?(?:this|the current) ${CONVERSATION} only$`),
+  new RegExp(`^(?:only use|use only) (?:this|the current) ${CONVERSATION}$`),
+  new RegExp(`^(?:don't|do not|never) (?:use|look at|draw on|mix in) ${OTHERS}$`),
+];
+
+// Back to the default: the session recalls the user's other conversations, and they it.
+const USER_SCOPE = [
+  /^\/(?:scope user|shared)$/,
+  new RegExp(`^(?:use|include|draw on|look at) ${OTHERS}(?: too| as well| again)?$`),
+  new RegExp(`^(?:share|connect) (?:this|the|our) ${CONVERSATION}(?: with ${OTHERS})?$`),
 ];
 
 const RECALL = [
@@ -147,6 +170,8 @@ export function recogniseMemoryCommand(message: string): MemoryCommand | undefin
   if (!text || text.length > 200) return undefined;
   const whole = normalise(message, true);
   for (const pattern of FORGET) if (pattern.test(text) || pattern.test(whole)) return { name: 'forget' };
+  for (const pattern of SESSION_SCOPE) if (pattern.test(text)) return { name: 'memory_scope', scope: 'session' };
+  for (const pattern of USER_SCOPE) if (pattern.test(text)) return { name: 'memory_scope', scope: 'user' };
   for (const pattern of RECALL) if (pattern.test(text)) return { name: 'recall' };
   for (const pattern of EXPORT_CSV) {
     const m = pattern.exec(text);

@@ -1,13 +1,10 @@
 import { type Retrieved, retrieveMemory } from '../../db/repositories/memory-store.js';
 import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';
 
-/**
- * Where memory comes from (docs/memory-api.md#memory-scope): `user` (the default) also recalls the
- * user's similar turns of other sessions; `session` keeps to the conversation itself.
- */
-export type MemoryScope = 'session' | 'user';
+export type { MemoryScope };
 
 export interface RecallRequest {
   identity: Identity;
@@ -26,7 +23,10 @@ export interface RecallRequest {
   withMessages?: boolean;
   /** Also read up to this many of the session's latest questions (dedup of the turn to be stored). */
   recentQuestions?: number;
+  /** The request's scope; without one, the session's stored scope, else `user`. */
   memoryScope?: MemoryScope;
+  /** Recall across sessions only turns this answerer wrote, or that no answerer of the service did (/memoryChat). */
+  answerer?: string;
 }
 
 /**
@@ -63,6 +63,7 @@ export async function recallMemory(
     scope: { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) },
     ...(req.withMessages ? { withMessages: true } : {}),
     ...(req.recentQuestions ? { recentQuestions: req.recentQuestions } : {}),
-    ...(req.memoryScope === 'session' ? { sessionOnly: true } : {}),
+    ...(req.memoryScope ? { memoryScope: req.memoryScope } : {}),
+    ...(req.answerer ? { answerer: req.answerer } : {}),
   });
 }

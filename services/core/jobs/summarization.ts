@@ -103,6 +103,7 @@ export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Pr
         text: next,
         throughTurn: chunk.throughTurn,
         expectedThroughTurn: through,
+        foldedTurns: turns.filter((t) => t.turn_number > (through ?? 0) && t.turn_number <= chunk.throughTurn).length,
       });
       if (!saved) return { outcome: 'superseded', throughTurn: through, llmCalls };
       deps.log.info({ throughTurn: chunk.throughTurn, turns: chunk.rendered.length }, 'summary advanced');
@@ -111,7 +112,12 @@ export async function summarizeSession(deps: SummarizeDeps, key: SessionKey): Pr
     }
     if (turns.length < PAGE_TURNS && (through ?? 0) < target) {
       // Turns up to the target were deleted (a cleared session): nothing more to read.
-      const saved = await saveSummary(deps.db.asUser(key), key, { text: summary, throughTurn: target, expectedThroughTurn: through });
+      const saved = await saveSummary(deps.db.asUser(key), key, {
+        text: summary,
+        throughTurn: target,
+        expectedThroughTurn: through,
+        foldedTurns: 0,
+      });
       if (!saved) return { outcome: 'superseded', throughTurn: through, llmCalls };
       through = target;
     }

@@ -3,6 +3,7 @@ import { isErasedDuringRequest } from '../../db/repositories/erasures.js';
 import { findOrCreateSessionByKey, findSessionIdByKey } from '../../db/repositories/session-keys.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
 import { erasedDuringRequest } from '../turns/store-turn.js';
 import { newSessionName } from './session-name.js';
@@ -11,6 +12,8 @@ import { newSessionName } from './session-name.js';
 export interface SessionChoice {
   sessionId?: string;
   sessionKey?: string;
+  /** The memory scope a session made now keeps (the request's `memory_scope`). */
+  memoryScope?: MemoryScope;
 }
 
 export function assertOneSessionChoice(choice: SessionChoice): void {
@@ -42,6 +45,7 @@ export async function sessionIdForWrite(
       now: deps.clock(),
       newSessionId: randomUUID(),
       newSessionName: newSessionName(deps, naming),
+      ...(choice.memoryScope ? { newSessionScope: choice.memoryScope } : {}),
       ttlMs: deps.settings.ttlMs,
       eraseEpoch,
     });

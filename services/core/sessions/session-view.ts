@@ -13,5 +13,6 @@ export function sessionView(session: SessionRow) {
     is_summarized: session.summary_text !== null,
     summary_through_turn: session.summary_through_turn,
     slots: session.slots,
+    memory_scope: session.memory_scope,
   };
 }

@@ -4,14 +4,17 @@ import {
   getSessionWithTurns,
   listSessions,
   type Retention,
-  renameSession,
+  type SessionChanges,
   type SessionPageCursor,
+  updateSession,
 } from '../../db/repositories/sessions.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';
 import { sessionView } from './session-view.js';
 import { storedTurnView } from './turn-view.js';
+
+export type { SessionChanges };
 
 /**
  * Session operations of the memory API. Reads never extend a sliding session (only stored turns,
@@ -38,8 +41,9 @@ export async function getUserSession(deps: MemoryDeps, identity: Identity, sessi
   };
 }
 
-export async function renameUserSession(deps: MemoryDeps, identity: Identity, sessionId: string, name: string) {
-  const session = await renameSession(deps.db.asUser(identity), identity, sessionId, deps.pii.text(name), retention(deps));
+export async function updateUserSession(deps: MemoryDeps, identity: Identity, sessionId: string, changes: SessionChanges) {
+  const masked = changes.name === undefined ? changes : { ...changes, name: deps.pii.text(changes.name) };
+  const session = await updateSession(deps.db.asUser(identity), identity, sessionId, masked, retention(deps));
   if (!session) throw notFound(sessionId);
   return sessionView(session);
 }

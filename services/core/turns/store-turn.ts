@@ -4,6 +4,7 @@ import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnComple
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../../model/sessions.js';
 import type { NewTurn, RecentQuestion, TurnAccounting, TurnStatus } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
@@ -19,6 +20,8 @@ export interface TurnTarget {
   identity: Identity;
   sessionId: string;
   createWithName?: string;
+  /** The memory scope a new session keeps: the scope of the request that makes it. */
+  createWithScope?: MemoryScope;
   now: Date;
   /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
   eraseEpoch: number;

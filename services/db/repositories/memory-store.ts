@@ -1,12 +1,13 @@
 import type { DatabaseScope, Identity } from '../../model/identity.js';
-import type { SessionRow } from '../../model/sessions.js';
+import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
-import { databaseScopeSql, inLiveSessions, isBounded } from './sql-scope.js';
+import { recallableSessions, sameAnswerer } from './recall-bounds.js';
+import { databaseScopeSql, isBounded } from './sql-scope.js';
 import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
 import { NOT_ASKED } from './turns.js';
 
@@ -30,8 +31,13 @@ export interface RetrievalRequest {
   withMessages?: boolean;
   /** Also read up to this many of the session's latest questions, as recentQuestions does (for dedup). */
   recentQuestions?: number;
-  /** Similar turns come from this session only (memory scope `session`): no cross-session recall. */
-  sessionOnly?: boolean;
+  /**
+   * The request's memory scope; without one, the session's stored one, else `user`. With `session`,
+   * similar turns come from this session only: no cross-session recall.
+   */
+  memoryScope?: MemoryScope;
+  /** Similar turns only of this answerer, or of none (turns a client stored): recall bounded by answerer. */
+  answerer?: string;
 }
 
 export interface Retrieved {
@@ -58,7 +64,7 @@ export interface Retrieved {
 }
 
 export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
-  summary_text, summary_through_turn, slots`;
+  summary_text, summary_through_turn, slots, memory_scope`;
 
 /**
  * Everything a new question needs from memory, in one round trip: the session (when resuming),
@@ -111,12 +117,14 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        depth,
        minSimilarity: req.minSimilarity,
        exactSearchMaxTurns: req.exactSearchMaxTurns,
-       exactOnly: req.sessionOnly,
+       exactOnly: req.memoryScope === 'session',
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
-         AND ${inLiveSessions(tenant, user, now)}
+         AND ${recallableSessions(tenant, user, now, session)}
          AND ${VISIBLE_IN_SEARCH}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
-         AND (NOT ${param(req.sessionOnly ?? false)}::boolean OR t.session_id = ${session}::uuid)`,
+         AND (COALESCE(${param(req.memoryScope ?? null)}::text, (SELECT sess.memory_scope FROM sess), 'user') = 'user'
+              OR t.session_id = ${session}::uuid)
+         AND ${sameAnswerer(param(req.answerer ?? null))}`,
        columns: sql`t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at`,
      })}, sim AS (
        -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
@@ -199,6 +207,8 @@ export interface AppendTurnRequest {
   sessionId: string;
   /** Create the session with this name; otherwise the session must exist and be live. */
   createWithName?: string;
+  /** The memory scope the created session keeps; none: the default. */
+  createWithScope?: MemoryScope;
   now: Date;
   ttlMs: number;
   ttlMode: 'sliding' | 'absolute';
@@ -228,9 +238,9 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   const touchSession =
     req.createWithName !== undefined
       ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
-                               turn_count, last_turn_number, slots)
+                               turn_count, last_turn_number, slots, memory_scope)
          SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
-                jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb))
+                jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)), ${req.createWithScope ?? null}::text
          WHERE ${notErased}`
       : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
            slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
@@ -247,7 +257,7 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
                           augmented_question, answer, sql_query, query_explanation, tables_used,
                           vdp_database_names, execution_result, metadata, embedding, embedding_model,
                           messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
-                          vdp_tag_names)
+                          vdp_tag_names, answerer)
        SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
               ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
               ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
@@ -257,7 +267,7 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
               ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
               ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
               ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
-              ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[]
+              ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[], ${t.answerer ?? null}::text
        FROM s
        RETURNING turn_number
      )
@@ -306,6 +316,7 @@ export function sessionFromJson(row: Record<string, unknown>): SessionRow {
     summary_text: (row.summary_text as string | null) ?? null,
     summary_through_turn: (row.summary_through_turn as number | null) ?? null,
     slots: (row.slots as Record<string, unknown> | null) ?? {},
+    memory_scope: (row.memory_scope as MemoryScope | null) ?? null,
   };
 }
 

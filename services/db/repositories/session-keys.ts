@@ -1,4 +1,5 @@
 import type { Identity } from '../../model/identity.js';
+import type { MemoryScope } from '../../model/sessions.js';
 import { sql, toQuery } from '../sql.js';
 import type { Queryable } from './queryable.js';
 
@@ -9,6 +10,8 @@ export interface SessionByKeyRequest {
   /** A fresh id and name for the session when none is live under the key. */
   newSessionId: string;
   newSessionName: string;
+  /** The memory scope a new session keeps; none: the default. */
+  newSessionScope?: MemoryScope;
   ttlMs: number;
   /** The user's erasure epoch when the request started: the session is not made if it moved since (erasures.ts). */
   eraseEpoch: number;
@@ -30,9 +33,10 @@ export async function findOrCreateSessionByKey(db: Queryable, req: SessionByKeyR
        WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND session_key = ${req.key} AND expires_at <= ${req.now}`),
     );
     const inserted = await db.query<{ session_id: string }>(
-      toQuery(sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_key, session_name, created_at, updated_at, expires_at)
+      toQuery(sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_key, session_name, created_at, updated_at, expires_at,
+                             memory_scope)
        SELECT ${tenantId}, ${userId}, ${req.newSessionId}, ${req.key}, ${req.newSessionName}, ${req.now}, ${req.now},
-              ${req.now}::timestamptz + ${req.ttlMs}::float8 * interval '1 millisecond'
+              ${req.now}::timestamptz + ${req.ttlMs}::float8 * interval '1 millisecond', ${req.newSessionScope ?? null}::text
        WHERE memorychat_erase_barrier(${tenantId}, ${userId}, ${req.eraseEpoch}::bigint)
        ON CONFLICT (tenant_id, user_id, session_key) WHERE session_key IS NOT NULL DO NOTHING
        RETURNING session_id::text`),

@@ -1,5 +1,5 @@
 import type { Identity } from '../../model/identity.js';
-import type { SessionRow } from '../../model/sessions.js';
+import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { TurnStatus } from '../../model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
@@ -114,16 +114,24 @@ export function storedTurnFromJson(t: Record<string, unknown>): StoredTurn {
   return { ...(t as unknown as StoredTurn), created_at: new Date(t.created_at as string) };
 }
 
-export async function renameSession(
+/** What PATCH /sessions/{id} changes: its name, its stored memory scope (null: back to the default), or both. */
+export interface SessionChanges {
+  name?: string;
+  memoryScope?: MemoryScope | null;
+}
+
+export async function updateSession(
   db: Queryable,
   identity: Identity,
   sessionId: string,
-  name: string,
+  changes: SessionChanges,
   retention: Retention,
 ): Promise<SessionRow | undefined> {
   const now = param(retention.now);
+  const scope = changes.memoryScope === undefined ? sql`memory_scope` : sql`${changes.memoryScope}::text`;
   const { rows } = await db.query<Record<string, unknown>>(
-    toQuery(sql`UPDATE sessions SET session_name = ${name}, updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
+    toQuery(sql`UPDATE sessions SET session_name = COALESCE(${changes.name ?? null}::text, session_name), memory_scope = ${scope},
+       updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
      WHERE tenant_id = ${identity.tenantId} AND user_id = ${identity.userId} AND session_id = ${sessionId} AND expires_at > ${now}
      RETURNING ${SESSION_COLUMNS}`),
   );

@@ -46,18 +46,24 @@ export async function loadTurnsToSummarize(
 
 /**
  * Saves a folded summary only if nobody moved the summary on since it was read (compare-and-set on
- * summary_through_turn), so two summarizers of one session can never overwrite each other.
+ * summary_through_turn), so two summarizers of one session can never overwrite each other; and only
+ * if every turn it folded in is still stored (`foldedTurns`: how many of the session's turns in
+ * (expectedThroughTurn, throughTurn] were read; numbers are never reused, so only a deletion lowers
+ * the count). A conversation cleared or forgotten while its summary was being written resets
+ * summary_through_turn to NULL, which a first summary also expects: the count keeps its turns out.
  */
 export async function saveSummary(
   db: Queryable,
   key: SessionKey,
-  summary: { text: string | null; throughTurn: number; expectedThroughTurn: number | null },
+  summary: { text: string | null; throughTurn: number; expectedThroughTurn: number | null; foldedTurns: number },
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE sessions SET summary_text = $4, summary_through_turn = $5
      WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3
-       AND summary_through_turn IS NOT DISTINCT FROM $6::integer`,
-    [key.tenantId, key.userId, key.sessionId, summary.text, summary.throughTurn, summary.expectedThroughTurn],
+       AND summary_through_turn IS NOT DISTINCT FROM $6::integer
+       AND (SELECT count(*) FROM turns t WHERE t.tenant_id = $1 AND t.user_id = $2 AND t.session_id = $3
+              AND t.turn_number > COALESCE($6::integer, 0) AND t.turn_number <= $5) = $7`,
+    [key.tenantId, key.userId, key.sessionId, summary.text, summary.throughTurn, summary.expectedThroughTurn, summary.foldedTurns],
   );
   return (rowCount ?? 0) > 0;
 }

@@ -61,8 +61,8 @@ describe('memory scope (memory_scope: user | session)', () => {
     expect((await context({})).body.context_text).toContain('year = 2024');
   });
 
-  it('when a conversation is forgotten (the /forget command, or DELETE), then no later memory block of any session recalls it', async () => {
-    for (const forget of ['command', 'delete'] as const) {
+  it('when a conversation is forgotten (the /forget command, POST /sessions/{id}/clear, or DELETE), then no later memory block of any session recalls it', async () => {
+    for (const forget of ['command', 'clear', 'delete'] as const) {
       const user = t.token(`forgetful-${forget}`);
       const chat = (body: Record<string, unknown>) => t.request('POST', '/memoryChat', { token: user, body });
       const old = await chat({ question: 'Show me total sales by region for 2024', session_key: 'to-forget' });
@@ -71,6 +71,7 @@ describe('memory scope (memory_scope: user | session)', () => {
       expect(JSON.stringify(upstream.lastBody()), forget).toContain('year = 2024');
 
       if (forget === 'command') expect((await chat({ question: '/forget', session_id: oldId })).status).toBe(200);
+      else if (forget === 'clear') expect((await t.request('POST', `/sessions/${oldId}/clear`, { token: user })).status).toBe(200);
       else expect((await t.request('DELETE', `/sessions/${oldId}`, { token: user })).status).toBe(204);
 
       const after = await chat({ question: 'Total sales by region in 2022?', session_key: 'probe-after' });

@@ -60,13 +60,16 @@ export async function renameSession(run: RunContext, caller: Principal, target: 
   const { client } = run;
   const { id, own } = resolveTarget(run, caller, target);
   const name = textOf(caller, 0, 'renamed');
-  const reply = await client.send(caller, 'PATCH', `/sessions/${id}`, { body: { session_name: name } });
+  // Half the sessions (by id) are kept to themselves as they are renamed, so the programs also run
+  // with session-scoped conversations (docs/memory-api.md#memory-scope); the others stay shared.
+  const scope = id.charCodeAt(0) % 2 ? 'session' : null;
+  const reply = await client.send(caller, 'PATCH', `/sessions/${id}`, { body: { session_name: name, memory_scope: scope } });
   const what = `P${caller.index} PATCH /sessions/${id}`;
   if (!own) return client.expectStatus(reply, 404, what, 'session-not-found');
   client.expectStatus(reply, 200, what);
   own.name = name;
   client.expect(
-    reply.body.session_name === name && reply.body.message_count === own.turns.length,
+    reply.body.session_name === name && reply.body.message_count === own.turns.length && reply.body.memory_scope === scope,
     () => `${what}: expected "${name}" with ${own.turns.length} turns, got ${reply.text.slice(0, 300)}`,
   );
 }

@@ -1,0 +1,25 @@
+import type { Config } from './config.js';
+
+/**
+ * Who writes the SQL of this service's turns, as stored with each turn (`turns.answerer`, migration
+ * 015): /memoryChat recalls across sessions only turns of the same answerer, so SQL written for one
+ * schema never reaches the prompt of an answerer of another (docs/design.md §5). Credentials, query
+ * strings and fragments are left out: the identity is what the answerer is, not how it is reached.
+ */
+export function answererIdentity(config: Config): string {
+  if (config.answerBackend === 'upstream' && config.ANSWER_URL) return `upstream ${withoutCredentials(config.ANSWER_URL)}`;
+  if (config.answerBackend === 'sql') {
+    const database = config.SQL_DATABASE_URL === 'embedded-demo' ? 'embedded-demo' : withoutCredentials(config.SQL_DATABASE_URL ?? '');
+    return `sql ${database} schemas=${[...config.sqlSchemas].sort().join(',')}`;
+  }
+  return 'none';
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return url;
+  }
+}
