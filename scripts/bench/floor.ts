@@ -1,4 +1,4 @@
-// The floor: the service's own SQL statements (db/repositories/memory-store.ts: load session +
+// The floor: the service's own SQL statements (services/db/repositories/memory-store.ts: load session +
 // window + search in one statement, then the insert in one), issued directly with `pg` over the
 // same connection setup as the service (db/pool.ts: one connection to the embedded database), with
 // the same embeddings computed for their parameters. No HTTP, no auth, no context building.

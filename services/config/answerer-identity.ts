@@ -1,3 +1,4 @@
+import { unreachable } from '../model/unreachable.js';
 import type { Config } from './config.js';
 
 /**
@@ -7,12 +8,18 @@ import type { Config } from './config.js';
  * strings and fragments are left out: the identity is what the answerer is, not how it is reached.
  */
 export function answererIdentity(config: Config): string {
-  if (config.answerBackend === 'upstream' && config.ANSWER_URL) return `upstream ${withoutCredentials(config.ANSWER_URL)}`;
-  if (config.answerBackend === 'sql') {
-    const database = config.SQL_DATABASE_URL === 'embedded-demo' ? 'embedded-demo' : withoutCredentials(config.SQL_DATABASE_URL ?? '');
-    return `sql ${database} schemas=${[...config.sqlSchemas].sort().join(',')}`;
+  switch (config.answerBackend) {
+    case 'upstream':
+      return config.ANSWER_URL ? `upstream ${withoutCredentials(config.ANSWER_URL)}` : 'none';
+    case 'sql': {
+      const database = config.SQL_DATABASE_URL === 'embedded-demo' ? 'embedded-demo' : withoutCredentials(config.SQL_DATABASE_URL ?? '');
+      return `sql ${database} schemas=${[...config.sqlSchemas].sort().join(',')}`;
+    }
+    case 'none':
+      return 'none';
+    default:
+      return unreachable(config.answerBackend, 'answer backend');
   }
-  return 'none';
 }
 
 function withoutCredentials(url: string): string {

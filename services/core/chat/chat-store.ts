@@ -38,7 +38,7 @@ export async function respondWithoutStoring<R>(deps: Pick<MemoryDeps, 'db'>, cla
 export async function storeUnfinishedTurn(
   deps: TurnWriterDeps,
   target: TurnTarget,
-  turn: Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'status' | 'answer'>,
+  turn: Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'answerer' | 'status' | 'answer'>,
   metadata: Record<string, unknown>,
 ) {
   try {

@@ -14,11 +14,11 @@ export const MEMORY_COMMAND_NAMES = ['show_sql', 'export_csv', 'forget', 'recall
 
 export type MemoryCommandName = (typeof MEMORY_COMMAND_NAMES)[number];
 
-/** A recognised command; every name but `forget` and `recall` is about one earlier turn. */
+/** A recognised command; every name but `forget`, `recall` and `memory_scope` is about one earlier turn. */
 export type MemoryCommand =
   | { name: Exclude<MemoryCommandName, 'forget' | 'recall' | 'memory_scope'>; target: CommandTarget }
   | { name: Extract<MemoryCommandName, 'forget' | 'recall'> }
-  | { name: 'memory_scope'; scope: MemoryScope };
+  | { name: Extract<MemoryCommandName, 'memory_scope'>; scope: MemoryScope };
 
 /** Which earlier turn a command means: by reference, or by keywords of its question. */
 export type CommandTarget = { ref: TurnRef } | { keywords: string[] };

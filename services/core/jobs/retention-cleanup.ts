@@ -30,7 +30,7 @@ export interface CleanupResult {
 /**
  * Deletes expired data in bounded batches (docs/design.md §7): the turns of expired sessions, then the
  * emptied sessions, then expired exports and idempotency keys, then access-audit entries past their retention. Reads already hide expired data, so
- * this only reclaims space; it is idempotent and safe to run on two workers at once (see db/repositories/cleanup.ts).
+ * this only reclaims space; it is idempotent and safe to run on two workers at once (see services/db/repositories/cleanup.ts).
  * "Now" is fixed at the start so that a long run cannot chase sessions expiring while it runs.
  */
 export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupResult> {
