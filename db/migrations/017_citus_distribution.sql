@@ -1,0 +1,40 @@
+-- Citus (docs/scaling.md): on a coordinator whose database has the citus extension, every per-user
+-- table is distributed by its user column, all co-located with sessions, so one user's rows are on
+-- one shard and each request-path statement is routed to it. On a single server (no citus
+-- extension) this file changes nothing.
+--
+-- Per-user tables, by the column naming their user (the first two are the request path's):
+--   sessions, turns, idempotency_keys, gdpr_exports, gdpr_export_parts, job_outbox   user_id
+--   gdpr_audit, access_audit                                                         subject_user_id
+-- Every primary key and unique index of these holds that column, as Citus requires
+-- (test/api/schema-distribution.test.ts keeps it so). Foreign keys (turns to sessions, export parts
+-- to exports) hold it too, so they stay within a shard.
+--
+-- Cross-user tables become reference tables (a copy on every node): api_keys (a tenant's keys, read
+-- by key on each request that presents one) and erasures (the erasure barrier, keyed by a digest of
+-- the user id, read inside the statement that stores a turn: a local copy keeps that statement on
+-- the turn's shard). Both are small and written rarely. The migration ledger stays local.
+--
+-- Citus opens its connections to the workers as the statement's current role, so the two roles the
+-- service switches into (migration 005) must be able to log in there: LOGIN with no password.
+-- pg_hba.conf must let them in only from the cluster's own nodes (docs/scaling.md).
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+    RETURN;
+  END IF;
+  ALTER ROLE memorychat_app LOGIN;
+  ALTER ROLE memorychat_maintenance LOGIN;
+
+  PERFORM create_distributed_table('sessions', 'user_id');
+  PERFORM create_distributed_table('turns', 'user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('idempotency_keys', 'user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('gdpr_exports', 'user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('gdpr_export_parts', 'user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('job_outbox', 'user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('gdpr_audit', 'subject_user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('access_audit', 'subject_user_id', colocate_with => 'sessions');
+  PERFORM create_reference_table('api_keys');
+  PERFORM create_reference_table('erasures');
+END
+$$;
