@@ -78,7 +78,7 @@ function scopedRunner(pool: pg.Pool, scope: ScopeValues, onCitus: () => Promise<
     return withClient(pool, async (client, markBroken) => {
       await client.query(begin);
       try {
-        const result = await work({ query: (statement, values) => client.query(statement, values) });
+        const result = await work({ query: (statement, values) => client.query(statement, values), isDistributed: onCitus });
         await client.query('COMMIT');
         return result;
       } catch (err) {
@@ -102,6 +102,7 @@ function scopedRunner(pool: pg.Pool, scope: ScopeValues, onCitus: () => Promise<
       });
     },
     transaction,
+    isDistributed: onCitus,
   };
 }
 

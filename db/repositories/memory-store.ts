@@ -7,7 +7,8 @@ import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions, isBounded } from './sql-scope.js';
-import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
+import { visibleInSearch } from './turn-duplicates.js';
+import { withEraseBarrier } from './erase-barrier.js';
 import { NOT_ASKED } from './turns.js';
 
 export interface RetrievalRequest {
@@ -114,7 +115,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        exactOnly: req.sessionOnly,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${inLiveSessions(tenant, user, now)}
-         AND ${VISIBLE_IN_SEARCH}
+         AND ${visibleInSearch(tenant, user)}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
          AND (NOT ${param(req.sessionOnly ?? false)}::boolean OR t.session_id = ${session}::uuid)`,
        columns: sql`t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at`,
@@ -225,48 +226,50 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   // Raises SQLSTATE ME001, rolling the whole statement back, when the user was erased since the
   // request started (migration 011); the turn is written only after the session row, so this guards both.
   const notErased = sql`memorychat_erase_barrier(${tenant}, ${user}, ${param(req.eraseEpoch)}::bigint)`;
-  const touchSession =
-    req.createWithName !== undefined
-      ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
-                               turn_count, last_turn_number, slots)
-         SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
-                jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb))
-         WHERE ${notErased}`
-      : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
-           slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
-           expires_at = ${expiry}
-         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${notErased}`;
+  return withEraseBarrier(db, notErased, async (tx, condition) => {
+    const touchSession =
+      req.createWithName !== undefined
+        ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
+                                 turn_count, last_turn_number, slots)
+           SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+                  jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb))
+           WHERE ${condition}`
+        : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
+             slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
+             expires_at = ${expiry}
+           WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
 
-  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
-    prepared(
-      sql`WITH s AS (
-       ${touchSession}
-       RETURNING ${SESSION_COLUMNS}, last_turn_number
-     ), t AS (
-       INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
-                          augmented_question, answer, sql_query, query_explanation, tables_used,
-                          vdp_database_names, execution_result, metadata, embedding, embedding_model,
-                          messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
-                          vdp_tag_names)
-       SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
-              ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
-              ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
-              ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
-              ${t.embedding ? t.embeddingModel : null},
-              ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
-              ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
-              ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
-              ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
-              ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[]
-       FROM s
-       RETURNING turn_number
-     )
-     SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
-    ),
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+    const { rows } = await tx.query<{ session: Record<string, unknown>; turn_number: number }>(
+      prepared(
+        sql`WITH s AS (
+         ${touchSession}
+         RETURNING ${SESSION_COLUMNS}, last_turn_number
+       ), t AS (
+         INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
+                            augmented_question, answer, sql_query, query_explanation, tables_used,
+                            vdp_database_names, execution_result, metadata, embedding, embedding_model,
+                            messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
+                            vdp_tag_names)
+         SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
+                ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
+                ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
+                ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
+                ${t.embedding ? t.embeddingModel : null},
+                ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
+                ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
+                ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
+                ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
+                ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[]
+         FROM s
+         RETURNING turn_number
+       )
+       SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
+      ),
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+  });
 }
 
 export type StoredTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;

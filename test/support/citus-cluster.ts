@@ -4,7 +4,7 @@
 // pgvector created in every database it makes. scripts/install-citus.sh installs the extension.
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { appendFile, chown, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { appendFile, chown, cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,6 +51,8 @@ export interface CitusCluster {
 }
 
 interface Instance {
+  name: string;
+  logFile: string;
   node: CitusNode;
   stop(): Promise<void>;
   stopNow(): void;
@@ -115,6 +117,8 @@ async function startInstance(dir: string, name: string): Promise<Instance> {
   }
   const pgCtlStop = (mode: string) => [path.join(PG_BIN, 'pg_ctl'), '-D', dataDir, 'stop', '-w', '-m', mode];
   return {
+    name,
+    logFile,
     node: { host: CITUS_HOST, port },
     async stop() {
       const [cmd, ...args] = pgCtlStop('fast');
@@ -210,6 +214,12 @@ export async function startCitusCluster(): Promise<CitusCluster> {
     async stop() {
       process.off('exit', stopOnExit);
       await Promise.all(instances.map((i) => i.stop()));
+      // CITUS_LOG_DIR keeps each node's server log, to read what a failed test's statements met.
+      const keep = process.env.CITUS_LOG_DIR;
+      if (keep) {
+        await mkdir(keep, { recursive: true });
+        for (const instance of instances) await cp(instance.logFile, path.join(keep, `${instance.name}.log`)).catch(() => {});
+      }
       await rm(dir, { recursive: true, force: true });
     },
   };
