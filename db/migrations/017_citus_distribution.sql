@@ -5,10 +5,13 @@
 --
 -- Per-user tables, by the column naming their user (the first two are the request path's):
 --   sessions, turns, idempotency_keys, gdpr_exports, gdpr_export_parts, job_outbox   user_id
---   gdpr_audit, access_audit                                                         subject_user_id
+--   gdpr_audit                                                                       subject_user_id
 -- Every primary key and unique index of these holds that column, as Citus requires
 -- (test/api/schema-distribution.test.ts keeps it so). Foreign keys (turns to sessions, export parts
 -- to exports) hold it too, so they stay within a shard.
+--
+-- access_audit is distributed by tenant_id instead: an erase replaces the user's id in it by a
+-- pseudonym (subject_user_id too), and Citus never changes a row's distribution column.
 --
 -- Cross-user tables become reference tables (a copy on every node): api_keys (a tenant's keys, read
 -- by key on each request that presents one) and erasures (the erasure barrier, keyed by a digest of
@@ -33,7 +36,7 @@ BEGIN
   PERFORM create_distributed_table('gdpr_export_parts', 'user_id', colocate_with => 'sessions');
   PERFORM create_distributed_table('job_outbox', 'user_id', colocate_with => 'sessions');
   PERFORM create_distributed_table('gdpr_audit', 'subject_user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('access_audit', 'subject_user_id', colocate_with => 'sessions');
+  PERFORM create_distributed_table('access_audit', 'tenant_id', colocate_with => 'none');
   PERFORM create_reference_table('api_keys');
   PERFORM create_reference_table('erasures');
 END
