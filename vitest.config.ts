@@ -18,7 +18,6 @@ const CITUS = [
   'test/api/erase-barrier.test.ts',
   'test/api/idempotency.test.ts',
   'test/api/memory-retention.test.ts',
-  'test/api/row-level-security.test.ts',
   'test/api/access-audit.test.ts',
   'test/api/api-keys.test.ts',
   'test/worker/cleanup.test.ts',
