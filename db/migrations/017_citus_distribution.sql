@@ -21,7 +21,11 @@
 -- Citus opens its connections to the workers as the statement's current role, so the two roles the
 -- service switches into (migration 005) must be able to log in there: LOGIN with no password.
 -- pg_hba.conf must let them in only from the cluster's own nodes (docs/scaling.md).
+-- A table an operator distributed already (one at a time, ahead of this release: docs/scaling.md)
+-- is left as it is.
 DO $$
+DECLARE
+  spec text[];
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
     RETURN;
@@ -29,15 +33,25 @@ BEGIN
   ALTER ROLE memorychat_app LOGIN;
   ALTER ROLE memorychat_maintenance LOGIN;
 
-  PERFORM create_distributed_table('sessions', 'user_id');
-  PERFORM create_distributed_table('turns', 'user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('idempotency_keys', 'user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('gdpr_exports', 'user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('gdpr_export_parts', 'user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('job_outbox', 'user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('gdpr_audit', 'subject_user_id', colocate_with => 'sessions');
-  PERFORM create_distributed_table('access_audit', 'tenant_id', colocate_with => 'none');
-  PERFORM create_reference_table('api_keys');
-  PERFORM create_reference_table('erasures');
+  -- table, distribution column (NULL: a reference table), the table to co-locate with
+  FOREACH spec SLICE 1 IN ARRAY ARRAY[
+    ['sessions', 'user_id', 'default'],
+    ['turns', 'user_id', 'sessions'],
+    ['idempotency_keys', 'user_id', 'sessions'],
+    ['gdpr_exports', 'user_id', 'sessions'],
+    ['gdpr_export_parts', 'user_id', 'sessions'],
+    ['job_outbox', 'user_id', 'sessions'],
+    ['gdpr_audit', 'subject_user_id', 'sessions'],
+    ['access_audit', 'tenant_id', 'none'],
+    ['api_keys', NULL, NULL],
+    ['erasures', NULL, NULL]
+  ] LOOP
+    CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = spec[1]::regclass);
+    IF spec[2] IS NULL THEN
+      PERFORM create_reference_table(spec[1]);
+    ELSE
+      PERFORM create_distributed_table(spec[1], spec[2], colocate_with => spec[3]);
+    END IF;
+  END LOOP;
 END
 $$;

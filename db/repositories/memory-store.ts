@@ -3,12 +3,12 @@ import type { SessionRow } from '../../services/model/sessions.js';
 import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../services/model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
+import { withEraseBarrier } from './erase-barrier.js';
 import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions, isBounded } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
-import { withEraseBarrier } from './erase-barrier.js';
 import { NOT_ASKED } from './turns.js';
 
 export interface RetrievalRequest {

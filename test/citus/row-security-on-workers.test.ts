@@ -15,7 +15,8 @@ describe('row-level security on the Citus workers', () => {
   beforeAll(async () => {
     t = await startTestApp();
     // Users spread over shards on both workers.
-    for (let i = 0; i < 8; i++) await seedSession(t.admin, { userId: `rls-user-${i}`, turns: i + 1, expiresAt: new Date(Date.now() + HOUR) });
+    for (let i = 0; i < 8; i++)
+      await seedSession(t.admin, { userId: `rls-user-${i}`, turns: i + 1, expiresAt: new Date(Date.now() + HOUR) });
   });
   afterAll(async () => {
     await t?.close();
@@ -30,7 +31,9 @@ describe('row-level security on the Citus workers', () => {
     expect(all[0]!.n).toBe(36);
     for (const i of [0, 3, 7]) {
       const scoped = t.database.scoped.asUser({ tenantId: 'default', userId: `rls-user-${i}` });
-      const { rows } = await scoped.query<{ n: number; users: number }>('SELECT count(*)::int AS n, count(DISTINCT user_id)::int AS users FROM turns');
+      const { rows } = await scoped.query<{ n: number; users: number }>(
+        'SELECT count(*)::int AS n, count(DISTINCT user_id)::int AS users FROM turns',
+      );
       expect(rows[0]).toEqual({ n: i + 1, users: 1 });
     }
   });

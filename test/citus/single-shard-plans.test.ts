@@ -39,7 +39,6 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
       const config = statement as { text?: string; values?: unknown[] };
       const text = typeof statement === 'string' ? statement : config?.text;
       if (text) sent.push({ text, values: (Array.isArray(values) ? values : config?.values) ?? [] });
-      // biome-ignore lint/suspicious/noExplicitAny: pg's overloads, passed through unchanged
       return (clientQuery as any).call(this, statement, values, callback);
     } as typeof clientQuery;
     try {
@@ -72,7 +71,11 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
     const scoped = t.database.scoped.asUser({ tenantId: 'default', userId: 'plan-user' });
     const plans: { text: string; tasks: number | undefined }[] = [];
     for (const { text, values } of statements) {
-      if (!/\b(sessions|turns|idempotency_keys|access_audit)\b/.test(text) || /^\s*(BEGIN|COMMIT|ROLLBACK|SET|SELECT EXISTS \(SELECT 1 FROM pg_extension)/i.test(text)) continue;
+      if (
+        !/\b(sessions|turns|idempotency_keys|access_audit)\b/.test(text) ||
+        /^\s*(BEGIN|COMMIT|ROLLBACK|SET|SELECT EXISTS \(SELECT 1 FROM pg_extension)/i.test(text)
+      )
+        continue;
       const plan = await scoped.transaction((tx) => tx.query<{ 'QUERY PLAN': string }>({ text: `EXPLAIN ${text}`, values }));
       const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
       const counts = [...lines.matchAll(/Task Count: (\d+)/g)].map((m) => Number(m[1]));

@@ -40,7 +40,14 @@ describe('CSV cells against formula injection', () => {
   });
   it('when a stored result names a column with an empty string or a number-like name, then the CSV still has that column', () => {
     // Found by the fuzz (seed 2146137486): an empty column name made the CSV writer throw, a 500.
-    expect(executionResultToCsv({ 'Row 1': [{ columnName: '', value: 1 }, { columnName: '2023', value: 'x' }] })).toBe(',2023\n1,x\n');
+    expect(
+      executionResultToCsv({
+        'Row 1': [
+          { columnName: '', value: 1 },
+          { columnName: '2023', value: 'x' },
+        ],
+      }),
+    ).toBe(',2023\n1,x\n');
     expect(executionResultToCsv([{ '': null, b: true }])).toBe(',b\n,true\n');
   });
   it('when the answerer sent a ready-made CSV, then its cells are neutralised too and its quoting kept', () => {

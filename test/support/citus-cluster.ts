@@ -200,7 +200,9 @@ export async function startCitusCluster(): Promise<CitusCluster> {
       );
     },
     async createLogin(name, attributes) {
-      await Promise.all(allNodes().map((node) => asSuperuser(node, 'postgres', (c) => c.query(`CREATE ROLE ${ident(name)} ${attributes}`))));
+      await Promise.all(
+        allNodes().map((node) => asSuperuser(node, 'postgres', (c) => c.query(`CREATE ROLE ${ident(name)} ${attributes}`))),
+      );
     },
     async dropLogin(name) {
       await Promise.all(allNodes().map((node) => asSuperuser(node, 'postgres', (c) => c.query(`DROP ROLE IF EXISTS ${ident(name)}`))));

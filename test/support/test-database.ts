@@ -18,7 +18,9 @@ const server = inject('serverDatabase');
 /** The PostgreSQL server the tests' databases are on: the machine's, or the Citus coordinator. */
 const host = { host: server?.host ?? SERVER.host, port: server?.port ?? SERVER.port };
 /** Provided in the `citus` project only: its databases are made on every node of the cluster. */
-const citus = inject('citusCluster') as { coordinator: { host: string; port: number }; workers: { host: string; port: number }[] } | undefined;
+const citus = inject('citusCluster') as
+  | { coordinator: { host: string; port: number }; workers: { host: string; port: number }[] }
+  | undefined;
 
 /** A migrated database of the test's own: an embedded one in a new DATA_DIR, or a new database on the server. */
 export interface TestDatabase {
@@ -51,7 +53,11 @@ export async function freshTestDatabase(): Promise<TestDatabase> {
   const nodes = citus ? [citus.coordinator, ...citus.workers] : [host];
   await Promise.all(
     nodes.map((node) =>
-      asSuperuser('postgres', (admin) => admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`), node),
+      asSuperuser(
+        'postgres',
+        (admin) => admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`),
+        node,
+      ),
     ),
   );
   return {
@@ -99,9 +105,7 @@ async function asSuperuser<T>(database: string, run: (client: pg.Client) => Prom
  */
 export async function databaseBehindFaultProxy(db: TestDatabase): Promise<{ database: Database; proxy: TcpFaultProxy }> {
   const embedded = db.server ? undefined : await startEmbeddedPostgres(db.env.DATA_DIR);
-  const proxy = await startTcpFaultProxy(
-    embedded ? { path: path.join(embedded.connection.host, '.s.PGSQL.5432') } : host,
-  );
+  const proxy = await startTcpFaultProxy(embedded ? { path: path.join(embedded.connection.host, '.s.PGSQL.5432') } : host);
   const pool = new pg.Pool(
     db.server
       ? { host: '127.0.0.1', port: proxy.port, user: db.server.user, database: db.server.database, max: SERVER_POOL_MAX }
