@@ -37,9 +37,11 @@ try {
   for (const file of await readdir(MIGRATIONS))
     if (file < DISTRIBUTION) await cp(path.join(MIGRATIONS, file), path.join(singleServerMigrations, file));
   const pool = new pg.Pool({ ...cluster.coordinator, user: login, database: 'seeded', max: 2 });
+  pool.on('error', () => {});
   await migrate(pool, () => {}, singleServerMigrations);
 
   const admin = new pg.Pool({ ...cluster.coordinator, user: 'postgres', database: 'seeded', max: 1 });
+  admin.on('error', () => {});
   let started = performance.now();
   await admin.query(
     `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
@@ -84,29 +86,40 @@ try {
   let writing = true;
   let longest = 0;
   let written = 0;
+  const failed: string[] = [];
   const writer = (async () => {
     const client = new pg.Client({ ...cluster.coordinator, user: 'postgres', database: 'seeded' });
     await client.connect();
     let n = TURNS;
     while (writing) {
       const t0 = performance.now();
-      await client.query(
-        `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer)
-         VALUES ('default', 'user-1', md5('1')::uuid, $1, now(), 'ok', 'q', 'a')`,
-        [++n],
-      );
+      try {
+        await client.query(
+          `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer)
+           VALUES ('default', 'user-1', md5('1')::uuid, $1, now(), 'ok', 'q', 'a')`,
+          [++n],
+        );
+        written += 1;
+      } catch (err) {
+        failed.push((err as Error).message);
+      }
       longest = Math.max(longest, performance.now() - t0);
-      written += 1;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     await client.end();
   })();
   started = performance.now();
-  await migrate(pool, (line) => console.log(line));
+  await migrate(pool, (line) => console.log(line)).catch((err: Error) => {
+    console.error(err.message);
+    throw err;
+  });
   const distributed = performance.now() - started;
   writing = false;
   await writer;
-  console.log(`distribution migration: ${seconds(distributed)}; writer: ${written} turns written, longest wait ${seconds(longest)}`);
+  console.log(
+    `distribution migration: ${seconds(distributed)}; writer: ${written} turns written, ${failed.length} failed ` +
+      `(${[...new Set(failed)].join('; ') || 'none'}), longest wait ${seconds(longest)}`,
+  );
   const { rows: shards } = await admin.query(
     `SELECT nodeport, count(*)::int AS shards, pg_size_pretty(sum(shard_size)) AS size FROM citus_shards
      WHERE table_name = 'turns'::regclass GROUP BY nodeport ORDER BY nodeport`,
