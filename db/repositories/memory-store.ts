@@ -226,18 +226,35 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   // Raises SQLSTATE ME001, rolling the whole statement back, when the user was erased since the
   // request started (migration 011); the turn is written only after the session row, so this guards both.
   const notErased = sql`memorychat_erase_barrier(${tenant}, ${user}, ${param(req.eraseEpoch)}::bigint)`;
+  const turnColumns = sql`tenant_id, user_id, session_id, turn_number, created_at, status, question,
+    augmented_question, answer, sql_query, query_explanation, tables_used,
+    vdp_database_names, execution_result, metadata, embedding, embedding_model,
+    messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
+    vdp_tag_names`;
+  const turnValues = (turnNumber: SqlFragment) => sql`${tenant}, ${user}, ${session}, ${turnNumber}, ${now}, ${t.status}, ${t.question},
+    ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
+    ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
+    ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
+    ${t.embedding ? t.embeddingModel : null},
+    ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
+    ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
+    ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
+    ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
+    ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[]`;
   return withEraseBarrier(db, notErased, async (tx, condition) => {
+    const distributed = await tx.isDistributed?.();
+    const newSession = sql`${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+                  jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb))`;
     const touchSession =
       req.createWithName !== undefined
         ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
                                  turn_count, last_turn_number, slots)
-           SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
-                  jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb))
-           WHERE ${condition}`
+           ${distributed ? sql`VALUES (${newSession})` : sql`SELECT ${newSession} WHERE ${condition}`}`
         : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
              slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
              expires_at = ${expiry}
            WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
+    if (distributed) return appendOnCitus(tx, touchSession, turnColumns, turnValues);
 
     const { rows } = await tx.query<{ session: Record<string, unknown>; turn_number: number }>(
       prepared(
@@ -245,21 +262,8 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
          ${touchSession}
          RETURNING ${SESSION_COLUMNS}, last_turn_number
        ), t AS (
-         INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
-                            augmented_question, answer, sql_query, query_explanation, tables_used,
-                            vdp_database_names, execution_result, metadata, embedding, embedding_model,
-                            messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
-                            vdp_tag_names)
-         SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
-                ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
-                ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
-                ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
-                ${t.embedding ? t.embeddingModel : null},
-                ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
-                ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
-                ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
-                ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
-                ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[]
+         INSERT INTO turns (${turnColumns})
+         SELECT ${turnValues(sql`s.last_turn_number`)}
          FROM s
          RETURNING turn_number
        )
@@ -270,6 +274,32 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
     if (!row) return undefined;
     return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
   });
+}
+
+/**
+ * The append on Citus: the session row, then the turn, two statements in the caller's transaction.
+ * Citus plans a write in a CTE that another write reads (the turn's INSERT ... SELECT FROM s) as
+ * subplans through the coordinator; each of these two is routed whole to the user's shard. A new
+ * session is inserted with VALUES: the barrier ran before (withEraseBarrier), and Citus plans an
+ * INSERT ... SELECT through the coordinator too.
+ */
+async function appendOnCitus(
+  tx: Queryable,
+  touchSession: SqlFragment,
+  turnColumns: SqlFragment,
+  turnValues: (turnNumber: SqlFragment) => SqlFragment,
+): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
+  const touched = await tx.query<Record<string, unknown> & { last_turn_number: number }>(
+    prepared(sql`${touchSession} RETURNING ${SESSION_COLUMNS}, last_turn_number`),
+  );
+  const session = touched.rows[0];
+  if (!session) return undefined;
+  const { rows } = await tx.query<{ turn_number: number }>(
+    prepared(
+      sql`INSERT INTO turns (${turnColumns}) VALUES (${turnValues(sql`${param(session.last_turn_number)}::integer`)}) RETURNING turn_number`,
+    ),
+  );
+  return { session: sessionFromJson(session), turnNumber: rows[0]!.turn_number };
 }
 
 export type StoredTurn = NonNullable<Awaited<ReturnType<typeof appendTurn>>>;

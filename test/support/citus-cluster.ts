@@ -98,6 +98,8 @@ async function startInstance(dir: string, name: string): Promise<Instance> {
       // The nodes talk over loopback without TLS (Citus's default asks for it).
       "citus.node_conninfo = 'sslmode=disable'",
       `citus.shard_count = ${SHARD_COUNT}`,
+      // Shard moves (a rebalance) copy a shard and follow its writes by logical replication.
+      'wal_level = logical',
       // Multi-shard writes (an erase, retention cleanup) commit with two-phase commit.
       'max_prepared_transactions = 100',
       'max_connections = 300',
