@@ -103,7 +103,12 @@ describe('rebalancing a Citus cluster under /memoryChat traffic', () => {
     const rebalance = async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const worker = await cluster.startWorker();
-      await cluster.asSuperuser(worker, 'postgres', (c) => c.query(`CREATE DATABASE ${database} OWNER ${login}`));
+      // The login and the database, as on the other nodes; citus_add_node copies the service's roles,
+      // the metadata and the reference tables.
+      await cluster.asSuperuser(worker, 'postgres', async (c) => {
+        await c.query(`CREATE ROLE ${login} LOGIN CREATEROLE`);
+        await c.query(`CREATE DATABASE ${database} OWNER ${login}`);
+      });
       await cluster.asSuperuser(worker, database, async (c) => {
         await c.query('CREATE EXTENSION citus; CREATE EXTENSION vector');
         await c.query(`UPDATE pg_extension SET extowner = $1::regrole WHERE extname = 'vector'`, [login]);
