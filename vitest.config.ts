@@ -10,6 +10,25 @@ const UNIT = [
 ];
 // The chat bots of examples/ against local fakes of Slack and Telegram and the service on the embedded database.
 const EXAMPLES = ['test/examples/**/*.test.ts'];
+// The `citus` project's files: the server project's tests of what is stored, and the cluster's own.
+const CITUS = [
+  'test/citus/**/*.test.ts',
+  'test/api/access/isolation-property.test.ts',
+  'test/api/memory-chat/memory-chat.test.ts',
+  'test/api/memory-chat/memory.test.ts',
+  'test/api/memory-chat/dedup.test.ts',
+  'test/api/memory-api/turns.test.ts',
+  'test/api/memory-api/sessions.test.ts',
+  'test/api/privacy/gdpr.test.ts',
+  'test/api/privacy/gdpr-large-export.test.ts',
+  'test/api/privacy/erase-barrier.test.ts',
+  'test/api/http/idempotency.test.ts',
+  'test/api/memory-api/retention.test.ts',
+  'test/api/privacy/access-audit.test.ts',
+  'test/api/access/api-keys.test.ts',
+  'test/worker/cleanup.test.ts',
+  'test/worker/re-embedding.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -36,6 +55,8 @@ export default defineConfig({
             // About a server login that is no superuser; the embedded database's login is one.
             'test/api/access/row-level-security-server.test.ts',
             'test/browser/**',
+            // About a Citus cluster: the citus project runs them.
+            'test/citus/**',
           ],
           globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
         },
@@ -81,6 +102,23 @@ export default defineConfig({
             'test/worker/redis-cluster.test.ts',
           ],
           globalSetup: ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'],
+        },
+      },
+      {
+        // The server project's database tests on a Citus cluster of the run's own (a coordinator and
+        // two workers, test/support/vitest/global-setup-citus.ts), and the Citus-only tests of test/citus.
+        // Left out, with why: docs/scaling.md#the-test-suite-on-citus.
+        extends: true,
+        test: {
+          name: 'citus',
+          include: [...CITUS],
+          // The rebalance under traffic finished in 30 s alone, and did not finish in 240 s with the
+          // rest of the project running beside it: opt-in until that is understood (docs/scaling.md#rebalancing).
+          exclude: [...configDefaults.exclude, ...(process.env.CITUS_REBALANCE ? [] : ['test/citus/rebalance.test.ts'])],
+          // The isolation property's 10 runs took 250 s on the cluster (3 round trips a statement) and
+          // over its 300 s default when the machine was busy: the same runs, more time.
+          env: { PROPERTY_TIME_LIMIT_MS: '600000' },
+          globalSetup: ['test/support/vitest/global-setup-citus.ts', 'test/support/vitest/build-setup.ts'],
         },
       },
     ],

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { citusCheck, citusScopeLiterals } from './citus-scope.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
 
@@ -41,9 +42,10 @@ export interface ScopedDatabaseOptions {
 const ERASED_TABLES = 'turns, sessions, gdpr_exports, gdpr_export_parts, idempotency_keys, job_outbox, access_audit';
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
-  const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off']);
+  const onCitus = citusCheck(pool);
+  const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off'], onCitus);
   return {
-    asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off']),
+    asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus),
     asMaintenance: () => maintenance,
     // As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM
     // cannot run in one); it reads and writes no row, so no scope is taken.
@@ -66,12 +68,29 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
  * A single statement runs with its scope in one round trip (db/scoped-statement.ts); a transaction
  * opens with `BEGIN` and the scope in one. Either way the settings are `SET LOCAL`: the scope ends
  * with the transaction, so a pooled connection never carries one user's identity into the next
- * statement. Auth refuses ids with NUL, which no Postgres text value can carry.
+ * statement. Auth refuses ids with NUL, which no Postgres text value can carry. On a Citus
+ * coordinator every statement runs in a transaction block whose scope reaches the workers
+ * (db/citus-scope.ts).
  */
-function scopedRunner(pool: pg.Pool, scope: ScopeValues): TransactionalQueryable {
+function scopedRunner(pool: pg.Pool, scope: ScopeValues, onCitus: () => Promise<boolean>): TransactionalQueryable {
+  const transaction = async <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => {
+    const begin = (await onCitus()) ? citusScopeLiterals(scope) : scopeLiterals(scope);
+    return withClient(pool, async (client, markBroken) => {
+      await client.query(begin);
+      try {
+        const result = await work({ query: (statement, values) => client.query(statement, values), isDistributed: onCitus });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(markBroken);
+        throw err;
+      }
+    });
+  };
   return {
-    query: <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) =>
-      withClient(pool, async (client, markBroken) => {
+    query: async <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) => {
+      if (await onCitus()) return transaction((tx) => tx.query<R>(statement, values));
+      return withClient(pool, async (client, markBroken) => {
         try {
           return await queryScoped<R>(client, scope, statement, values);
         } catch (err) {
@@ -80,19 +99,10 @@ function scopedRunner(pool: pg.Pool, scope: ScopeValues): TransactionalQueryable
           if (!(err instanceof pg.DatabaseError)) markBroken(err as Error);
           throw err;
         }
-      }),
-    transaction: <T>(work: (tx: Queryable) => Promise<T>) =>
-      withClient(pool, async (client, markBroken) => {
-        await client.query(scopeLiterals(scope));
-        try {
-          const result = await work({ query: (statement, values) => client.query(statement, values) });
-          await client.query('COMMIT');
-          return result;
-        } catch (err) {
-          await client.query('ROLLBACK').catch(markBroken);
-          throw err;
-        }
-      }),
+      });
+    },
+    transaction,
+    isDistributed: onCitus,
   };
 }
 

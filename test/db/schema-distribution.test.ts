@@ -13,12 +13,13 @@ const EXEMPT: Record<string, string> = {
 const USER_COLUMN: Record<string, string> = {
   // A GDPR request belongs to the user it is about; its actor may be a tenant admin (migration 007).
   gdpr_audit: 'subject_user_id',
-  // An access-audit entry belongs to the user whose memory was accessed (migration 008).
+  // An access-audit entry belongs to the user whose memory was accessed (migration 008); on Citus it
+  // is distributed by tenant, since an erase pseudonymises the subject (migration 016).
   access_audit: 'subject_user_id',
-  // An API key belongs to its tenant, not to a user (migration 013): distributed by tenant, its id second.
+  // An API key belongs to its tenant, not to a user (migration 013): a reference table on Citus.
   api_keys: 'key_id',
   // The erasure barrier's row outlives the user's data, so it names the user by the sha256 of their
-  // id (migration 011); on Citus it is distributed by that digest, apart from the user's other rows.
+  // id (migration 011); a reference table on Citus, read beside each user's shard.
   erasures: 'user_digest',
 };
 

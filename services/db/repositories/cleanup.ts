@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { Queryable } from './queryable.js';
 
 /*
@@ -5,25 +6,69 @@ import type { Queryable } from './queryable.js';
  * expiry, not by (tenant, user), and delete by full primary key. Each call is one statement, so one
  * short transaction; `FOR UPDATE SKIP LOCKED` lets two workers delete side by side without waiting
  * on each other or deleting a row twice.
+ *
+ * Citus refuses `FOR UPDATE` in a statement that reads many shards, so on Citus each delete is first
+ * narrowed to users: a read of up to `limit` users with expired rows (no lock), then the same
+ * statement per user, routed to that user's shard, with its row locks and SKIP LOCKED as above. The
+ * user is written into the statement as literals: with bind parameters Citus planned the delete for
+ * every shard, each with its own LIMIT, and deleted more than the batch.
+ *
+ * The rows to delete are a MATERIALIZED CTE, read once: as a subquery joined to the table, a nested
+ * loop (the plan Citus's shards chose) re-reads it per row, each time skipping the rows the statement
+ * has just deleted, and so deletes past the LIMIT.
  */
+
+/** A delete of up to `$2` rows expired at `$1`, within `userFilter` (empty: every user). */
+type DeleteStatement = (userFilter: (tenant: string, user: string) => string) => string;
+
+async function deleteExpired(
+  db: Queryable,
+  now: Date,
+  limit: number,
+  usersWithExpired: string,
+  statement: DeleteStatement,
+): Promise<number> {
+  if (!(await db.isDistributed?.())) {
+    const { rowCount } = await db.query(
+      statement(() => ''),
+      [now, limit],
+    );
+    return rowCount ?? 0;
+  }
+  const { rows: users } = await db.query<{ tenant_id: string; user_id: string }>(usersWithExpired, [now, limit]);
+  let deleted = 0;
+  for (const { tenant_id, user_id } of users) {
+    if (deleted >= limit) break;
+    const { rowCount } = await db.query(
+      statement((tenant, user) => `AND ${tenant} = ${pg.escapeLiteral(tenant_id)} AND ${user} = ${pg.escapeLiteral(user_id)}`),
+      [now, limit - deleted],
+    );
+    deleted += rowCount ?? 0;
+  }
+  return deleted;
+}
 
 /** Deletes up to `limit` turns of expired sessions; returns how many. */
 export async function deleteExpiredTurns(db: Queryable, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM turns t
-     USING (
+  return deleteExpired(
+    db,
+    now,
+    limit,
+    `SELECT DISTINCT s.tenant_id, s.user_id FROM sessions s
+     JOIN turns x ON x.tenant_id = s.tenant_id AND x.user_id = s.user_id AND x.session_id = s.session_id
+     WHERE s.expires_at <= $1 LIMIT $2`,
+    (byUser) => `WITH d AS MATERIALIZED (
        SELECT x.tenant_id, x.user_id, x.session_id, x.turn_number
        FROM sessions s
        JOIN turns x ON x.tenant_id = s.tenant_id AND x.user_id = s.user_id AND x.session_id = s.session_id
-       WHERE s.expires_at <= $1
+       WHERE s.expires_at <= $1 ${byUser('s.tenant_id', 's.user_id')} ${byUser('x.tenant_id', 'x.user_id')}
        LIMIT $2
        FOR UPDATE OF x SKIP LOCKED
-     ) d
+     )
+     DELETE FROM turns t USING d
      WHERE t.tenant_id = d.tenant_id AND t.user_id = d.user_id AND t.session_id = d.session_id
-       AND t.turn_number = d.turn_number`,
-    [now, limit],
+       AND t.turn_number = d.turn_number ${byUser('t.tenant_id', 't.user_id')}`,
   );
-  return rowCount ?? 0;
 }
 
 /**
@@ -31,42 +76,51 @@ export async function deleteExpiredTurns(db: Queryable, now: Date, limit: number
  * batches, so a session with thousands of turns never becomes one long cascading delete).
  */
 export async function deleteExpiredEmptySessions(db: Queryable, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM sessions s
-     USING (
+  return deleteExpired(
+    db,
+    now,
+    limit,
+    'SELECT DISTINCT tenant_id, user_id FROM sessions WHERE expires_at <= $1 LIMIT $2',
+    (byUser) => `WITH d AS MATERIALIZED (
        SELECT e.tenant_id, e.user_id, e.session_id FROM sessions e
-       WHERE e.expires_at <= $1
+       WHERE e.expires_at <= $1 ${byUser('e.tenant_id', 'e.user_id')}
          AND NOT EXISTS (SELECT 1 FROM turns t
-                         WHERE t.tenant_id = e.tenant_id AND t.user_id = e.user_id AND t.session_id = e.session_id)
+                         WHERE t.tenant_id = e.tenant_id AND t.user_id = e.user_id AND t.session_id = e.session_id
+                           ${byUser('t.tenant_id', 't.user_id')})
        LIMIT $2
        FOR UPDATE SKIP LOCKED
-     ) d
-     WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id AND s.session_id = d.session_id`,
-    [now, limit],
+     )
+     DELETE FROM sessions s USING d
+     WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id AND s.session_id = d.session_id ${byUser('s.tenant_id', 's.user_id')}`,
   );
-  return rowCount ?? 0;
 }
 
 /** Deletes up to `limit` GDPR exports past their download window. */
 export async function deleteExpiredExports(db: Queryable, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM gdpr_exports g
-     USING (SELECT tenant_id, user_id, request_id FROM gdpr_exports WHERE expires_at <= $1
-            LIMIT $2 FOR UPDATE SKIP LOCKED) d
-     WHERE g.tenant_id = d.tenant_id AND g.user_id = d.user_id AND g.request_id = d.request_id`,
-    [now, limit],
+  return deleteExpired(
+    db,
+    now,
+    limit,
+    'SELECT DISTINCT tenant_id, user_id FROM gdpr_exports WHERE expires_at <= $1 LIMIT $2',
+    (byUser) => `WITH d AS MATERIALIZED (
+       SELECT tenant_id, user_id, request_id FROM gdpr_exports WHERE expires_at <= $1 ${byUser('tenant_id', 'user_id')}
+       LIMIT $2 FOR UPDATE SKIP LOCKED)
+     DELETE FROM gdpr_exports g USING d
+     WHERE g.tenant_id = d.tenant_id AND g.user_id = d.user_id AND g.request_id = d.request_id ${byUser('g.tenant_id', 'g.user_id')}`,
   );
-  return rowCount ?? 0;
 }
 
 /** Deletes up to `limit` idempotency keys past IDEMPOTENCY_TTL (docs/idempotency.md). */
 export async function deleteExpiredIdempotencyKeys(db: Queryable, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM idempotency_keys k
-     USING (SELECT tenant_id, user_id, idempotency_key FROM idempotency_keys WHERE expires_at <= $1
-            LIMIT $2 FOR UPDATE SKIP LOCKED) d
-     WHERE k.tenant_id = d.tenant_id AND k.user_id = d.user_id AND k.idempotency_key = d.idempotency_key`,
-    [now, limit],
+  return deleteExpired(
+    db,
+    now,
+    limit,
+    'SELECT DISTINCT tenant_id, user_id FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2',
+    (byUser) => `WITH d AS MATERIALIZED (
+       SELECT tenant_id, user_id, idempotency_key FROM idempotency_keys WHERE expires_at <= $1 ${byUser('tenant_id', 'user_id')}
+       LIMIT $2 FOR UPDATE SKIP LOCKED)
+     DELETE FROM idempotency_keys k USING d
+     WHERE k.tenant_id = d.tenant_id AND k.user_id = d.user_id AND k.idempotency_key = d.idempotency_key ${byUser('k.tenant_id', 'k.user_id')}`,
   );
-  return rowCount ?? 0;
 }

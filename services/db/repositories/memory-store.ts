@@ -3,12 +3,13 @@ import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
+import { withEraseBarrier } from './erase-barrier.js';
 import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { recallableSessions, sameAnswerer } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
-import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
+import { visibleInSearch } from './turn-duplicates.js';
 import { NOT_ASKED } from './turns.js';
 
 export interface RetrievalRequest {
@@ -120,7 +121,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        exactOnly: req.memoryScope === 'session',
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${recallableSessions(tenant, user, now, session)}
-         AND ${VISIBLE_IN_SEARCH}
+         AND ${visibleInSearch(tenant, user)}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
          AND (COALESCE(${param(req.memoryScope ?? null)}::text, (SELECT sess.memory_scope FROM sess), 'user') = 'user'
               OR t.session_id = ${session}::uuid)
@@ -235,48 +236,80 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   // Raises SQLSTATE ME001, rolling the whole statement back, when the user was erased since the
   // request started (migration 011); the turn is written only after the session row, so this guards both.
   const notErased = sql`memorychat_erase_barrier(${tenant}, ${user}, ${param(req.eraseEpoch)}::bigint)`;
-  const touchSession =
-    req.createWithName !== undefined
-      ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
-                               turn_count, last_turn_number, slots, memory_scope)
-         SELECT ${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
-                jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)), ${req.createWithScope ?? null}::text
-         WHERE ${notErased}`
-      : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
-           slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
-           expires_at = ${expiry}
-         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${notErased}`;
+  const turnColumns = sql`tenant_id, user_id, session_id, turn_number, created_at, status, question,
+    augmented_question, answer, sql_query, query_explanation, tables_used,
+    vdp_database_names, execution_result, metadata, embedding, embedding_model,
+    messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
+    vdp_tag_names, answerer`;
+  const turnValues = (turnNumber: SqlFragment) => sql`${tenant}, ${user}, ${session}, ${turnNumber}, ${now}, ${t.status}, ${t.question},
+    ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
+    ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
+    ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
+    ${t.embedding ? t.embeddingModel : null},
+    ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
+    ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
+    ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
+    ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
+    ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[], ${t.answerer ?? null}::text`;
+  return withEraseBarrier(db, notErased, async (tx, condition) => {
+    const distributed = await tx.isDistributed?.();
+    const newSession = sql`${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+                  jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)), ${req.createWithScope ?? null}::text`;
+    const touchSession =
+      req.createWithName !== undefined
+        ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
+                                 turn_count, last_turn_number, slots, memory_scope)
+           ${distributed ? sql`VALUES (${newSession})` : sql`SELECT ${newSession} WHERE ${condition}`}`
+        : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
+             slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
+             expires_at = ${expiry}
+           WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
+    if (distributed) return appendOnCitus(tx, touchSession, turnColumns, turnValues);
 
-  const { rows } = await db.query<{ session: Record<string, unknown>; turn_number: number }>(
+    const { rows } = await tx.query<{ session: Record<string, unknown>; turn_number: number }>(
+      prepared(
+        sql`WITH s AS (
+         ${touchSession}
+         RETURNING ${SESSION_COLUMNS}, last_turn_number
+       ), t AS (
+         INSERT INTO turns (${turnColumns})
+         SELECT ${turnValues(sql`s.last_turn_number`)}
+         FROM s
+         RETURNING turn_number
+       )
+       SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
+      ),
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+  });
+}
+
+/**
+ * The append on Citus: the session row, then the turn, two statements in the caller's transaction.
+ * Citus plans a write in a CTE that another write reads (the turn's INSERT ... SELECT FROM s) as
+ * subplans through the coordinator; each of these two is routed whole to the user's shard. A new
+ * session is inserted with VALUES: the barrier ran before (withEraseBarrier), and Citus plans an
+ * INSERT ... SELECT through the coordinator too.
+ */
+async function appendOnCitus(
+  tx: Queryable,
+  touchSession: SqlFragment,
+  turnColumns: SqlFragment,
+  turnValues: (turnNumber: SqlFragment) => SqlFragment,
+): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
+  const touched = await tx.query<Record<string, unknown> & { last_turn_number: number }>(
+    prepared(sql`${touchSession} RETURNING ${SESSION_COLUMNS}, last_turn_number`),
+  );
+  const session = touched.rows[0];
+  if (!session) return undefined;
+  const { rows } = await tx.query<{ turn_number: number }>(
     prepared(
-      sql`WITH s AS (
-       ${touchSession}
-       RETURNING ${SESSION_COLUMNS}, last_turn_number
-     ), t AS (
-       INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question,
-                          augmented_question, answer, sql_query, query_explanation, tables_used,
-                          vdp_database_names, execution_result, metadata, embedding, embedding_model,
-                          messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
-                          vdp_tag_names, answerer)
-       SELECT ${tenant}, ${user}, ${session}, s.last_turn_number, ${now}, ${t.status}, ${t.question},
-              ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
-              ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
-              ${JSON.stringify(t.metadata)}::jsonb, ${t.embedding ? vectorParam(t.embedding) : null}::vector,
-              ${t.embedding ? t.embeddingModel : null},
-              ${t.messages === undefined || t.messages === null ? null : JSON.stringify(t.messages)}::jsonb,
-              ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
-              ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
-              ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
-              ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[], ${t.answerer ?? null}::text
-       FROM s
-       RETURNING turn_number
-     )
-     SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
+      sql`INSERT INTO turns (${turnColumns}) VALUES (${turnValues(sql`${param(session.last_turn_number)}::integer`)}) RETURNING turn_number`,
     ),
   );
-  const row = rows[0];
-  if (!row) return undefined;
-  return { session: sessionFromJson(row.session), turnNumber: row.turn_number };
+  return { session: sessionFromJson(session), turnNumber: rows[0]!.turn_number };
 }
 
 /** A turn just appended: the session after it and the turn's number. */

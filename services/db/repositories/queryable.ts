@@ -9,6 +9,8 @@ import { type SqlFragment, shapeOf, toQuery } from '../sql.js';
 export interface Queryable {
   // biome-ignore lint/suspicious/noExplicitAny: pg's own default row type, so callers without a row type get pg's rows
   query<R extends pg.QueryResultRow = any>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  /** True on a Citus coordinator (db/citus-scope.ts), where a few statements take another form; absent: a single server. */
+  isDistributed?(): Promise<boolean>;
 }
 
 /** A scope that can also run several statements as one transaction (db/row-security.ts). */

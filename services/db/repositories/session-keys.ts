@@ -1,6 +1,7 @@
 import type { Identity } from '../../model/identity.js';
 import type { MemoryScope } from '../../model/sessions.js';
 import { sql, toQuery } from '../sql.js';
+import { withEraseBarrier } from './erase-barrier.js';
 import type { Queryable } from './queryable.js';
 
 export interface SessionByKeyRequest {
@@ -32,14 +33,17 @@ export async function findOrCreateSessionByKey(db: Queryable, req: SessionByKeyR
       toQuery(sql`UPDATE sessions SET session_key = NULL
        WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND session_key = ${req.key} AND expires_at <= ${req.now}`),
     );
-    const inserted = await db.query<{ session_id: string }>(
-      toQuery(sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_key, session_name, created_at, updated_at, expires_at,
-                             memory_scope)
-       SELECT ${tenantId}, ${userId}, ${req.newSessionId}, ${req.key}, ${req.newSessionName}, ${req.now}, ${req.now},
-              ${req.now}::timestamptz + ${req.ttlMs}::float8 * interval '1 millisecond', ${req.newSessionScope ?? null}::text
-       WHERE memorychat_erase_barrier(${tenantId}, ${userId}, ${req.eraseEpoch}::bigint)
-       ON CONFLICT (tenant_id, user_id, session_key) WHERE session_key IS NOT NULL DO NOTHING
-       RETURNING session_id::text`),
+    const notErased = sql`memorychat_erase_barrier(${tenantId}, ${userId}, ${req.eraseEpoch}::bigint)`;
+    const inserted = await withEraseBarrier(db, notErased, (tx, condition) =>
+      tx.query<{ session_id: string }>(
+        toQuery(sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_key, session_name, created_at, updated_at, expires_at,
+                               memory_scope)
+         SELECT ${tenantId}, ${userId}, ${req.newSessionId}, ${req.key}, ${req.newSessionName}, ${req.now}, ${req.now},
+                ${req.now}::timestamptz + ${req.ttlMs}::float8 * interval '1 millisecond', ${req.newSessionScope ?? null}::text
+         WHERE ${condition}
+         ON CONFLICT (tenant_id, user_id, session_key) WHERE session_key IS NOT NULL DO NOTHING
+         RETURNING session_id::text`),
+      ),
     );
     if (inserted.rows[0]) return { sessionId: inserted.rows[0].session_id, created: true };
     const found = await findSessionIdByKey(db, req.identity, req.key, req.now);

@@ -5,7 +5,7 @@ import { vectorParam } from '../vector-param.js';
 import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import type { Queryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
-import { VISIBLE_IN_SEARCH } from './turn-duplicates.js';
+import { visibleInSearch } from './turn-duplicates.js';
 
 /**
  * Turns that are no question answered: failed calls, memory commands and incomplete streams. They are
@@ -158,7 +158,7 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
       exactSearchMaxTurns: req.exactSearchMaxTurns,
       where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
-         AND ${databaseScopeSql(req.scope)} AND ${VISIBLE_IN_SEARCH}
+         AND ${databaseScopeSql(req.scope)} AND ${visibleInSearch(tenant, user)}
          AND t.status NOT IN ('memory_command', 'incomplete')`,
       columns: sql`t.created_at, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating`,
     })}, found AS (

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestFingerprint } from '../../../services/core/idempotency/idempotency.js';
 import { runRetentionCleanup } from '../../../services/core/jobs/retention-cleanup.js';
@@ -296,9 +297,11 @@ describe('Idempotency-Key on /memoryChat and turn writes', () => {
       const firstReply = chat(token, { question: 'Total sales by region for 2021' }, 'taken-key');
       await until(() => upstream.requests.length > calls, 'the first request to reach the answerer');
       // What a retry's takeover leaves: the claim belongs to another run (the first one's renewals had failed).
-      await t.admin.query(`UPDATE idempotency_keys SET claim_id = gen_random_uuid(), locked_until = $2 WHERE user_id = $1`, [
+      // The new claim id is made here, not by gen_random_uuid(): Citus refuses a VOLATILE function in a distributed UPDATE.
+      await t.admin.query(`UPDATE idempotency_keys SET claim_id = $3, locked_until = $2 WHERE user_id = $1`, [
         'idem-taken',
         t.clock.now,
+        randomUUID(),
       ]);
       open();
       const first = await firstReply;

@@ -13,8 +13,14 @@ import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
 /** The pool size of a deployment (docs/configuration.md's default), used by the service in the `server` project. */
 const SERVER_POOL_MAX = 10;
 
-/** Provided in the `server` project only (vitest.config.ts, test/support/vitest/global-setup-server.ts). */
-const server = inject('serverDatabase') as { login: string; template: string } | undefined;
+/** Provided in the `server` and `citus` projects (vitest.config.ts, test/support/vitest/global-setup-server.ts, global-setup-citus.ts). */
+const server = inject('serverDatabase');
+/** The PostgreSQL server the tests' databases are on: the machine's, or the Citus coordinator. */
+const host = { host: server?.host ?? SERVER.host, port: server?.port ?? SERVER.port };
+/** Provided in the `citus` project only: its databases are made on every node of the cluster. */
+const citus = inject('citusCluster') as
+  | { coordinator: { host: string; port: number }; workers: { host: string; port: number }[] }
+  | undefined;
 
 /** A migrated database of the test's own: an embedded one in a new DATA_DIR, or a new database on the server. */
 export interface TestDatabase {
@@ -43,16 +49,28 @@ export async function freshTestDatabase(): Promise<TestDatabase> {
   }
   const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
   const database = `${server.login}_${randomBytes(4).toString('hex')}`;
-  await asSuperuser('postgres', (admin) => admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`));
+  // On Citus, a copy of the template on each node: the coordinator's metadata and the workers' shards.
+  const nodes = citus ? [citus.coordinator, ...citus.workers] : [host];
+  await Promise.all(
+    nodes.map((node) =>
+      asSuperuser(
+        'postgres',
+        (admin) => admin.query(`CREATE DATABASE ${database} TEMPLATE ${server.template} OWNER ${server.login}`),
+        node,
+      ),
+    ),
+  );
   return {
     env: {
       DATA_DIR: dataDir,
-      DATABASE_URL: `postgres://${server.login}@${SERVER.host}:${SERVER.port}/${database}`,
+      DATABASE_URL: `postgres://${server.login}@${host.host}:${host.port}/${database}`,
       DATABASE_POOL_MAX: String(SERVER_POOL_MAX),
     },
     server: { database, user: server.login },
     async remove() {
-      await asSuperuser('postgres', (admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+      await Promise.all(
+        nodes.map((node) => asSuperuser('postgres', (admin) => admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`), node)),
+      );
       await rm(dataDir, { recursive: true, force: true });
     },
   };
@@ -65,13 +83,13 @@ export async function freshTestDatabase(): Promise<TestDatabase> {
  */
 export function adminPool(db: TestDatabase, service: Database): { pool: pg.Pool; close(): Promise<void> } {
   if (!db.server) return { pool: service.pool, close: async () => {} };
-  const pool = new pg.Pool({ ...SERVER, user: SUPERUSER, database: db.server.database, max: 2 });
+  const pool = new pg.Pool({ ...host, user: SUPERUSER, database: db.server.database, max: 2 });
   pool.on('error', () => {});
   return { pool, close: () => pool.end() };
 }
 
-async function asSuperuser<T>(database: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ ...SERVER, user: SUPERUSER, database });
+async function asSuperuser<T>(database: string, run: (client: pg.Client) => Promise<T>, node = host): Promise<T> {
+  const client = new pg.Client({ ...node, user: SUPERUSER, database });
   await client.connect();
   try {
     return await run(client);
@@ -87,9 +105,7 @@ async function asSuperuser<T>(database: string, run: (client: pg.Client) => Prom
  */
 export async function databaseBehindFaultProxy(db: TestDatabase): Promise<{ database: Database; proxy: TcpFaultProxy }> {
   const embedded = db.server ? undefined : await startEmbeddedPostgres(db.env.DATA_DIR);
-  const proxy = await startTcpFaultProxy(
-    embedded ? { path: path.join(embedded.connection.host, '.s.PGSQL.5432') } : { host: SERVER.host, port: SERVER.port },
-  );
+  const proxy = await startTcpFaultProxy(embedded ? { path: path.join(embedded.connection.host, '.s.PGSQL.5432') } : host);
   const pool = new pg.Pool(
     db.server
       ? { host: '127.0.0.1', port: proxy.port, user: db.server.user, database: db.server.database, max: SERVER_POOL_MAX }

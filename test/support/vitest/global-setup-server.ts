@@ -6,8 +6,11 @@ import { SERVER, SUPERUSER } from '../databases/postgres-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The `server` project's login and its migrated template database (test/support/databases/test-database.ts). */
-    serverDatabase: { login: string; template: string };
+    /**
+     * The `server` project's login and its migrated template database (test/support/databases/test-database.ts);
+     * the `citus` project's, with its coordinator's address (the server project's is SERVER).
+     */
+    serverDatabase: { login: string; template: string; host?: string; port?: number };
   }
 }
 

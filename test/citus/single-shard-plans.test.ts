@@ -1,0 +1,102 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
+import { startTestApp, type TestApp } from '../support/service/test-app.js';
+
+/** A statement as the service sent it: its text and its bind values. */
+interface Sent {
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * Every request-path statement of one user is routed to that user's shard: the service's own
+ * statements, recorded as it sends them for real requests (a question with memory and its follow-up,
+ * a stored turn, a memory search, the session list and a session's turns), then EXPLAINed on the
+ * coordinator with the same values under the same user's scope. Each must be one Citus step of one
+ * task: no subplan through the coordinator. A statement over no distributed table (the scope, the
+ * erasure barrier) has no Citus plan.
+ */
+describe('single-shard plans on Citus (docs/scaling.md)', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let t: TestApp;
+  const sent: Sent[] = [];
+  const clientQuery = pg.Client.prototype.query;
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    t = await startTestApp({ ANSWER_URL: upstream.answerUrl });
+  });
+  afterAll(async () => {
+    pg.Client.prototype.query = clientQuery;
+    await t?.close();
+    await upstream?.close();
+  });
+
+  /** Runs `requests`, recording the statements every pg client of this process sends meanwhile. */
+  async function recording(requests: () => Promise<void>): Promise<Sent[]> {
+    const from = sent.length;
+    pg.Client.prototype.query = function (this: pg.Client, statement: unknown, values?: unknown, callback?: unknown) {
+      const config = statement as { text?: string; values?: unknown[] };
+      const text = typeof statement === 'string' ? statement : config?.text;
+      if (text) sent.push({ text, values: (Array.isArray(values) ? values : config?.values) ?? [] });
+      return (clientQuery as any).call(this, statement, values, callback);
+    } as typeof clientQuery;
+    try {
+      await requests();
+    } finally {
+      pg.Client.prototype.query = clientQuery;
+    }
+    return sent.slice(from);
+  }
+
+  it('when a user asks, follows up, stores a turn, searches and reads sessions, then each statement on a distributed table runs as one task', async () => {
+    const token = t.token('plan-user');
+    const statements = await recording(async () => {
+      const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
+      expect(first.status).toBe(200);
+      const sessionId = first.body.conversation_metadata.conversation_id;
+      const followUp = await t.request('POST', '/memoryChat', { token, body: { question: 'What about 2023?', session_id: sessionId } });
+      expect(followUp.status).toBe(200);
+      const stored = await t.request('POST', `/sessions/${sessionId}/turns`, {
+        token,
+        body: { question: 'Which region grew most?', answer: 'The north grew 12%.', sql_query: 'SELECT 1' },
+      });
+      expect(stored.status).toBe(201);
+      const search = await t.request('POST', '/memory/search', { token, body: { query: 'sales by region', k: 3 } });
+      expect(search.status).toBe(200);
+      expect((await t.request('GET', '/sessions', { token })).status).toBe(200);
+      expect((await t.request('GET', `/sessions/${sessionId}`, { token })).status).toBe(200);
+    });
+
+    const scoped = t.database.scoped.asUser({ tenantId: 'default', userId: 'plan-user' });
+    const plans: { text: string; tasks: number | undefined }[] = [];
+    for (const { text, values } of statements) {
+      if (
+        !/\b(sessions|turns|idempotency_keys|access_audit)\b/.test(text) ||
+        /^\s*(BEGIN|COMMIT|ROLLBACK|SET|SELECT EXISTS \(SELECT 1 FROM pg_extension)/i.test(text)
+      )
+        continue;
+      const plan = await scoped.transaction((tx) => tx.query<{ 'QUERY PLAN': string }>({ text: `EXPLAIN ${text}`, values }));
+      const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+      if (process.env.SHOW_PLANS) console.log(text.slice(0, 60), '\n', lines);
+      // One Citus step: a statement planned as subplans (each its own step through the coordinator)
+      // shows several task counts, or none for an INSERT ... SELECT; a router statement shows one.
+      const counts = [...lines.matchAll(/Task Count: (\d+)/g)].map((m) => Number(m[1]));
+      if (!/Custom Scan \(Citus/.test(lines)) continue;
+      plans.push({
+        text: text.replace(/\s+/g, ' ').trim(),
+        tasks: counts.length === 1 && !/Distributed Subplan/.test(lines) ? counts[0] : undefined,
+      });
+    }
+    // The statements the issue names are among them: retrieval (one statement), append, search, session reads.
+    const named = (pattern: RegExp) => plans.filter((p) => pattern.test(p.text));
+    expect(named(/^WITH sess AS/).length, 'the retrieval statement').toBeGreaterThan(0);
+    expect(named(/^INSERT INTO turns/).length, 'the append statements').toBeGreaterThan(0);
+    expect(named(/^(INSERT INTO sessions|UPDATE sessions SET turn_count)/).length, 'the append statements').toBeGreaterThan(0);
+    expect(named(/^WITH scored AS|^WITH history AS/).length, 'the search statement').toBeGreaterThan(0);
+    expect(named(/FROM sessions/).length, 'the session reads').toBeGreaterThan(0);
+    for (const plan of plans) expect(plan, plan.text.slice(0, 120)).toMatchObject({ tasks: 1 });
+    console.log(`single-shard plans: ${plans.length} statements, each 1 task`);
+  });
+});
