@@ -7,7 +7,7 @@
 --   sessions, turns, idempotency_keys, gdpr_exports, gdpr_export_parts, job_outbox   user_id
 --   gdpr_audit                                                                       subject_user_id
 -- Every primary key and unique index of these holds that column, as Citus requires
--- (test/api/schema-distribution.test.ts keeps it so). Foreign keys (turns to sessions, export parts
+-- (test/db/schema-distribution.test.ts keeps it so). Foreign keys (turns to sessions, export parts
 -- to exports) hold it too, so they stay within a shard.
 --
 -- access_audit is distributed by tenant_id instead: an erase replaces the user's id in it by a
