@@ -75,6 +75,10 @@ class Memorychat:
     def rename_session(self, session_id: str, name: str) -> JSON:
         return self._json("PATCH", f"/sessions/{_seg(session_id)}", body={"session_name": name})
 
+    def set_memory_scope(self, session_id: str, scope: str | None) -> JSON:
+        """Keeps a conversation to itself (`"session"`), lets it use the user's others (`"user"`), or `None`: the default again."""
+        return self._json("PATCH", f"/sessions/{_seg(session_id)}", body={"memory_scope": scope})
+
     def clear_session(self, session_id: str) -> JSON:
         return self._json("POST", f"/sessions/{_seg(session_id)}/clear")
 
