@@ -13,6 +13,9 @@
 //                        postgres://postgres@127.0.0.1:5432/postgres) with a pool of 10, each system on
 //                        its own database of the same data; seeded stages are kept as databases
 //                        mc_bench_v3_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
+//   --citus              instead: /memoryChat on a Citus cluster next to the single server, and search on
+//                        the cluster (citus.ts); takes --users, --turns-per-user, --seconds, --rounds,
+//                        --clients (default 1,10) and --json
 // Seeded directories are cached under $BENCH_CACHE (default: <tmpdir>/memorychat-bench) and copied
 // for each phase, so every phase starts from the same state and the cache stays pristine.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -23,11 +26,12 @@ import { request } from 'undici';
 import type { Database } from '../../services/db/pool.js';
 import { scopedDatabase } from '../../services/db/row-security.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { citusBench } from './citus.js';
 import { answerFor, turnEmbeddingText, userId } from './data.js';
 import { copyDataDir, openBenchDatabase } from './database.js';
 import { floorTurns, shortVectors, unpreparedStatements } from './floor.js';
 import { addLangchainIndexes, createLangchainTables, dropLangchainIndexes, langchainTurn, vectorStore } from './langchain-peer.js';
-import { combine, type LoadResult, runLoad } from './load.js';
+import type { LoadResult } from './load.js';
 import { childrenOf, commandLineIncludes, cpuMsOf, type Memory, memoryOf, RssSampler } from './rss.js';
 import { measureSearch, type SearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
@@ -41,7 +45,8 @@ import {
   serverVersion,
 } from './server-databases.js';
 import { type RunningService, serviceTurns, startServedPeer, startService } from './service.js';
-import { conversationClient, startInstantAnswerer, type TurnFn } from './workload.js';
+import { type System, sideBySide } from './side-by-side.js';
+import { startInstantAnswerer, type TurnFn } from './workload.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -49,12 +54,13 @@ const { values: args } = parseArgs({
     'turns-per-user': { type: 'string', default: '100' },
     seconds: { type: 'string', default: '2' },
     rounds: { type: 'string', default: '4' },
-    clients: { type: 'string', default: '1,10,50' },
+    clients: { type: 'string' },
     scale: { type: 'boolean', default: false },
     fresh: { type: 'boolean', default: false },
     json: { type: 'string' },
     'skip-langchain': { type: 'boolean', default: false },
     server: { type: 'boolean', default: false },
+    citus: { type: 'boolean', default: false },
   },
 });
 const SERVER = args.server!;
@@ -65,10 +71,9 @@ const USERS = Number(args.users);
 const TPU = Number(args['turns-per-user']);
 const SECONDS = Number(args.seconds);
 const ROUNDS = Number(args.rounds);
-const LEVELS = args.clients!.split(',').map(Number);
+const LEVELS = (args.clients ?? (args.citus ? '1,10' : '1,10,50')).split(',').map(Number);
 const CACHE = process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench');
 const WORK = path.join(CACHE, 'work');
-const LOAD = (clients: number) => ({ clients, warmupMs: 1500, durationMs: SECONDS * 1000, maxRequests: 100_000 });
 const log = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 /** Stages: stored volume grows by adding users with the same number of turns each. */
@@ -170,64 +175,6 @@ async function copyFor(stage: Stage, system: string): Promise<string> {
   const dir = path.join(WORK, system);
   await copyDataDir(stage.ref, dir);
   return dir;
-}
-
-interface System {
-  name: string;
-  /** CPU time (ms) used so far by what this system's turns are charged to: [app process, database]. */
-  cpu: [() => number, () => number];
-  turnFor(clients: number): { turn: TurnFn; close?: () => Promise<void> };
-}
-
-/**
- * Side by side: for each concurrency, every system runs a short slice in turn, ROUNDS times, so
- * that the shared machine's noise falls on all of them alike. Clients keep their conversations
- * across slices. Returns, per system, one combined result per level and the per-round results.
- */
-async function sideBySide(systems: System[], users: number) {
-  const combined = new Map<string, LoadResult[]>(systems.map((s) => [s.name, []]));
-  const rounds = new Map<string, LoadResult[][]>(systems.map((s) => [s.name, []]));
-  const cpuPerTurn = new Map<string, { app: number; db: number }[]>(systems.map((s) => [s.name, []]));
-  // Warm every system first (the embedded database's WebAssembly tiers up, caches fill): 4 s at 10 clients.
-  for (const s of systems) {
-    const { turn, close } = s.turnFor(10);
-    await runLoad({ clients: 10, warmupMs: 0, durationMs: 4000, maxRequests: 1e6 }, (i) => conversationClient(90_000 + i, users, turn));
-    await close?.();
-  }
-  log('warmed up');
-  for (const clients of LEVELS) {
-    const made = systems.map((s) => {
-      const { turn, close } = s.turnFor(clients);
-      return { s, close, fns: Array.from({ length: clients }, (_, i) => conversationClient(10_000 + i, users, turn)) };
-    });
-    const slices = new Map<string, LoadResult[]>(systems.map((s) => [s.name, []]));
-    const cpu = new Map<string, { app: number; db: number; turns: number }>(systems.map((s) => [s.name, { app: 0, db: 0, turns: 0 }]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const m of round % 2 ? [...made].reverse() : made) {
-        const before = m.s.cpu.map((read) => read());
-        const r = await runLoad({ ...LOAD(clients), warmupMs: round === 0 ? 1500 : 300 }, (i) => m.fns[i]!);
-        const after = m.s.cpu.map((read) => read());
-        const c = cpu.get(m.s.name)!;
-        // Includes the warm-up turns: CPU per turn is charged over every turn of the slice.
-        c.app += after[0]! - before[0]!;
-        c.db += after[1]! - before[1]!;
-        c.turns += r.requests + Math.round(r.rps * (round === 0 ? 1.5 : 0.3));
-        slices.get(m.s.name)!.push(r);
-      }
-    }
-    for (const [name, c] of cpu) cpuPerTurn.get(name)!.push({ app: c.app / c.turns, db: c.db / c.turns });
-    for (const m of made) {
-      await m.close?.();
-      const r = combine(slices.get(m.s.name)!);
-      combined.get(m.s.name)!.push(r);
-      rounds.get(m.s.name)!.push(slices.get(m.s.name)!.map(({ latencies: _, ...x }) => x));
-      log(
-        `${m.s.name} c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(1)} p95 ${r.p95.toFixed(1)} p99 ${r.p99.toFixed(1)} ms` +
-          (r.errors ? ` errors ${r.errors} (${r.firstError})` : ''),
-      );
-    }
-  }
-  return { combined, rounds, cpuPerTurn };
 }
 
 async function main() {
@@ -349,7 +296,12 @@ async function main() {
       : []),
   ];
   const sampler = new RssSampler([service.pid, service.dbPid]);
-  const { combined, rounds, cpuPerTurn } = await sideBySide(systems, main.manifest.users);
+  const { combined, rounds, cpuPerTurn } = await sideBySide(systems, main.manifest.users, {
+    levels: LEVELS,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    log,
+  });
   sampler.stop();
   const loaded = {
     service: memoryOf(service.pid),
@@ -561,4 +513,8 @@ function report(r: Results): string {
   return lines.join('\n');
 }
 
-await main();
+if (args.citus) {
+  await citusBench({ users: USERS, turnsPerUser: TPU, levels: LEVELS, rounds: ROUNDS, seconds: SECONDS, json: args.json, log });
+} else {
+  await main();
+}

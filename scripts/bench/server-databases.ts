@@ -58,7 +58,7 @@ export async function openServerDatabase(name: string, max: number, runMigration
   return { pool, scoped: scopedDatabase(pool), embedded: false, close: () => pool.end() };
 }
 
-let postmaster: number | undefined;
+let serverReader: (() => number) | undefined;
 
 /**
  * CPU (ms) the whole server has used: the postmaster, its live children (backends, WAL writer,
@@ -66,11 +66,14 @@ let postmaster: number | undefined;
  * one system runs at a time, so the difference over a slice is that system's database CPU.
  */
 export async function serverCpuMs(): Promise<() => number> {
-  if (postmaster === undefined) {
-    const dataDir = await admin(async (c) => (await c.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0]!.d);
-    postmaster = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  }
-  const pid = postmaster;
+  serverReader ??= await admin(postmasterCpuMs);
+  return serverReader;
+}
+
+/** The CPU reader of `serverCpuMs` for the server `client` is connected to (on this machine). */
+export async function postmasterCpuMs(client: pg.Client): Promise<() => number> {
+  const dataDir = (await client.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0]!.d;
+  const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   return () => {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -1,0 +1,240 @@
+// `npm run bench -- --citus`: /memoryChat on a Citus cluster (a coordinator and two workers on this
+// machine, test/support/databases/citus-cluster.ts) next to the same service on the machine's single
+// PostgreSQL server, in one interleaved run on the same seeded data, and the per-user search latency
+// on the cluster. One machine cannot show what more hardware gives; the ratio shows what routing
+// costs: each statement's scope on Citus is a transaction of its own (docs/scaling.md#row-level-security-on-citus).
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { migrate } from '../../services/db/migrate.js';
+import { startCitusCluster } from '../../test/support/databases/citus-cluster.js';
+import type { LoadResult } from './load.js';
+import { cpuMsOf } from './rss.js';
+import { measureSearch, type SearchScale } from './scale.js';
+import { ensureTemplates, seed } from './seed.js';
+import {
+  databaseExists,
+  databaseUrl,
+  dropDatabase,
+  postmasterCpuMs,
+  recreateDatabase,
+  serverCpuMs,
+  serverVersion,
+} from './server-databases.js';
+import { type RunningService, serviceTurns, startService } from './service.js';
+import { type System, sideBySide } from './side-by-side.js';
+import { startInstantAnswerer } from './workload.js';
+
+export interface CitusBenchOptions {
+  users: number;
+  turnsPerUser: number;
+  levels: number[];
+  rounds: number;
+  seconds: number;
+  json?: string;
+  log: (msg: string) => void;
+}
+
+/** The service's pool on either database: its default DATABASE_POOL_MAX. */
+const POOL = 10;
+const CITUS_DATABASE = 'mc_bench_citus';
+const SINGLE_COPY = 'mc_bench_work_single';
+const SEARCH_QUERIES = 440;
+
+type Load = [number, number, number];
+
+interface CitusResults {
+  machine: { cpus: number; cpu?: string; memGb: number; node: string };
+  single: string;
+  citus: string;
+  data: { users: number; turnsPerUser: number; turns: number; citusSeedSeconds: number; singleSeedSeconds?: number };
+  loadBefore: Load;
+  loadAfter: Load;
+  single_: LoadResult[];
+  citus_: LoadResult[];
+  rounds: Record<string, LoadResult[][]>;
+  cpuPerTurn: Record<string, { app: number; db: number }[]>;
+  search: { system: string; load: Load; scale: SearchScale }[];
+  seconds: number;
+}
+
+const load = (): Load => loadavg().map((x) => Math.round(x * 100) / 100) as Load;
+
+/** Seeds users [0, users) into `pool`'s migrated database, as the single-server bench does. */
+async function seedInto(pool: pg.Pool, opts: CitusBenchOptions): Promise<number> {
+  opts.log(`embedding and storing ${await ensureTemplates(pool)} distinct turn texts`);
+  const r = await seed(pool, { fromUser: 0, toUser: opts.users, turnsPerUser: opts.turnsPerUser, withLangchain: false, log: opts.log });
+  return r.turns;
+}
+
+export async function citusBench(opts: CitusBenchOptions): Promise<void> {
+  const { log } = opts;
+  const started = performance.now();
+  log('starting a Citus cluster (a coordinator and two workers)');
+  const cluster = await startCitusCluster();
+  const services: RunningService[] = [];
+  let answerer: Awaited<ReturnType<typeof startInstantAnswerer>> | undefined;
+  try {
+    // The superuser owns the database on every node, as the single-server bench's does; the service
+    // still reads and writes as memorychat_app under row-level security (migration 016 makes it a login).
+    await cluster.createDatabase(CITUS_DATABASE, 'postgres');
+    const citusUrl = `postgres://postgres@${cluster.coordinator.host}:${cluster.coordinator.port}/${CITUS_DATABASE}`;
+    const citusPool = new pg.Pool({ connectionString: citusUrl, max: 1 });
+    citusPool.on('error', () => {});
+    await migrate(citusPool);
+    log(`seeding ${opts.users} users x ${opts.turnsPerUser} turns into the cluster`);
+    let t0 = performance.now();
+    const turns = await seedInto(citusPool, opts);
+    const citusSeedSeconds = (performance.now() - t0) / 1000;
+    log(`seeded ${turns} turns on the cluster in ${citusSeedSeconds.toFixed(1)} s`);
+
+    // The single server: a copy of the stage `npm run bench -- --server` keeps, or the same seed.
+    const cached = `mc_bench_v3_${opts.users}x${opts.turnsPerUser}`;
+    let singleSeedSeconds: number | undefined;
+    if (await databaseExists(cached)) {
+      log(`copying ${cached} on the single server`);
+      await recreateDatabase(SINGLE_COPY, cached);
+    } else {
+      await recreateDatabase(SINGLE_COPY);
+      const single = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
+      await migrate(single);
+      t0 = performance.now();
+      await seedInto(single, opts);
+      singleSeedSeconds = (performance.now() - t0) / 1000;
+      await single.end();
+    }
+
+    answerer = await startInstantAnswerer();
+    const home = () => mkdtemp(path.join(tmpdir(), 'memorychat-bench-service-'));
+    log('starting the service on each');
+    const singleService = await startService(await home(), answerer.url, {
+      DATABASE_URL: databaseUrl(SINGLE_COPY),
+      DATABASE_POOL_MAX: String(POOL),
+    });
+    services.push(singleService);
+    const citusService = await startService(await home(), answerer.url, { DATABASE_URL: citusUrl, DATABASE_POOL_MAX: String(POOL) });
+    services.push(citusService);
+
+    // Database CPU: the single server's processes; the cluster's are its three servers together.
+    const singleCpu = await serverCpuMs();
+    const nodeCpu = await Promise.all(
+      [cluster.coordinator, ...cluster.workers].map((node) => cluster.asSuperuser(node, 'postgres', postmasterCpuMs)),
+    );
+    const clusterCpu = () => nodeCpu.reduce((sum, read) => sum + read(), 0);
+    const systems: System[] = [
+      { name: 'single', cpu: [() => cpuMsOf(singleService.pid), singleCpu], turnFor: (c) => serviceTurns(singleService.baseUrl, c) },
+      { name: 'citus', cpu: [() => cpuMsOf(citusService.pid), clusterCpu], turnFor: (c) => serviceTurns(citusService.baseUrl, c) },
+    ];
+    const loadBefore = load();
+    const { combined, rounds, cpuPerTurn } = await sideBySide(systems, opts.users, opts);
+    const loadAfter = load();
+    for (const s of services.splice(0)) await s.stop();
+
+    const search: CitusResults['search'] = [];
+    const singlePool = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
+    for (const [system, pool] of [
+      ['citus', citusPool],
+      ['single', singlePool],
+    ] as const) {
+      const l = load();
+      const scale = await measureSearch(pool, SEARCH_QUERIES);
+      log(
+        `search on ${system} @ ${scale.turns} turns: p50 ${scale.search.p50.toFixed(2)} p95 ${scale.search.p95.toFixed(2)} ms (load ${l.join(' ')})`,
+      );
+      search.push({ system, load: l, scale });
+    }
+    await singlePool.end();
+    await citusPool.end();
+
+    const citusVersion = await cluster.asSuperuser(
+      cluster.coordinator,
+      CITUS_DATABASE,
+      async (c) => (await c.query<{ v: string }>("SELECT extversion AS v FROM pg_extension WHERE extname = 'citus'")).rows[0]!.v,
+    );
+    const results: CitusResults = {
+      machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memGb: totalmem() / 2 ** 30, node: process.version },
+      single: `${await serverVersion()}, one server`,
+      citus: `Citus ${citusVersion}: a coordinator and 2 workers on this machine, 8 shards per table`,
+      data: {
+        users: opts.users,
+        turnsPerUser: opts.turnsPerUser,
+        turns,
+        citusSeedSeconds,
+        ...(singleSeedSeconds ? { singleSeedSeconds } : {}),
+      },
+      loadBefore,
+      loadAfter,
+      single_: combined.get('single')!,
+      citus_: combined.get('citus')!,
+      rounds: Object.fromEntries(rounds),
+      cpuPerTurn: Object.fromEntries(cpuPerTurn),
+      search,
+      seconds: (performance.now() - started) / 1000,
+    };
+    if (opts.json) await writeFile(opts.json, JSON.stringify(results, null, 2));
+    console.log(report(results, opts));
+  } finally {
+    for (const s of services) await s.stop();
+    answerer?.server.close();
+    await dropDatabase(SINGLE_COPY).catch(() => {});
+    await cluster.stop();
+  }
+}
+
+function report(r: CitusResults, opts: CitusBenchOptions): string {
+  const f = (n: number | undefined, d = 1) => (n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(d));
+  const lines: string[] = [];
+  lines.push(`machine: ${r.machine.cpus} cores (${r.machine.cpu}), ${f(r.machine.memGb)} GiB, Node ${r.machine.node}`);
+  lines.push(`single: ${r.single}`);
+  lines.push(`citus: ${r.citus}`);
+  lines.push(`load average (1, 5, 15 min): ${r.loadBefore.join(' ')} before the load, ${r.loadAfter.join(' ')} after`);
+  lines.push(`method: ${opts.rounds} rounds x ${opts.seconds} s slices per system and concurrency, systems alternating within each round`);
+  lines.push(
+    `data: ${r.data.turns} stored turns over ${r.data.users} users in each (cluster seeded in ${f(r.data.citusSeedSeconds, 0)} s` +
+      `${r.data.singleSeedSeconds ? `, single server in ${f(r.data.singleSeedSeconds, 0)} s` : ''}); run took ${f(r.seconds, 0)} s`,
+  );
+  lines.push('');
+  lines.push('| /memoryChat on | clients | p50 ms | p95 ms | p99 ms | turns/s | measured turns |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const [name, xs] of [
+    ['single server', r.single_],
+    ['Citus coordinator', r.citus_],
+  ] as const) {
+    for (const x of xs) {
+      lines.push(
+        `| ${name} | ${x.clients} | ${f(x.p50)} | ${f(x.p95)} | ${f(x.p99)} | ${f(x.rps, 0)} | ${x.requests}${x.errors ? ` (${x.errors} errors: ${x.firstError})` : ''} |`,
+      );
+    }
+  }
+  lines.push('');
+  lines.push(`| Citus ÷ single server | ${opts.levels.map((c) => `${c} client${c > 1 ? 's' : ''}`).join(' | ')} |`);
+  lines.push(`| --- | ${opts.levels.map(() => '---:').join(' | ')} |`);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const ratio = (name: string, fn: (i: number) => number) =>
+    lines.push(`| ${name} | ${opts.levels.map((_, i) => f(fn(i), 2)).join(' | ')} |`);
+  ratio('throughput', (i) => r.citus_[i]!.rps / r.single_[i]!.rps);
+  ratio('throughput, median of rounds', (i) => median(r.rounds.citus![i]!.map((x, k) => x.rps / r.rounds.single![i]![k]!.rps)));
+  ratio('p50 latency', (i) => r.citus_[i]!.p50 / r.single_[i]!.p50);
+  ratio('p95 latency', (i) => r.citus_[i]!.p95 / r.single_[i]!.p95);
+  lines.push('');
+  lines.push('CPU per turn (ms; app = the service process; db = every process of the single server, or of all three Citus servers):');
+  lines.push('');
+  lines.push(`| on | ${opts.levels.map((c) => `app @${c}`).join(' | ')} | ${opts.levels.map((c) => `db @${c}`).join(' | ')} |`);
+  lines.push(`| --- | ${opts.levels.map(() => '---:').join(' | ')} | ${opts.levels.map(() => '---:').join(' | ')} |`);
+  for (const [name, xs] of Object.entries(r.cpuPerTurn)) {
+    lines.push(`| ${name} | ${xs.map((x) => f(x.app, 2)).join(' | ')} | ${xs.map((x) => f(x.db, 2)).join(' | ')} |`);
+  }
+  lines.push('');
+  lines.push('Per-user retrieval (session + window + top-3 search, one statement, one client, the superuser: no scope transaction):');
+  lines.push('');
+  lines.push('| on | stored turns | users | p50 ms | p95 ms | p99 ms | plain p50 ms | plain p95 ms | hits/search | load average |');
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+  for (const { system, load: l, scale: s } of r.search) {
+    lines.push(
+      `| ${system} | ${s.turns} | ${s.users} | ${f(s.search.p50, 2)} | ${f(s.search.p95, 2)} | ${f(s.search.p99, 2)} | ` +
+        `${f(s.plain.p50, 2)} | ${f(s.plain.p95, 2)} | ${f(s.hits, 2)} | ${l.join(' ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
