@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
 import { retrieveMemory } from '../../services/db/repositories/memory-store.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
+import { scopedDatabase } from '../../services/db/row-security.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { conversationStream, TENANT } from './data.js';
 import { SETTINGS, unpreparedStatements } from './floor.js';
@@ -22,7 +23,11 @@ export interface SearchScale {
   hits: number;
 }
 
-export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): Promise<SearchScale> {
+/**
+ * `scoped`: the 'search' variant runs as the service runs it, as memorychat_app in the caller's
+ * row-level-security scope (on Citus: its own transaction, db/citus-scope.ts), not as the pool's login.
+ */
+export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, scoped = false): Promise<SearchScale> {
   const turns = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
   const users = Number((await pool.query<{ n: string }>('SELECT count(DISTINCT user_id) AS n FROM sessions')).rows[0]!.n);
   const next = conversationStream(seed, users);
@@ -42,9 +47,10 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): 
       search: questionSearch(c.questions.at(-1)!),
     });
   }
-  const variants: [string, Queryable][] = [
-    ['search', pool],
-    ['plain', unpreparedStatements(pool)],
+  const asUser = scoped ? scopedDatabase(pool).asUser : undefined;
+  const variants: [string, (user: string) => Queryable][] = [
+    ['search', (user) => asUser?.({ tenantId: TENANT, userId: user }) ?? pool],
+    ['plain', () => unpreparedStatements(pool)],
   ];
   const latencies = new Map<string, number[]>(variants.map(([name]) => [name, []]));
   let hits = 0;
@@ -53,7 +59,7 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99): 
     // Both variants on every case, alternating which goes first.
     for (const [name, db] of i % 2 ? [...variants].reverse() : variants) {
       const t0 = performance.now();
-      const r = await retrieveMemory(db, {
+      const r = await retrieveMemory(db(c.user), {
         identity: { tenantId: TENANT, userId: c.user, roles: [] },
         sessionId: c.session,
         now: new Date(),
