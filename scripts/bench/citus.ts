@@ -52,8 +52,8 @@ interface CitusResults {
   data: { users: number; turnsPerUser: number; turns: number; citusSeedSeconds: number; singleSeedSeconds?: number };
   loadBefore: Load;
   loadAfter: Load;
-  single_: LoadResult[];
-  citus_: LoadResult[];
+  singleServer: LoadResult[];
+  cluster: LoadResult[];
   rounds: Record<string, LoadResult[][]>;
   cpuPerTurn: Record<string, { app: number; db: number }[]>;
   search: { system: string; load: Load; scale: SearchScale }[];
@@ -166,8 +166,8 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
       },
       loadBefore,
       loadAfter,
-      single_: combined.get('single')!,
-      citus_: combined.get('citus')!,
+      singleServer: combined.get('single')!,
+      cluster: combined.get('citus')!,
       rounds: Object.fromEntries(rounds),
       cpuPerTurn: Object.fromEntries(cpuPerTurn),
       search,
@@ -199,8 +199,8 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   lines.push('| /memoryChat on | clients | p50 ms | p95 ms | p99 ms | turns/s | measured turns |');
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const [name, xs] of [
-    ['single server', r.single_],
-    ['Citus coordinator', r.citus_],
+    ['single server', r.singleServer],
+    ['Citus coordinator', r.cluster],
   ] as const) {
     for (const x of xs) {
       lines.push(
@@ -214,10 +214,10 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const ratio = (name: string, fn: (i: number) => number) =>
     lines.push(`| ${name} | ${opts.levels.map((_, i) => f(fn(i), 2)).join(' | ')} |`);
-  ratio('throughput', (i) => r.citus_[i]!.rps / r.single_[i]!.rps);
+  ratio('throughput', (i) => r.cluster[i]!.rps / r.singleServer[i]!.rps);
   ratio('throughput, median of rounds', (i) => median(r.rounds.citus![i]!.map((x, k) => x.rps / r.rounds.single![i]![k]!.rps)));
-  ratio('p50 latency', (i) => r.citus_[i]!.p50 / r.single_[i]!.p50);
-  ratio('p95 latency', (i) => r.citus_[i]!.p95 / r.single_[i]!.p95);
+  ratio('p50 latency', (i) => r.cluster[i]!.p50 / r.singleServer[i]!.p50);
+  ratio('p95 latency', (i) => r.cluster[i]!.p95 / r.singleServer[i]!.p95);
   lines.push('');
   lines.push('CPU per turn (ms; app = the service process; db = every process of the single server, or of all three Citus servers):');
   lines.push('');
@@ -232,7 +232,9 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
       'on Citus the scope transaction) and, for reference, as a plain query by the superuser (the single-server statement shape):',
   );
   lines.push('');
-  lines.push('| on | stored turns | users | p50 ms | p95 ms | p99 ms | superuser plain p50 ms | superuser plain p95 ms | hits/search | load average |');
+  lines.push(
+    '| on | stored turns | users | p50 ms | p95 ms | p99 ms | superuser plain p50 ms | superuser plain p95 ms | hits/search | load average |',
+  );
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   for (const { system, load: l, scale: s } of r.search) {
     lines.push(
