@@ -81,6 +81,12 @@ export interface CandidateSearch {
    * alone (benches and tests that compare the two paths).
    */
   annRowCost?: number;
+  /**
+   * On a Citus coordinator: the index's row count is not read (the coordinator's catalog holds the
+   * shell table's empty index, and reading it would plan the statement through the coordinator), so
+   * the turn count alone chooses the path.
+   */
+  distributed?: boolean;
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
   exactOnly?: boolean;
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
@@ -136,8 +142,11 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // decision needs turns. A one-time filter on each branch of `nearest` and `matching`, so only one
   // of each runs (and `scored` only below the threshold).
   const needed = sql`greatest(${max + 1}, ceil(sqrt(${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * (SELECT rows FROM ann_index))))`;
+  const indexRows = s.distributed
+    ? sql`0::float8`
+    : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
   return sql`ann_index AS (
-       SELECT greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8 AS rows
+       SELECT ${indexRows} AS rows
      ), history AS (
        SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * (SELECT rows FROM ann_index) AS heavy
        FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns

@@ -121,6 +121,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        minSimilarity: req.minSimilarity,
        exactSearchMaxTurns: req.exactSearchMaxTurns,
        annRowCost: req.annRowCost,
+       distributed: await db.isDistributed?.(),
        exactOnly: req.memoryScope === 'session',
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${recallableSessions(tenant, user, now, session)}

@@ -159,6 +159,7 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
       minSimilarity: req.minSimilarity,
       exactSearchMaxTurns: req.exactSearchMaxTurns,
       annRowCost: req.annRowCost,
+      distributed: await db.isDistributed?.(),
       where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${visibleInSearch(tenant, user)}
