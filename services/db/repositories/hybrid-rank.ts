@@ -141,16 +141,15 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // where counting the turns themselves read them all: sessions are summed up to as many as the
   // decision needs turns. A one-time filter on each branch of `nearest` and `matching`, so only one
   // of each runs (and `scored` only below the threshold).
-  const needed = sql`greatest(${max + 1}, ceil(sqrt(${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * (SELECT rows FROM ann_index))))`;
-  const indexRows = s.distributed
+  const rows = s.distributed
     ? sql`0::float8`
     : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
-  return sql`ann_index AS (
-       SELECT ${indexRows} AS rows
-     ), history AS (
-       SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * (SELECT rows FROM ann_index) AS heavy
+  // The HNSW scan's cost in exactly scored turns.
+  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * ${rows}`;
+  return sql`history AS (
+       SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
        FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
-             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${needed}) x) x
+             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x
      ), ${scored}, nearest AS (
        (${exactNearest})
        UNION ALL
