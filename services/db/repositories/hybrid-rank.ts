@@ -41,7 +41,7 @@ const HEAVY_USER_LEXICAL_WINDOW = 1000;
  * over the index's rows), where exact search reads the user's turns once: the HNSW path is taken when
  * turns >= ANN_ROW_COST * n / share, i.e. turns * turns >= ANN_ROW_COST * n * rows. Measured by
  * scripts/bench/ann-recall.ts (docs/performance.md, "Recall of the HNSW path"): a user with 2% of
- * the rows was searched 4-7x slower and less exactly through the index, one with 16% 3x faster.
+ * the rows was searched 5-8x slower and less exactly through the index, one with 16% 2-3.5x faster.
  */
 export const ANN_ROW_COST = 3;
 
