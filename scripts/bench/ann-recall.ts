@@ -4,8 +4,10 @@
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
 // small user, their questions SParC's, varied (data.ts), embedded by the local embedder. For each of
 // the three users, the 20 nearest by /memory/search's statement (vector only, no floor) are compared
-// between exact search and the HNSW path, forced with exactSearchMaxTurns; the small user's row also
-// says which path the service takes for it. Prints a Markdown table and the load average.
+// between exact search and the HNSW path, forced with exactSearchMaxTurns and annRowCost 0; each row
+// also says which path the service takes for that user (MEMORY_EXACT_SEARCH_MAX_TURNS and the index
+// rows it would read: hybrid-rank.ts, ANN_ROW_COST) and so the recall it serves. Prints a Markdown
+// table and the load average.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -107,7 +109,8 @@ const { rows: size } = await db.pool.query<{ turns: number; bytes: string }>(
   [index],
 );
 
-async function nearest(user: string, query: string, exactSearchMaxTurns: number) {
+/** Exact search, or (threshold 1, annRowCost 0) the HNSW path forced whatever the user's share of the index. */
+async function nearest(user: string, query: string, exactSearchMaxTurns: number, annRowCost?: number) {
   const identity = { tenantId: TENANT, userId: user, roles: [] };
   const request = {
     identity,
@@ -119,6 +122,7 @@ async function nearest(user: string, query: string, exactSearchMaxTurns: number)
     search: null,
     scope: {},
     exactSearchMaxTurns,
+    annRowCost,
   };
   const t0 = performance.now();
   const hits = await searchTurns(db.scoped.asUser(identity), request);
@@ -127,7 +131,7 @@ async function nearest(user: string, query: string, exactSearchMaxTurns: number)
 }
 
 /** Whether the statement for `user` (as a generic plan) ran the function that reads the HNSW index. */
-async function usesIndex(user: string, exactSearchMaxTurns: number): Promise<boolean> {
+async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?: number): Promise<boolean> {
   const identity = { tenantId: TENANT, userId: user, roles: [] };
   const { plan } = await explainScoped(db.pool, identity, (q) =>
     searchTurns(q, {
@@ -140,6 +144,7 @@ async function usesIndex(user: string, exactSearchMaxTurns: number): Promise<boo
       search: null,
       scope: {},
       exactSearchMaxTurns,
+      annRowCost,
     }),
   );
   const ran = (node: PlanNode): boolean =>
@@ -156,7 +161,7 @@ for (const [label, u] of Object.entries(users)) {
   for (let q = 0; q < Number(args.queries); q++) {
     const query = varyQuestion(random, pick(random, questions));
     const exact = await nearest(u.id, query, 1_000_000);
-    const ann = await nearest(u.id, query, 1);
+    const ann = await nearest(u.id, query, 1, 0);
     // Tie-aware: many turns share a question, so an approximate hit counts when it is at least as
     // near as the exact search's 20th (rounded as the statement returns similarities).
     const cutoff = exact.similarities.at(-1) ?? 1;
@@ -172,7 +177,7 @@ for (const [label, u] of Object.entries(users)) {
     recall: found / wanted,
     exactP50: percentile(sorted(exactMs), 50),
     annP50: percentile(sorted(annMs), 50),
-    annPlan: await usesIndex(u.id, 1),
+    annPlan: await usesIndex(u.id, 1, 0),
     servicePath: (await usesIndex(u.id, THRESHOLD)) ? 'HNSW' : 'exact',
   });
 }
@@ -186,10 +191,12 @@ console.log(
     `${args.queries} queries per user; hnsw.ef_search ${args['ef-search'] ?? 'as migrated'}; load average ${loadavg}`,
 );
 console.log('');
-console.log('| user | turns | recall@20, HNSW vs exact | exact p50 ms | HNSW p50 ms | HNSW path read the index | path the service takes |');
-console.log('| --- | ---: | ---: | ---: | ---: | --- | --- |');
+console.log(
+  '| user | turns | recall@20, HNSW vs exact | exact p50 ms | HNSW p50 ms | HNSW path read the index | path the service takes | recall@20 served |',
+);
+console.log('| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |');
 for (const r of results) {
   console.log(
-    `| ${r.label} | ${r.turns} | ${r.recall.toFixed(3)} | ${r.exactP50.toFixed(2)} | ${r.annP50.toFixed(2)} | ${r.annPlan ? 'yes' : 'NO'} | ${r.servicePath} |`,
+    `| ${r.label} | ${r.turns} | ${r.recall.toFixed(3)} | ${r.exactP50.toFixed(2)} | ${r.annP50.toFixed(2)} | ${r.annPlan ? 'yes' : 'NO'} | ${r.servicePath} | ${(r.servicePath === 'HNSW' ? r.recall : 1).toFixed(3)} |`,
   );
 }

@@ -13,13 +13,17 @@ const RRF_RANK_CONSTANT = 60;
 const EXACT_SEARCH_MAX_TURNS = 2000;
 
 /**
- * The embedding models whose vectors have an approximate (HNSW) index, with the function that reads a
- * user's nearest turns from it (migration 014). Another model is searched exactly whatever a user's
- * history (docs/performance.md).
+ * The embedding models whose vectors have an approximate (HNSW) index (migration 014): the function
+ * that reads a user's nearest turns from it, and the index's name, whose row count (pg_class.reltuples)
+ * the path is chosen by. Another model is searched exactly whatever a user's history
+ * (docs/performance.md).
  */
-const ANN_FUNCTIONS: ReadonlyMap<string, SqlFragment> = new Map([
-  ['local-hash-v2@384', sql`nearest_turns_local_hash_v2_384`],
-  ['text-embedding-3-small@1536', sql`nearest_turns_text_embedding_3_small_1536`],
+const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }> = new Map([
+  ['local-hash-v2@384', { nearest: sql`nearest_turns_local_hash_v2_384`, index: 'turns_ann_local_hash_v2_384' }],
+  [
+    'text-embedding-3-small@1536',
+    { nearest: sql`nearest_turns_text_embedding_3_small_1536`, index: 'turns_ann_text_embedding_3_small_1536' },
+  ],
 ]);
 /**
  * How many nearest turns the HNSW function returns per candidate wanted: the statement's conditions
@@ -31,6 +35,15 @@ const ANN_OVERFETCH = 10;
  * turns: a bound on the turns read whatever the history (their older turns are still found by vector).
  */
 const HEAVY_USER_LEXICAL_WINDOW = 1000;
+/**
+ * How many exactly scored turns one row of the HNSW scan costs. The index holds every user's turns of
+ * the model, so finding `n` of one user's reads about n / share rows of it (share: the user's turns
+ * over the index's rows), where exact search reads the user's turns once: the HNSW path is taken when
+ * turns >= ANN_ROW_COST * n / share, i.e. turns * turns >= ANN_ROW_COST * n * rows. Measured by
+ * scripts/bench/ann-recall.ts (docs/performance.md, "Recall of the HNSW path"): a user with 2% of
+ * the rows was searched 5-8x slower and less exactly through the index, one with 16% 2-3.5x faster.
+ */
+export const ANN_ROW_COST = 3;
 
 /**
  * A turn's lexical match with the question's terms (services/core/search-terms/lexical-terms.ts), over
@@ -63,6 +76,17 @@ export interface CandidateSearch {
    * candidates from the user's newest HEAVY_USER_LEXICAL_WINDOW turns.
    */
   exactSearchMaxTurns?: number;
+  /**
+   * ANN_ROW_COST (its default when absent); 0 takes the HNSW path on MEMORY_EXACT_SEARCH_MAX_TURNS
+   * alone (benches and tests that compare the two paths).
+   */
+  annRowCost?: number;
+  /**
+   * On a Citus coordinator: the index's row count is not read (the coordinator's catalog holds the
+   * shell table's empty index, and reading it would plan the statement through the coordinator), so
+   * the turn count alone chooses the path.
+   */
+  distributed?: boolean;
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
   exactOnly?: boolean;
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
@@ -94,6 +118,7 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
   // the unit vectors every embedder stores (docs/design.md, Search).
   const exact = ann === undefined ? sql`TRUE` : sql`NOT (SELECT heavy FROM history)`;
+  const rowCost = s.annRowCost ?? ANN_ROW_COST;
   const scored = sql`scored AS (
        SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM turns t
@@ -109,17 +134,26 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
        ${exactMatching}
      ), ${fusion(s)}`;
   }
-  // Whether the user has more than `max` turns, as their sessions count them (all models), summed over
-  // no more than max + 1 sessions: a hint for the path only (both return the nearest turns), read in a
-  // few rows where counting the turns themselves read max + 1. A one-time filter on each branch of
-  // `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
+  // Whether the HNSW path pays for this user: more than `max` turns, as their sessions count them (all
+  // models), and enough of the index's rows (ANN_ROW_COST). The index's row count is the planner's
+  // (kept by VACUUM and ANALYZE; 0 for an index built empty and never vacuumed, which takes the path
+  // on `max` alone). A hint for the path only (both return the nearest turns), read in a few rows
+  // where counting the turns themselves read them all: sessions are summed up to as many as the
+  // decision needs turns. A one-time filter on each branch of `nearest` and `matching`, so only one
+  // of each runs (and `scored` only below the threshold).
+  const rows = s.distributed
+    ? sql`0::float8`
+    : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
+  // The HNSW scan's cost in exactly scored turns.
+  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * ${rows}`;
   return sql`history AS (
-       SELECT coalesce(sum(x.turn_count), 0) > ${max} AS heavy
-       FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${max + 1}) x
+       SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
+       FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
+             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x
      ), ${scored}, nearest AS (
        (${exactNearest})
        UNION ALL
-       (${annNearest(s, ann)})
+       (${annNearest(s, ann.nearest)})
      ), matching AS (
        (${exactMatching})
        UNION ALL

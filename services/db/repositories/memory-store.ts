@@ -27,6 +27,8 @@ export interface RetrievalRequest {
   search?: { query: string; terms: string[] } | null;
   /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
   exactSearchMaxTurns?: number;
+  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the HNSW path by turn count alone. */
+  annRowCost?: number;
   scope: DatabaseScope;
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
@@ -118,6 +120,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        depth,
        minSimilarity: req.minSimilarity,
        exactSearchMaxTurns: req.exactSearchMaxTurns,
+       annRowCost: req.annRowCost,
+       distributed: await db.isDistributed?.(),
        exactOnly: req.memoryScope === 'session',
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${recallableSessions(tenant, user, now, session)}

@@ -121,6 +121,8 @@ export interface SearchRequest {
   scope: DatabaseScope;
   /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
   exactSearchMaxTurns?: number;
+  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the HNSW path by turn count alone. */
+  annRowCost?: number;
 }
 
 export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
@@ -156,6 +158,8 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
       depth,
       minSimilarity: req.minSimilarity,
       exactSearchMaxTurns: req.exactSearchMaxTurns,
+      annRowCost: req.annRowCost,
+      distributed: await db.isDistributed?.(),
       where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${visibleInSearch(tenant, user)}

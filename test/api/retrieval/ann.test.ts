@@ -21,9 +21,11 @@ function ranAnnFunction(node: PlanNode): boolean {
 }
 
 /**
- * Users past MEMORY_EXACT_SEARCH_MAX_TURNS are searched through the model's HNSW index (hybrid-rank.ts);
- * below it, exactly. The threshold is lowered here so that a few dozen turns make a heavy user: on so
- * few vectors the index's candidate list holds them all, so its answer must equal exact search's.
+ * Users past MEMORY_EXACT_SEARCH_MAX_TURNS with enough of the index's rows (hybrid-rank.ts,
+ * ANN_ROW_COST) are searched through the model's HNSW index; others exactly. The threshold is lowered
+ * here so that a few dozen turns make a heavy user, and the row cost set to 0 where the HNSW path is
+ * compared with exact search: on so few vectors the index's candidate list holds them all, so its
+ * answer must equal exact search's.
  */
 describe('approximate search for users with a long history', () => {
   let testDatabase: TestDatabase;
@@ -62,7 +64,7 @@ describe('approximate search for users with a long history', () => {
     await testDatabase?.remove();
   });
 
-  const search = (identity: typeof heavy, exactSearchMaxTurns: number): SearchRequest => ({
+  const search = (identity: typeof heavy, exactSearchMaxTurns: number, annRowCost: number | undefined): SearchRequest => ({
     identity,
     now: new Date(),
     embedding: embedText('How many concerts were there in region 7?', 384)!,
@@ -72,11 +74,12 @@ describe('approximate search for users with a long history', () => {
     search: null,
     scope: {},
     exactSearchMaxTurns,
+    annRowCost,
   });
 
   it('when a user past the threshold searches, then the HNSW index is read and the same top turns come back as from exact search', async () => {
-    const approximate = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20)));
-    const exact = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 1000)));
+    const approximate = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0)));
+    const exact = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 1000, 0)));
     expect(ranAnnFunction(approximate.plan)).toBe(true);
     expect(ranAnnFunction(exact.plan)).toBe(false);
     // Turns as near as each other come in either order (their fused ranks tie), so both lists are compared sorted.
@@ -97,6 +100,7 @@ describe('approximate search for users with a long history', () => {
       embeddingModel: MODEL,
       scope: {},
       exactSearchMaxTurns,
+      annRowCost: 0,
     });
     const approximate = await explainScoped(database.pool, heavy, (db) => retrieveMemory(db, request(20)));
     const exact = await retrieveMemory(database.scoped.asUser(heavy), request(1000));
@@ -107,8 +111,21 @@ describe('approximate search for users with a long history', () => {
   });
 
   it('when a user below the threshold searches, then exact search is used', async () => {
-    const { plan, rows } = await explainScoped(database.pool, light, (db) => searchTurns(db, search(light, 20)));
+    const { plan, rows } = await explainScoped(database.pool, light, (db) => searchTurns(db, search(light, 20, 0)));
     expect(ranAnnFunction(plan)).toBe(false);
     expect(rows).toHaveLength(5);
+  });
+
+  it('when the index knows its rows, then a user past the threshold takes the HNSW path only if the index would read fewer rows than exact search', async () => {
+    // 65 rows, 60 of them the heavy user's; a search's 20 candidates read through the index as 200
+    // (10x over-fetch): 200 * 65 / 60 index rows at ANN_ROW_COST against 60 turns scored exactly.
+    await admin.pool.query('ANALYZE turns');
+    const cheap = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0.2)));
+    const costly = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0.4)));
+    const byDefault = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, undefined)));
+    expect(ranAnnFunction(cheap.plan)).toBe(true);
+    expect(ranAnnFunction(costly.plan)).toBe(false);
+    expect(ranAnnFunction(byDefault.plan)).toBe(false);
+    expect(costly.rows).toHaveLength(10);
   });
 });
