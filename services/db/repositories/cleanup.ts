@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { inUserBatches, type UserFilter } from './per-user-batches.js';
 import type { Queryable } from './queryable.js';
 
 /*
@@ -7,45 +7,21 @@ import type { Queryable } from './queryable.js';
  * short transaction; `FOR UPDATE SKIP LOCKED` lets two workers delete side by side without waiting
  * on each other or deleting a row twice.
  *
- * Citus refuses `FOR UPDATE` in a statement that reads many shards, so on Citus each delete is first
- * narrowed to users: a read of up to `limit` users with expired rows (no lock), then the same
- * statement per user, routed to that user's shard, with its row locks and SKIP LOCKED as above. The
- * user is written into the statement as literals: with bind parameters Citus planned the delete for
- * every shard, each with its own LIMIT, and deleted more than the batch.
+ * On Citus each delete runs per user with expired rows (per-user-batches.ts).
  *
  * The rows to delete are a MATERIALIZED CTE, read once: as a subquery joined to the table, a nested
  * loop (the plan Citus's shards chose) re-reads it per row, each time skipping the rows the statement
  * has just deleted, and so deletes past the LIMIT.
  */
 
-/** A delete of up to `$2` rows expired at `$1`, within `userFilter` (empty: every user). */
-type DeleteStatement = (userFilter: (tenant: string, user: string) => string) => string;
+/** A delete of up to `$2` rows expired at `$1`, within `byUser` (empty: every user). */
+type DeleteStatement = (byUser: UserFilter) => string;
 
-async function deleteExpired(
-  db: Queryable,
-  now: Date,
-  limit: number,
-  usersWithExpired: string,
-  statement: DeleteStatement,
-): Promise<number> {
-  if (!(await db.isDistributed?.())) {
-    const { rowCount } = await db.query(
-      statement(() => ''),
-      [now, limit],
-    );
+function deleteExpired(db: Queryable, now: Date, limit: number, usersWithExpired: string, statement: DeleteStatement): Promise<number> {
+  return inUserBatches(db, limit, usersWithExpired, [now, limit], async (byUser, remaining) => {
+    const { rowCount } = await db.query(statement(byUser), [now, remaining]);
     return rowCount ?? 0;
-  }
-  const { rows: users } = await db.query<{ tenant_id: string; user_id: string }>(usersWithExpired, [now, limit]);
-  let deleted = 0;
-  for (const { tenant_id, user_id } of users) {
-    if (deleted >= limit) break;
-    const { rowCount } = await db.query(
-      statement((tenant, user) => `AND ${tenant} = ${pg.escapeLiteral(tenant_id)} AND ${user} = ${pg.escapeLiteral(user_id)}`),
-      [now, limit - deleted],
-    );
-    deleted += rowCount ?? 0;
-  }
-  return deleted;
+  });
 }
 
 /** Deletes up to `limit` turns of expired sessions; returns how many. */

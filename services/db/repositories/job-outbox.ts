@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { inUserBatches, type UserFilter } from './per-user-batches.js';
 import type { Queryable } from './queryable.js';
 
 /** A job held in Postgres until Redis takes it (migration 006). */
@@ -35,43 +35,29 @@ export async function insertHeldJob(db: Queryable, job: HeldJob): Promise<boolea
  * dispatchers off the same rows; the database's clock decides, so processes need not agree on time.
  */
 export async function claimHeldJobs(db: Queryable, limit: number, leaseMs: number): Promise<ClaimedJob[]> {
-  const claim = (byUser: (alias: string) => string) => `WITH c AS MATERIALIZED (SELECT tenant_id, user_id, job_id FROM job_outbox
-           WHERE (claimed_until IS NULL OR claimed_until < now()) ${byUser('job_outbox')}
+  const claim = (byUser: UserFilter) => `WITH c AS MATERIALIZED (SELECT tenant_id, user_id, job_id FROM job_outbox
+           WHERE (claimed_until IS NULL OR claimed_until < now()) ${byUser('job_outbox.tenant_id', 'job_outbox.user_id')}
            ORDER BY created_at
            LIMIT $1
            FOR UPDATE SKIP LOCKED)
      UPDATE job_outbox o SET claimed_until = now() + $2::float8 * interval '1 millisecond', attempts = o.attempts + 1
      FROM c
-     WHERE o.tenant_id = c.tenant_id AND o.user_id = c.user_id AND o.job_id = c.job_id ${byUser('o')}
+     WHERE o.tenant_id = c.tenant_id AND o.user_id = c.user_id AND o.job_id = c.job_id ${byUser('o.tenant_id', 'o.user_id')}
      RETURNING o.tenant_id, o.user_id, o.job_id, o.kind, o.payload, o.dedup_key, o.created_at, o.attempts`;
   const rows: ClaimedRow[] = [];
-  if (!(await db.isDistributed?.())) {
-    rows.push(
-      ...(
-        await db.query<ClaimedRow>(
-          claim(() => ''),
-          [limit, leaseMs],
-        )
-      ).rows,
-    );
-  } else {
-    // Citus refuses FOR UPDATE in a statement that reads many shards: the users with claimable jobs
-    // first (no lock), then the same claim per user, routed to that user's shard (the user as
-    // literals: with bind parameters Citus planned it for every shard, each with its own LIMIT).
-    const { rows: users } = await db.query<{ tenant_id: string; user_id: string }>(
-      `SELECT tenant_id, user_id FROM job_outbox WHERE claimed_until IS NULL OR claimed_until < now()
-       GROUP BY tenant_id, user_id ORDER BY min(created_at) LIMIT $1`,
-      [limit],
-    );
-    for (const { tenant_id, user_id } of users) {
-      if (rows.length >= limit) break;
-      const claimed = await db.query<ClaimedRow>(
-        claim((alias) => `AND ${alias}.tenant_id = ${pg.escapeLiteral(tenant_id)} AND ${alias}.user_id = ${pg.escapeLiteral(user_id)}`),
-        [limit - rows.length, leaseMs],
-      );
+  // On Citus, per user with claimable jobs, oldest first (per-user-batches.ts).
+  await inUserBatches(
+    db,
+    limit,
+    `SELECT tenant_id, user_id FROM job_outbox WHERE claimed_until IS NULL OR claimed_until < now()
+     GROUP BY tenant_id, user_id ORDER BY min(created_at) LIMIT $1`,
+    [limit],
+    async (byUser, remaining) => {
+      const claimed = await db.query<ClaimedRow>(claim(byUser), [remaining, leaseMs]);
       rows.push(...claimed.rows);
-    }
-  }
+      return claimed.rows.length;
+    },
+  );
   return rows
     .map((r) => ({
       tenantId: r.tenant_id,
