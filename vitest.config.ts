@@ -112,9 +112,6 @@ export default defineConfig({
         test: {
           name: 'citus',
           include: [...CITUS],
-          // The rebalance under traffic finished in 30 s alone, and did not finish in 240 s with the
-          // rest of the project running beside it: opt-in until that is understood (docs/scaling.md#rebalancing).
-          exclude: [...configDefaults.exclude, ...(process.env.CITUS_REBALANCE ? [] : ['test/citus/rebalance.test.ts'])],
           // The isolation property's 10 runs took 250 s on the cluster (3 round trips a statement) and
           // over its 300 s default when the machine was busy: the same runs, more time.
           env: { PROPERTY_TIME_LIMIT_MS: '600000' },

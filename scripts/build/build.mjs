@@ -9,7 +9,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 
 const SOURCE_DIRS = ['services'];
-const SOURCE_FILES = ['scripts/migrate.ts', 'scripts/token.ts'];
+const SOURCE_FILES = ['scripts/migrate.ts', 'scripts/token.ts', 'scripts/citus-rebalance.ts'];
 
 function typescriptUnder(dir) {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
