@@ -21,7 +21,7 @@ const QUESTIONS_AFTER = 5;
 const QUESTIONS_MAX = 1_500;
 const TRAFFIC_MS = 200_000;
 /**
- * The rebalance's bound: 36-48 s measured at load averages 8-35 on 2 cores, alone, beside the citus
+ * The rebalance's bound: 36-48 s measured at load averages 8-48 on 2 cores, alone, beside the citus
  * project and beside busy loops (docs/scaling.md#rebalancing); past it the test stops the rebalance
  * and fails with its status.
  */
