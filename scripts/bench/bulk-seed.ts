@@ -62,9 +62,16 @@ export async function withoutAnnIndexes<T>(pool: pg.Pool, work: () => Promise<T>
     for (const { name, definition } of rows) {
       const t0 = performance.now();
       await client.query('BEGIN');
-      // On Citus the shards' indexes are built on the workers: the setting must travel with the statement.
-      if (citus) await client.query("SET LOCAL citus.propagate_set_commands = 'local'");
-      await client.query("SET LOCAL maintenance_work_mem = '3GB'");
+      // Memory for the graph, or the build falls back to inserting row by row. A parallel build reserves
+      // all of it up front as shared memory, per index: on Citus the shards' indexes are built at once
+      // on the workers (the settings travel with the statement), each one serially in a shard-sized budget.
+      if (citus) {
+        await client.query("SET LOCAL citus.propagate_set_commands = 'local'");
+        await client.query("SET LOCAL maintenance_work_mem = '512MB'");
+        await client.query('SET LOCAL max_parallel_maintenance_workers = 0');
+      } else {
+        await client.query("SET LOCAL maintenance_work_mem = '2560MB'");
+      }
       await client.query(definition);
       await client.query('COMMIT');
       log?.(`  built ${name} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -114,7 +121,8 @@ const emptyPlan = (): Plan => ({
  */
 export async function bulkSeed(pool: pg.Pool, opts: BulkSeedOptions): Promise<{ turns: number; sessions: number; ms: number }> {
   const started = performance.now();
-  if (opts.toUser * opts.turnsPerUser > NOISE * NOISE) throw new Error(`bulkSeed makes distinct vectors for ${NOISE * NOISE} turns at most`);
+  if (opts.toUser * opts.turnsPerUser > NOISE * NOISE)
+    throw new Error(`bulkSeed makes distinct vectors for ${NOISE * NOISE} turns at most`);
   const templates = await ensureTemplates(pool);
   await ensureNoise(pool);
   opts.log?.(`  ${templates} turn texts and ${NOISE} noise vectors in place`);

@@ -16,10 +16,10 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrate } from '../../services/db/migrate.js';
+import { type CitusCluster, startCitusCluster } from '../../test/support/databases/citus-cluster.js';
 import { bulkSeed, withoutAnnIndexes } from '../bench/bulk-seed.js';
 import { TENANT, userId } from '../bench/data.js';
 import { measureSearch } from '../bench/scale.js';
-import { type CitusCluster, startCitusCluster } from '../../test/support/databases/citus-cluster.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -43,7 +43,10 @@ const LARGE: [table: string, column: string, colocateWith: string][] = [
 ];
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 const log = (msg: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 interface Writer {
@@ -192,9 +195,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
      WHERE table_name = 'turns'::regclass GROUP BY nodeport ORDER BY nodeport`,
   );
   log(`turns shards per worker: ${JSON.stringify(shards)}`);
-  const { rows: kinds } = await admin.query(
-    `SELECT logicalrelid::text AS t, partmethod AS m FROM pg_dist_partition ORDER BY 1`,
-  );
+  const { rows: kinds } = await admin.query(`SELECT logicalrelid::text AS t, partmethod AS m FROM pg_dist_partition ORDER BY 1`);
   log(`tables in Citus's metadata: ${kinds.map((k) => `${k.t} (${k.m})`).join(', ')}`);
   const { rows: check } = await admin.query<{ turns: string; fks: string }>(
     `SELECT (SELECT count(*) FROM turns) AS turns,
