@@ -15,17 +15,23 @@ import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
 import { migrate } from '../../services/db/migrate.js';
+import { appendTurn, retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { scopedDatabase } from '../../services/db/row-security.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { type CitusCluster, startCitusCluster } from '../../test/support/databases/citus-cluster.js';
 import { bulkSeed, withoutAnnIndexes } from '../bench/bulk-seed.js';
 import { TENANT, userId } from '../bench/data.js';
 import { measureSearch } from '../bench/scale.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from '../bench/seed.js';
 
 const { values: args } = parseArgs({
   options: {
     users: { type: 'string', default: '10000' },
     'turns-per-user': { type: 'string', default: '100' },
     mode: { type: 'string', default: 'both' },
+    writer: { type: 'string', default: 'service' },
   },
 });
 const USERS = Number(args.users);
@@ -33,13 +39,19 @@ const TPU = Number(args['turns-per-user']);
 // The non-blocking way first: it is the one docs/scaling.md recommends.
 const MODES = args.mode === 'both' ? ['concurrently', 'blocking'] : [args.mode!];
 if (MODES.some((m) => m !== 'blocking' && m !== 'concurrently')) throw new Error('--mode is blocking, concurrently or both');
+if (args.writer !== 'service' && args.writer !== 'plain') throw new Error('--writer is service or plain');
 const DISTRIBUTION = new URL('../../services/db/migrations/016_citus_distribution.sql', import.meta.url);
 const FUNCTIONS = new URL('./distribute-functions.sql', import.meta.url);
 const LOGIN = 'mc_distribute';
 /** The tables too large to block writes while they are copied. */
+/**
+ * turns first: while it is copied, its rows stay on the coordinator (a Citus local table until the
+ * split at the end), so the service's statements joining it to sessions still run; they fail only
+ * from then until sessions, the small tables and the functions are distributed too (the window).
+ */
 const LARGE: [table: string, column: string, colocateWith: string][] = [
-  ['sessions', 'user_id', 'default'],
-  ['turns', 'user_id', 'sessions'],
+  ['turns', 'user_id', 'default'],
+  ['sessions', 'user_id', 'turns'],
 ];
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -50,11 +62,103 @@ const load = () =>
 const log = (msg: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 interface Writer {
-  stop(): Promise<{ written: number; failed: string[]; longest: number }>;
+  stop(): Promise<WriterResult>;
+}
+interface WriterResult {
+  written: number;
+  failed: string[];
+  longest: number;
+  /** Seconds from the writer's start to its first and its last failure. */
+  failing?: [number, number];
 }
 
-/** Appends a turn to one user's session every 50 ms, as a request would, until stopped. */
+/**
+ * Every 50 ms, until stopped, a request's work for one user, as the service does it (`service`: the
+ * service's own append and retrieval statements in the caller's scope, by a service started after the
+ * citus extension was created, so in the shape it gives them on Citus), or one plain INSERT of a turn.
+ */
 async function startWriter(cluster: CitusCluster, database: string): Promise<Writer> {
+  return args.writer === 'service' ? startServiceWriter(cluster, database) : startPlainWriter(cluster, database);
+}
+
+async function startServiceWriter(cluster: CitusCluster, database: string): Promise<Writer> {
+  const pool = new pg.Pool({ ...cluster.coordinator, user: 'postgres', database, max: 2 });
+  pool.on('error', () => {});
+  const db = scopedDatabase(pool);
+  const identity = { tenantId: TENANT, userId: userId(0), roles: [] };
+  const scope = db.asUser(identity);
+  const sessionId = crypto.randomUUID();
+  const question = 'How many singers do we have?';
+  const embedding = embedText(question, DIMENSIONS)!;
+  let writing = true;
+  let longest = 0;
+  let written = 0;
+  const failed: string[] = [];
+  const began = performance.now();
+  let failing: [number, number] | undefined;
+  const loop = (async () => {
+    while (writing) {
+      const t0 = performance.now();
+      try {
+        const now = new Date();
+        await retrieveMemory(scope, {
+          identity,
+          sessionId,
+          now,
+          windowSize: 5,
+          k: 3,
+          minSimilarity: 0.25,
+          embedding,
+          embeddingModel: EMBEDDING_MODEL,
+          search: questionSearch(question),
+          scope: { requested: [] },
+        });
+        const stored = await appendTurn(scope, {
+          identity,
+          sessionId,
+          ...(written === 0 ? { createWithName: 'writer' } : {}),
+          now,
+          ttlMs: 7 * 86_400_000,
+          ttlMode: 'sliding',
+          eraseEpoch: 0,
+          turn: {
+            status: 'ok',
+            question,
+            augmentedQuestion: null,
+            answer: 'a',
+            sqlQuery: 'SELECT count(*) FROM singer',
+            queryExplanation: null,
+            tablesUsed: ['singer'],
+            vdpDatabaseNames: ['concert_singer'],
+            executionResult: null,
+            metadata: {},
+            embedding,
+            embeddingModel: EMBEDDING_MODEL,
+            searchTerms: turnSearchTerms({ question, sqlQuery: 'SELECT count(*) FROM singer', tablesUsed: ['singer'] }),
+          },
+        });
+        if (!stored) throw new Error('the session was not found');
+        written += 1;
+      } catch (err) {
+        failed.push((err as Error).message);
+        const at = (performance.now() - began) / 1000;
+        failing = [failing?.[0] ?? at, at];
+      }
+      longest = Math.max(longest, performance.now() - t0);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await pool.end();
+  })();
+  return {
+    async stop() {
+      writing = false;
+      await loop;
+      return { written, failed, longest, ...(failing ? { failing } : {}) };
+    },
+  };
+}
+
+async function startPlainWriter(cluster: CitusCluster, database: string): Promise<Writer> {
   const client = new pg.Client({ ...cluster.coordinator, user: 'postgres', database });
   await client.connect();
   const session = crypto.randomUUID();
@@ -67,6 +171,8 @@ async function startWriter(cluster: CitusCluster, database: string): Promise<Wri
   let longest = 0;
   let written = 0;
   const failed: string[] = [];
+  const began = performance.now();
+  let failing: [number, number] | undefined;
   const loop = (async () => {
     let n = 0;
     while (writing) {
@@ -81,6 +187,8 @@ async function startWriter(cluster: CitusCluster, database: string): Promise<Wri
         written += 1;
       } catch (err) {
         failed.push((err as Error).message);
+        const at = (performance.now() - began) / 1000;
+        failing = [failing?.[0] ?? at, at];
       }
       longest = Math.max(longest, performance.now() - t0);
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -91,7 +199,7 @@ async function startWriter(cluster: CitusCluster, database: string): Promise<Wri
     async stop() {
       writing = false;
       await loop;
-      return { written, failed, longest };
+      return { written, failed, longest, ...(failing ? { failing } : {}) };
     },
   };
 }
@@ -172,6 +280,12 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
   started = performance.now();
   let error: Error | undefined;
   try {
+    // Before any table is distributed: the statements routed to a shard reach the workers as these
+    // roles (016 does the same, later). memorychat's functions can follow only once the tables they
+    // read are distributed: Citus creates them on the workers, where the tables must exist.
+    await step('the service roles may log in', () =>
+      pool.query('ALTER ROLE memorychat_app LOGIN; ALTER ROLE memorychat_maintenance LOGIN'),
+    );
     if (mode === 'concurrently') await distributeConcurrently(cluster, pool, step);
     // Migration 016 was applied on the single server, where it changed nothing: its file is run again by hand.
     await step("migration 016's file", async () => pool.query(await readFile(DISTRIBUTION, 'utf8')));
@@ -181,10 +295,11 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
     log(`  failed: ${error.message}`);
   }
   const total = performance.now() - started;
-  const { written, failed, longest } = await writer.stop();
+  const { written, failed, longest, failing } = await writer.stop();
   log(
     `${mode}: distribution ${seconds(total)}; writer: ${written} turns written, ${failed.length} failed ` +
-      `(${[...new Set(failed)].join('; ') || 'none'}), longest wait ${seconds(longest)}; load average ${load()}`,
+      `(${[...new Set(failed)].join('; ') || 'none'}), longest wait ${seconds(longest)}` +
+      `${failing ? `, failures from ${failing[0].toFixed(1)} s to ${failing[1].toFixed(1)} s after the writer started` : ''}; load average ${load()}`,
   );
   await pool.end();
   // The superuser from here on: row-level security hides every row from the login that owns the tables.
