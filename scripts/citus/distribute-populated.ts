@@ -11,6 +11,7 @@
 // longest wait (what a request would have waited).
 //
 //   node --import tsx scripts/citus/distribute-populated.ts [--users 10000] [--turns-per-user 100] [--mode both]
+//     [--writer service|plain|none]   (none: the time of a maintenance window, nothing writing)
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -39,7 +40,7 @@ const TPU = Number(args['turns-per-user']);
 // The non-blocking way first: it is the one docs/scaling.md recommends.
 const MODES = args.mode === 'both' ? ['concurrently', 'blocking'] : [args.mode!];
 if (MODES.some((m) => m !== 'blocking' && m !== 'concurrently')) throw new Error('--mode is blocking, concurrently or both');
-if (args.writer !== 'service' && args.writer !== 'plain') throw new Error('--writer is service or plain');
+if (!['service', 'plain', 'none'].includes(args.writer!)) throw new Error('--writer is service, plain or none');
 const DISTRIBUTION = new URL('../../services/db/migrations/016_citus_distribution.sql', import.meta.url);
 const FUNCTIONS = new URL('./distribute-functions.sql', import.meta.url);
 const LOGIN = 'mc_distribute';
@@ -78,6 +79,7 @@ interface WriterResult {
  * citus extension was created, so in the shape it gives them on Citus), or one plain INSERT of a turn.
  */
 async function startWriter(cluster: CitusCluster, database: string): Promise<Writer> {
+  if (args.writer === 'none') return { stop: async () => ({ written: 0, failed: [], longest: 0 }) };
   return args.writer === 'service' ? startServiceWriter(cluster, database) : startPlainWriter(cluster, database);
 }
 
