@@ -3,12 +3,16 @@
 // PostgreSQL server, in one interleaved run on the same seeded data, and the per-user search latency
 // on the cluster. One machine cannot show what more hardware gives; the ratio shows what routing
 // costs: each statement's scope on Citus is a transaction of its own (docs/scaling.md#row-level-security-on-citus).
+// `--turns N` then grows both databases to N stored turns (more users, as many turns each) and measures
+// search again; with it every turn is seeded by bulk-seed.ts (a vector of its own per turn), and the
+// single server's seeded databases are kept as mc_bench_bulk_v1_<users>x<turns per user> and copied.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../services/db/migrate.js';
 import { startCitusCluster } from '../../test/support/databases/citus-cluster.js';
+import { bulkSeed, withoutAnnIndexes } from './bulk-seed.js';
 import type { LoadResult } from './load.js';
 import { cpuMsOf } from './rss.js';
 import { measureSearch, type SearchScale } from './scale.js';
@@ -32,6 +36,8 @@ export interface CitusBenchOptions {
   levels: number[];
   rounds: number;
   seconds: number;
+  /** Stored turns to grow both databases to after the side-by-side run, and search again at. */
+  turns?: number;
   json?: string;
   log: (msg: string) => void;
 }
@@ -49,7 +55,14 @@ interface CitusResults {
   machine: { cpus: number; cpu?: string; memGb: number; node: string };
   single: string;
   citus: string;
-  data: { users: number; turnsPerUser: number; turns: number; citusSeedSeconds: number; singleSeedSeconds?: number };
+  data: {
+    users: number;
+    turnsPerUser: number;
+    turns: number;
+    citusSeedSeconds: number;
+    singleSeedSeconds?: number;
+    grown?: { turns: number; citusSeedSeconds: number; singleSeedSeconds?: number };
+  };
   loadBefore: Load;
   loadAfter: Load;
   singleServer: LoadResult[];
@@ -62,11 +75,39 @@ interface CitusResults {
 
 const load = (): Load => loadavg().map((x) => Math.round(x * 100) / 100) as Load;
 
-/** Seeds users [0, users) into `pool`'s migrated database, as the single-server bench does. */
-async function seedInto(pool: pg.Pool, opts: CitusBenchOptions): Promise<number> {
-  opts.log(`embedding and storing ${await ensureTemplates(pool)} distinct turn texts`);
-  const r = await seed(pool, { fromUser: 0, toUser: opts.users, turnsPerUser: opts.turnsPerUser, withLangchain: false, log: opts.log });
-  return r.turns;
+/**
+ * Seeds users [fromUser, toUser) into `pool`'s migrated database: as the single-server bench does, or
+ * with `--turns` by bulk-seed.ts, its HNSW indexes built after the load.
+ */
+async function seedInto(pool: pg.Pool, opts: CitusBenchOptions, fromUser: number, toUser: number): Promise<number> {
+  const { log, turnsPerUser } = opts;
+  if (opts.turns) return (await withoutAnnIndexes(pool, () => bulkSeed(pool, { fromUser, toUser, turnsPerUser, log }), log)).turns;
+  log(`embedding and storing ${await ensureTemplates(pool)} distinct turn texts`);
+  return (await seed(pool, { fromUser, toUser, turnsPerUser, withLangchain: false, log })).turns;
+}
+
+/** The single server's copy of the seeded users [0, users): from the cache, or seeded and then cached. */
+async function singleCopy(opts: CitusBenchOptions, users: number, cached: string, grownFrom?: number): Promise<number | undefined> {
+  if (await databaseExists(cached)) {
+    opts.log(`copying ${cached} on the single server`);
+    await recreateDatabase(SINGLE_COPY, cached);
+    return undefined;
+  }
+  if (grownFrom === undefined) {
+    await recreateDatabase(SINGLE_COPY);
+    const fresh = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
+    await migrate(fresh);
+    await fresh.end();
+  }
+  const single = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
+  opts.log(`seeding users ${grownFrom ?? 0}..${users} on the single server`);
+  const t0 = performance.now();
+  await seedInto(single, opts, grownFrom ?? 0, users);
+  const seconds = (performance.now() - t0) / 1000;
+  await single.end();
+  // Only bulk-seeded data is kept: the default path copies the cache `npm run bench -- --server` keeps.
+  if (opts.turns) await recreateDatabase(cached, SINGLE_COPY);
+  return seconds;
 }
 
 export async function citusBench(opts: CitusBenchOptions): Promise<void> {
@@ -86,25 +127,13 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     await migrate(citusPool);
     log(`seeding ${opts.users} users x ${opts.turnsPerUser} turns into the cluster`);
     let t0 = performance.now();
-    const turns = await seedInto(citusPool, opts);
+    const turns = await seedInto(citusPool, opts, 0, opts.users);
     const citusSeedSeconds = (performance.now() - t0) / 1000;
     log(`seeded ${turns} turns on the cluster in ${citusSeedSeconds.toFixed(1)} s`);
 
     // The single server: a copy of the stage `npm run bench -- --server` keeps, or the same seed.
-    const cached = `mc_bench_v3_${opts.users}x${opts.turnsPerUser}`;
-    let singleSeedSeconds: number | undefined;
-    if (await databaseExists(cached)) {
-      log(`copying ${cached} on the single server`);
-      await recreateDatabase(SINGLE_COPY, cached);
-    } else {
-      await recreateDatabase(SINGLE_COPY);
-      const single = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
-      await migrate(single);
-      t0 = performance.now();
-      await seedInto(single, opts);
-      singleSeedSeconds = (performance.now() - t0) / 1000;
-      await single.end();
-    }
+    const cacheOf = (users: number) => `${opts.turns ? 'mc_bench_bulk_v1' : 'mc_bench_v3'}_${users}x${opts.turnsPerUser}`;
+    const singleSeedSeconds = await singleCopy(opts, opts.users, cacheOf(opts.users));
 
     answerer = await startInstantAnswerer();
     const home = () => mkdtemp(path.join(tmpdir(), 'memorychat-bench-service-'));
@@ -133,19 +162,38 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     for (const s of services.splice(0)) await s.stop();
 
     const search: CitusResults['search'] = [];
-    const singlePool = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
-    for (const [system, pool] of [
-      ['citus', citusPool],
-      ['single', singlePool],
-    ] as const) {
-      const l = load();
-      const scale = await measureSearch(pool, SEARCH_QUERIES, 99, true);
-      log(
-        `search on ${system} @ ${scale.turns} turns: p50 ${scale.search.p50.toFixed(2)} p95 ${scale.search.p95.toFixed(2)} ms (load ${l.join(' ')})`,
-      );
-      search.push({ system, load: l, scale });
+    const measureBoth = async () => {
+      const singlePool = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
+      for (const [system, pool] of [
+        ['citus', citusPool],
+        ['single', singlePool],
+      ] as const) {
+        const l = load();
+        const scale = await measureSearch(pool, SEARCH_QUERIES, 99, true);
+        log(
+          `search on ${system} @ ${scale.turns} turns: p50 ${scale.search.p50.toFixed(2)} p95 ${scale.search.p95.toFixed(2)} ms (load ${l.join(' ')})`,
+        );
+        search.push({ system, load: l, scale });
+      }
+      await singlePool.end();
+    };
+    await measureBoth();
+    let grown: CitusResults['data']['grown'];
+    if (opts.turns && opts.turns > turns) {
+      const users = Math.ceil(opts.turns / opts.turnsPerUser);
+      log(`growing both to ${users} users x ${opts.turnsPerUser} turns`);
+      t0 = performance.now();
+      const added = await seedInto(citusPool, opts, opts.users, users);
+      const citusGrowSeconds = (performance.now() - t0) / 1000;
+      log(`seeded ${added} more turns on the cluster in ${citusGrowSeconds.toFixed(1)} s`);
+      const singleGrowSeconds = await singleCopy(opts, users, cacheOf(users), opts.users);
+      grown = {
+        turns: turns + added,
+        citusSeedSeconds: citusGrowSeconds,
+        ...(singleGrowSeconds ? { singleSeedSeconds: singleGrowSeconds } : {}),
+      };
+      await measureBoth();
     }
-    await singlePool.end();
     await citusPool.end();
 
     const citusVersion = await cluster.asSuperuser(
@@ -163,6 +211,7 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
         turns,
         citusSeedSeconds,
         ...(singleSeedSeconds ? { singleSeedSeconds } : {}),
+        ...(grown ? { grown } : {}),
       },
       loadBefore,
       loadAfter,
@@ -195,6 +244,14 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
     `data: ${r.data.turns} stored turns over ${r.data.users} users in each (cluster seeded in ${f(r.data.citusSeedSeconds, 0)} s` +
       `${r.data.singleSeedSeconds ? `, single server in ${f(r.data.singleSeedSeconds, 0)} s` : ''}); run took ${f(r.seconds, 0)} s`,
   );
+  const g = r.data.grown;
+  if (g) {
+    lines.push(
+      `grown to ${g.turns} stored turns for the second search measurement (cluster seeded in ${f(g.citusSeedSeconds, 0)} s` +
+        `${g.singleSeedSeconds ? `, single server in ${f(g.singleSeedSeconds, 0)} s` : ', single server copied from its cache'}); ` +
+        'every turn seeded by bulk-seed.ts (a vector of its own)',
+    );
+  }
   lines.push('');
   lines.push('| /memoryChat on | clients | p50 ms | p95 ms | p99 ms | turns/s | measured turns |');
   lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');

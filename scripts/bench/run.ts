@@ -16,6 +16,8 @@
 //   --citus              instead: /memoryChat on a Citus cluster next to the single server, and search on
 //                        the cluster (citus.ts); takes --users, --turns-per-user, --seconds, --rounds,
 //                        --clients (default 1,10) and --json
+//   --turns N            with --citus: then grow both databases to N stored turns and measure search
+//                        again (e.g. --turns 1000000); all data then seeded by bulk-seed.ts
 // Seeded directories are cached under $BENCH_CACHE (default: <tmpdir>/memorychat-bench) and copied
 // for each phase, so every phase starts from the same state and the cache stays pristine.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -61,6 +63,7 @@ const { values: args } = parseArgs({
     'skip-langchain': { type: 'boolean', default: false },
     server: { type: 'boolean', default: false },
     citus: { type: 'boolean', default: false },
+    turns: { type: 'string' },
   },
 });
 const SERVER = args.server!;
@@ -514,7 +517,16 @@ function report(r: Results): string {
 }
 
 if (args.citus) {
-  await citusBench({ users: USERS, turnsPerUser: TPU, levels: LEVELS, rounds: ROUNDS, seconds: SECONDS, json: args.json, log });
+  await citusBench({
+    users: USERS,
+    turnsPerUser: TPU,
+    levels: LEVELS,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    ...(args.turns ? { turns: Number(args.turns) } : {}),
+    json: args.json,
+    log,
+  });
 } else {
   await main();
 }

@@ -29,7 +29,7 @@ export function vectorText(v: number[]): string {
 }
 
 /** Template id of (interaction, turn, variant): interactions are numbered in dev.json order. */
-function templateIndex(): number[][] {
+export function templateIndex(): number[][] {
   let next = 0;
   return loadSparc().map((i) =>
     i.turns.map(() => {

@@ -1,0 +1,197 @@
+// Seeding at the sizes a migration or a cluster is measured at (1M turns and more), on a PostgreSQL
+// server or a Citus coordinator. The turns are what seed.ts stores (SParC turns in several wordings,
+// their answers, search terms, `embedding_model`, sessions with their turn counts), but every turn
+// gets a vector of its own: its text's embedding plus two small noise vectors, renormalised. Pair
+// (g mod NOISE, g div NOISE) of turn number g is unique for g < NOISE², so no two turns share one,
+// and each stays near its text's embedding (cosine ~0.94), as paraphrases of one question do.
+// Only the plan (user, session, number, time, template) crosses the connection; the rows are built
+// server-side. The HNSW indexes are dropped for the load and rebuilt after it: inserting a million
+// rows one by one into HNSW costs several times a bulk build.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { loadSparc, rng, TENANT, userDatabases, userId } from './data.js';
+import { DIMENSIONS, EMBEDDING_MODEL, ensureTemplates, templateIndex, VARIANTS, vectorText } from './seed.js';
+
+/** Noise vectors: turns 0 .. NOISE² - 1 (4.2M) each get a distinct pair. */
+const NOISE = 2048;
+/** Norm of each noise vector: two of them move a unit vector ~0.35 away (cosine ~0.94 to its text). */
+const NOISE_NORM = 0.25;
+/** Turns per INSERT statement. */
+const BATCH = 20_000;
+const DAY = 86_400_000;
+
+export interface BulkSeedOptions {
+  fromUser: number;
+  toUser: number;
+  turnsPerUser: number;
+  now?: Date;
+  log?: (msg: string) => void;
+}
+
+async function ensureNoise(pool: pg.Pool): Promise<void> {
+  await pool.query('CREATE TABLE IF NOT EXISTS bench_noise (id integer PRIMARY KEY, v vector NOT NULL)');
+  const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM bench_noise');
+  if (Number(rows[0]!.n) === NOISE) return;
+  await pool.query('TRUNCATE bench_noise');
+  const r = rng(4242);
+  const gaussian = () => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+  for (let from = 0; from < NOISE; from += 256) {
+    const ids: number[] = [];
+    const vectors: string[] = [];
+    for (let id = from; id < from + 256; id++) {
+      const v = Array.from({ length: DIMENSIONS }, gaussian);
+      const norm = Math.hypot(...v);
+      ids.push(id);
+      vectors.push(vectorText(v.map((x) => (x / norm) * NOISE_NORM)));
+    }
+    await pool.query('INSERT INTO bench_noise SELECT * FROM unnest($1::int[], $2::vector[])', [ids, vectors]);
+  }
+}
+
+/** The HNSW indexes of `turns`, dropped around `work` and built again with their own definitions. */
+export async function withoutAnnIndexes<T>(pool: pg.Pool, work: () => Promise<T>, log?: (msg: string) => void): Promise<T> {
+  const { rows } = await pool.query<{ name: string; definition: string }>(
+    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+     WHERE schemaname = current_schema() AND tablename = 'turns' AND indexdef ILIKE '%USING hnsw%'`,
+  );
+  for (const { name } of rows) await pool.query(`DROP INDEX ${name}`);
+  const result = await work();
+  const citus = (await pool.query("SELECT 1 FROM pg_extension WHERE extname = 'citus'")).rowCount === 1;
+  const client = await pool.connect();
+  try {
+    for (const { name, definition } of rows) {
+      const t0 = performance.now();
+      await client.query('BEGIN');
+      // Memory for the graph, or the build falls back to inserting row by row. A parallel build reserves
+      // all of it up front as shared memory, per index: on Citus the shards' indexes are built at once
+      // on the workers (the settings travel with the statement), each one serially in a shard-sized budget.
+      if (citus) {
+        await client.query("SET LOCAL citus.propagate_set_commands = 'local'");
+        await client.query("SET LOCAL maintenance_work_mem = '512MB'");
+        await client.query('SET LOCAL max_parallel_maintenance_workers = 0');
+      } else {
+        await client.query("SET LOCAL maintenance_work_mem = '2560MB'");
+      }
+      await client.query(definition);
+      await client.query('COMMIT');
+      log?.(`  built ${name} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+  return result;
+}
+
+interface Plan {
+  users: string[];
+  sessions: string[];
+  numbers: number[];
+  times: Date[];
+  templates: number[];
+  noise: number[];
+  sUsers: string[];
+  sIds: string[];
+  sNames: string[];
+  sCreated: Date[];
+  sUpdated: Date[];
+  sCount: number[];
+}
+const emptyPlan = (): Plan => ({
+  users: [],
+  sessions: [],
+  numbers: [],
+  times: [],
+  templates: [],
+  noise: [],
+  sUsers: [],
+  sIds: [],
+  sNames: [],
+  sCreated: [],
+  sUpdated: [],
+  sCount: [],
+});
+
+/**
+ * Seeds users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns of
+ * the user's own SParC databases, into a migrated database (a single server, or a Citus coordinator
+ * whose tables are distributed already). Does not touch the HNSW indexes: see withoutAnnIndexes.
+ */
+export async function bulkSeed(pool: pg.Pool, opts: BulkSeedOptions): Promise<{ turns: number; sessions: number; ms: number }> {
+  const started = performance.now();
+  if (opts.toUser * opts.turnsPerUser > NOISE * NOISE)
+    throw new Error(`bulkSeed makes distinct vectors for ${NOISE * NOISE} turns at most`);
+  const templates = await ensureTemplates(pool);
+  await ensureNoise(pool);
+  opts.log?.(`  ${templates} turn texts and ${NOISE} noise vectors in place`);
+  const now = opts.now ?? new Date();
+  const expires = new Date(now.getTime() + 7 * DAY);
+  const sparc = loadSparc();
+  const ids = templateIndex();
+  const byDatabase = new Map<string, number[]>();
+  sparc.forEach((i, n) => {
+    byDatabase.set(i.database, [...(byDatabase.get(i.database) ?? []), n]);
+  });
+  let p = emptyPlan();
+  let turns = 0;
+  let sessions = 0;
+  const flush = async () => {
+    if (!p.users.length) return;
+    await pool.query(
+      `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
+       SELECT '${TENANT}', u, s, name, c, up, $7, n, n
+       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[]) AS r(u, s, name, c, up, n)`,
+      [p.sUsers, p.sIds, p.sNames, p.sCreated, p.sUpdated, p.sCount, expires],
+    );
+    await pool.query(
+      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
+                          query_explanation, tables_used, vdp_database_names, execution_result, embedding, embedding_model,
+                          search_terms)
+       SELECT '${TENANT}', r.u, r.s, r.n, r.c, 'ok', t.question, t.answer, t.sql_query, t.query_explanation, t.tables_used,
+              ARRAY[t.database], t.execution_result, l2_normalize(t.embedding + a.v + b.v), '${EMBEDDING_MODEL}', t.search_terms
+       FROM unnest($1::text[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::int[]) AS r(u, s, n, c, tid, g)
+       JOIN bench_templates t ON t.id = r.tid
+       JOIN bench_noise a ON a.id = r.g % ${NOISE}
+       JOIN bench_noise b ON b.id = r.g / ${NOISE}`,
+      [p.users, p.sessions, p.numbers, p.times, p.templates, p.noise],
+    );
+    turns += p.users.length;
+    sessions += p.sIds.length;
+    p = emptyPlan();
+  };
+  for (let u = opts.fromUser; u < opts.toUser; u++) {
+    const r = rng(7_000_000 + u);
+    const mine = userDatabases(u).flatMap((d) => byDatabase.get(d) ?? []);
+    let k = 0;
+    while (k < opts.turnsPerUser) {
+      const ii = mine[Math.floor(r() * mine.length)]!;
+      const interaction = sparc[ii]!;
+      const n = Math.min(opts.turnsPerUser - k, interaction.turns.length);
+      const session = randomUUID();
+      const start = now.getTime() - Math.floor(r() * 6 * DAY);
+      for (let j = 0; j < n; j++, k++) {
+        p.users.push(userId(u));
+        p.sessions.push(session);
+        p.numbers.push(j + 1);
+        p.times.push(new Date(start + j * 40_000));
+        p.templates.push(ids[ii]![j]! + Math.floor(r() * VARIANTS));
+        p.noise.push(u * opts.turnsPerUser + k);
+      }
+      p.sUsers.push(userId(u));
+      p.sIds.push(session);
+      p.sNames.push(interaction.turns[0]!.question.slice(0, 100));
+      p.sCreated.push(new Date(start));
+      p.sUpdated.push(new Date(start + (n - 1) * 40_000));
+      p.sCount.push(n);
+    }
+    if (p.users.length >= BATCH) await flush();
+    if (opts.log && (u + 1 - opts.fromUser) % 1000 === 0) {
+      opts.log(`  seeded ${u + 1 - opts.fromUser} users (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    }
+  }
+  await flush();
+  await pool.query('ANALYZE sessions; ANALYZE turns');
+  return { turns, sessions, ms: performance.now() - started };
+}
