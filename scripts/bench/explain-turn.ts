@@ -5,8 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
-import { floorTurns } from './floor.js';
 import { conversationStream, TENANT, userId } from './data.js';
+import { floorTurns } from './floor.js';
 import { openServerDatabase } from './server-databases.js';
 
 const { values: args } = parseArgs({

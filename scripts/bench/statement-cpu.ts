@@ -63,7 +63,11 @@ for (let r = 0; r < Number(args.rounds); r++) {
     totals.get(o.name)!.turns += turns;
   }
 }
-console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(
+  `load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
 console.log('database | turns | retrieval ms/turn | append ms/turn | both');
 for (const [name, t] of totals) {
   const ms = (ns: number) => (ns / 1e6 / t.turns).toFixed(3);

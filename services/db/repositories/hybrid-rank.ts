@@ -95,6 +95,12 @@ export interface CandidateSearch {
   distributed?: boolean;
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
   exactOnly?: boolean;
+  /**
+   * The user was below the threshold at their last search: search exactly, in a statement without the
+   * HNSW path's branches (planned and started on every call, they cost the database more than a light
+   * user's search itself), and only tell whether the user has crossed it since (userInAnnIndex).
+   */
+  assumeLight?: boolean;
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
   where: SqlFragment;
   /** Columns of the found turn `t` that `fused` carries, e.g. sql`t.question, t.answer`. */
@@ -123,14 +129,14 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // on its reference, distance and lexical match only, and both lists are taken from that: scanning
   // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
   // the unit vectors every embedder stores (docs/design.md, Search).
-  const exact = ann === undefined ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
+  const exact = ann === undefined || s.assumeLight ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
   const rowCost = s.annRowCost ?? ANN_ROW_COST;
   const scored = sql`scored AS (
        SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM turns t
        WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
      )`;
-  const exactNearest = sql`SELECT ref, distance FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
+  const exactNearest = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
   const exactMatching = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} AND lexical > 0
        ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
   if (ann === undefined) {
@@ -155,13 +161,23 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
   // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
   // scored exactly beside the index's nearest; more would cost what exact search does).
+  const heavy = sql`SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
+       FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
+             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
+  if (s.assumeLight) {
+    return sql`history AS (
+       ${heavy}
+     ), ${scored}, nearest AS (
+       ${exactNearest}
+     ), matching AS (
+       ${exactMatching}
+     ), ${fusion(s)}`;
+  }
   return sql`history AS (
        SELECT x.heavy, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
                  AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel} AND NOT u.ann_indexed
                  LIMIT ${UNMARKED_EXACT_MAX + 1}) u) <= ${UNMARKED_EXACT_MAX} ELSE false END AS ann
-       FROM (SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
-             FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
-                   FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x) x
+       FROM (${heavy}) x
      ), ${scored}, nearest AS (
        (${exactNearest})
        UNION ALL
@@ -180,19 +196,24 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
      ), ${fusion(s)}`;
 }
 
-/** The CTEs `ranked` and `fused` over `nearest` (ref, distance) and `matching` (ref, distance, lexical). */
+/**
+ * The CTEs `ranked` and `fused` over `nearest` and `matching` (ref, distance, lexical). Each candidate's
+ * lexical match comes with it from the list that scored it (the same function of the same row in
+ * both lists): computing it again per candidate here cost more than carrying it.
+ */
 function fusion(s: CandidateSearch): SqlFragment {
   return sql`ranked AS (
-       SELECT ref, distance, row_number() OVER (ORDER BY distance) AS r FROM nearest
+       SELECT ref, distance, lexical, row_number() OVER (ORDER BY distance) AS r FROM nearest
        UNION ALL
-       SELECT ref, distance, row_number() OVER (ORDER BY lexical DESC, distance) AS r FROM matching
+       SELECT ref, distance, lexical, row_number() OVER (ORDER BY lexical DESC, distance) AS r FROM matching
      ), fused AS (
        SELECT t.session_id, t.turn_number, f.distance, t.search_terms, ${s.columns},
-              f.rrf + CASE WHEN ${lexicalMatch(s.query, s.queryTerms)} > 0
+              f.rrf + CASE WHEN f.lexical > 0
                             AND strip(ts_filter(t.search_terms, '{c}')) = array_to_tsvector(${s.queryTerms}::text[])
                            THEN 1 ELSE 0 END AS score,
-              1 - f.distance >= ${s.minSimilarity} OR ${lexicalMatch(s.query, s.queryTerms)} > 0 AS usable
-       FROM (SELECT ref, min(distance) AS distance, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) AS rrf FROM ranked GROUP BY ref) f
+              1 - f.distance >= ${s.minSimilarity} OR f.lexical > 0 AS usable
+       FROM (SELECT ref, min(distance) AS distance, max(lexical) AS lexical, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) AS rrf
+             FROM ranked GROUP BY ref) f
        ${byRef(s, sql`f`)}
      )`;
 }
@@ -215,7 +236,7 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   const heavy = sql`(SELECT ann FROM history)`;
-  return sql`SELECT a.ref, a.distance
+  return sql`SELECT a.ref, a.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM (SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_OVERFETCH}) n
              WHERE ${heavy}
              UNION ALL

@@ -118,11 +118,10 @@ describe('which turns the HNSW index holds', () => {
       'SELECT session_id, turn_number FROM turns WHERE user_id = $1 AND NOT ann_indexed ORDER BY turn_number LIMIT 1',
       [heavy.userId],
     );
-    await admin.pool.query(`UPDATE turns SET embedding = $1::vector, question = 'the one unmarked' WHERE session_id = $2 AND turn_number = $3`, [
-      `[${embedText('the one unmarked turn', 384)!.join(',')}]`,
-      unmarked.rows[0]!.session_id,
-      unmarked.rows[0]!.turn_number,
-    ]);
+    await admin.pool.query(
+      `UPDATE turns SET embedding = $1::vector, question = 'the one unmarked' WHERE session_id = $2 AND turn_number = $3`,
+      [`[${embedText('the one unmarked turn', 384)!.join(',')}]`, unmarked.rows[0]!.session_id, unmarked.rows[0]!.turn_number],
+    );
     const after = await explainScoped(database.pool, heavy, (db) => retrieveMemory(db, retrieval(heavy, 'the one unmarked turn')));
     expect(ranAnnFunction(after.plan)).toBe(true);
     const similar = after.rows.filter((r) => r.source === 'similar').map((r) => (r.row as { question: string }).question);
