@@ -57,8 +57,9 @@ async function seedUser(pool: pg.Pool, user: string, turns: number): Promise<voi
     );
     const texts = Array.from({ length: n }, () => varyQuestion(random, pick(random, questions)));
     await pool.query(
-      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model)
-       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.v::vector, $4
+      // Every turn in the HNSW index (migration 017's mark), so that forcing the path measures the index over all users' rows.
+      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model, ann_indexed)
+       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.v::vector, $4, true
        FROM unnest($5::int[], $6::text[], $7::text[]) AS r(n, q, v)`,
       [
         TENANT,

@@ -53,10 +53,11 @@ async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: nu
     const numbers = Array.from({ length: turns }, (_, i) => i + 1);
     const questions = numbers.map((n) => `How many singers in region ${(s * 7 + n) % 50}?`);
     const sqls = numbers.map((n) => `SELECT count(*) FROM singer WHERE region = ${n}`);
+    // In the HNSW index (migration 017), as a heavy user's appends leave their turns.
     await pool.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
-                          tables_used, vdp_database_names, embedding, embedding_model, search_terms)
-       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.sql, ARRAY['singer'], ARRAY['db1'], $4::vector, $5, r.terms::tsvector
+                          tables_used, vdp_database_names, embedding, embedding_model, search_terms, ann_indexed)
+       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.sql, ARRAY['singer'], ARRAY['db1'], $4::vector, $5, r.terms::tsvector, true
        FROM unnest($6::int[], $7::text[], $8::text[], $9::text[]) AS r(n, q, sql, terms)`,
       [
         TENANT,

@@ -232,11 +232,14 @@ async function main() {
   }
 
   const serverCpu = SERVER ? await serverCpuMs() : undefined;
-  /** Opens a copy and says how to read its database's CPU: the embedded process it starts, or the server's. */
+  /**
+   * Opens a copy and says how to read its database's CPU: the embedded process it starts, or the server's.
+   * Migrated first, as the service migrates its own: a cached seed may predate the latest migration.
+   */
   const open = async (ref: string): Promise<[Database, () => number]> => {
-    if (serverCpu) return [await openServerDatabase(ref, SERVER_POOL), serverCpu];
+    if (serverCpu) return [await openServerDatabase(ref, SERVER_POOL, true), serverCpu];
     const before = new Set(childrenOf(process.pid));
-    const db = await openBenchDatabase(ref);
+    const db = await openBenchDatabase(ref, true);
     const pid = childrenOf(process.pid).find((p) => !before.has(p) && commandLineIncludes(p, 'pglite-process')) ?? -1;
     return [db, () => cpuMsOf(pid)];
   };
@@ -332,9 +335,10 @@ async function main() {
 
   // --- d: search against stored volume ---
   const scale: SearchScale[] = [];
-  // Read-only, so each stage's cached directory or database is opened in place (no copy of up to ~10 GB).
+  // Read-only, so each stage's cached directory or database is opened in place (no copy of up to ~10 GB);
+  // migrated in place first when it predates the latest migration.
   for (const stage of built) {
-    const sdb = SERVER ? await openServerDatabase(stage.ref, 1) : await openBenchDatabase(stage.ref);
+    const sdb = SERVER ? await openServerDatabase(stage.ref, 1, true) : await openBenchDatabase(stage.ref, true);
     const s = await measureSearch(sdb.pool, 440);
     await sdb.close();
     log(

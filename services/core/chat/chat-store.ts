@@ -67,13 +67,22 @@ export function csvUrl(stored: AppendedTurn, executionResult: unknown): { csv_ur
 /** The request's session, or a new one named after `session_name` or the question. */
 export function turnTarget(
   deps: Pick<MemoryDeps, 'pii'>,
-  req: { identity: Identity; question: string; sessionId?: string; sessionName?: string; memoryScope?: MemoryScope; eraseEpoch: number },
+  req: {
+    identity: Identity;
+    question: string;
+    sessionId?: string;
+    sessionName?: string;
+    memoryScope?: MemoryScope;
+    eraseEpoch: number;
+    annIndexed?: boolean;
+  },
   sessionId: string,
   now: Date,
 ): TurnTarget {
   return {
     identity: req.identity,
     eraseEpoch: req.eraseEpoch,
+    ...(req.annIndexed ? { annIndexed: true } : {}),
     sessionId,
     createWithName: req.sessionId ? undefined : newSessionName(deps, req),
     ...(req.sessionId || !req.memoryScope ? {} : { createWithScope: req.memoryScope }),

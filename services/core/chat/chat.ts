@@ -42,7 +42,9 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const warnings: string[] = [];
   const memory = await memoryForQuestion(deps, req, { stores, keyedEpoch }, now, warnings);
   const sessionId = stores ? (req.sessionId ?? randomUUID()) : null;
-  const target = sessionId ? turnTarget(deps, { ...req, eraseEpoch: memory.eraseEpoch }, sessionId, now) : undefined;
+  const target = sessionId
+    ? turnTarget(deps, { ...req, eraseEpoch: memory.eraseEpoch, annIndexed: memory.retrieved?.annIndexed }, sessionId, now)
+    : undefined;
   stream?.memory({
     conversation_id: sessionId,
     memory_context_used: memory.used,

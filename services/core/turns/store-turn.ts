@@ -25,6 +25,8 @@ export interface TurnTarget {
   now: Date;
   /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
   eraseEpoch: number;
+  /** The request's retrieval searched the user's turns through the HNSW index (AppendTurnRequest.annIndexed). */
+  annIndexed?: boolean;
 }
 
 /** A turn as its writer has it, and what the writer wants done with it. */

@@ -36,6 +36,12 @@ const ANN_OVERFETCH = 10;
  */
 const HEAVY_USER_LEXICAL_WINDOW = 1000;
 /**
+ * The HNSW path scores a user's turns not yet in the index (migration 017) exactly: taken only while
+ * they are at most this many, i.e. once the appends after the user crossed the threshold marked the
+ * rest (memory-store.ts, ANN_MARK_BATCH per append).
+ */
+const UNMARKED_EXACT_MAX = 200;
+/**
  * How many exactly scored turns one row of the HNSW scan costs. The index holds every user's turns of
  * the model, so finding `n` of one user's reads about n / share rows of it (share: the user's turns
  * over the index's rows), where exact search reads the user's turns once: the HNSW path is taken when
@@ -89,6 +95,12 @@ export interface CandidateSearch {
   distributed?: boolean;
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
   exactOnly?: boolean;
+  /**
+   * The user was below the threshold at their last search: search exactly, in a statement without the
+   * HNSW path's branches (planned and started on every call, they cost the database more than a light
+   * user's search itself), and only tell whether the user has crossed it since (userInAnnIndex).
+   */
+  assumeLight?: boolean;
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
   where: SqlFragment;
   /** Columns of the found turn `t` that `fused` carries, e.g. sql`t.question, t.answer`. */
@@ -117,14 +129,14 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // on its reference, distance and lexical match only, and both lists are taken from that: scanning
   // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
   // the unit vectors every embedder stores (docs/design.md, Search).
-  const exact = ann === undefined ? sql`TRUE` : sql`NOT (SELECT heavy FROM history)`;
+  const exact = ann === undefined || s.assumeLight ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
   const rowCost = s.annRowCost ?? ANN_ROW_COST;
   const scored = sql`scored AS (
        SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM turns t
        WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
      )`;
-  const exactNearest = sql`SELECT ref, distance FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
+  const exactNearest = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
   const exactMatching = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} AND lexical > 0
        ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
   if (ann === undefined) {
@@ -146,10 +158,26 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
     : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
   // The HNSW scan's cost in exactly scored turns.
   const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * ${rows}`;
-  return sql`history AS (
-       SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
+  // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
+  // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
+  // scored exactly beside the index's nearest; more would cost what exact search does).
+  const heavy = sql`SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
        FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
-             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x
+             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
+  if (s.assumeLight) {
+    return sql`history AS (
+       ${heavy}
+     ), ${scored}, nearest AS (
+       ${exactNearest}
+     ), matching AS (
+       ${exactMatching}
+     ), ${fusion(s)}`;
+  }
+  return sql`history AS (
+       SELECT x.heavy, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
+                 AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel} AND NOT u.ann_indexed
+                 LIMIT ${UNMARKED_EXACT_MAX + 1}) u) <= ${UNMARKED_EXACT_MAX} ELSE false END AS ann
+       FROM (${heavy}) x
      ), ${scored}, nearest AS (
        (${exactNearest})
        UNION ALL
@@ -162,25 +190,30 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
        (SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
         FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
               ORDER BY t.created_at DESC LIMIT ${HEAVY_USER_LEXICAL_WINDOW}) t
-        WHERE (SELECT heavy FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
+        WHERE (SELECT ann FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
           AND ${s.vector}::vector IS NOT NULL AND ${s.where}
         ORDER BY lexical DESC, distance LIMIT ${s.depth})
      ), ${fusion(s)}`;
 }
 
-/** The CTEs `ranked` and `fused` over `nearest` (ref, distance) and `matching` (ref, distance, lexical). */
+/**
+ * The CTEs `ranked` and `fused` over `nearest` and `matching` (ref, distance, lexical). Each candidate's
+ * lexical match comes with it from the list that scored it (the same function of the same row in
+ * both lists): computing it again per candidate here cost more than carrying it.
+ */
 function fusion(s: CandidateSearch): SqlFragment {
   return sql`ranked AS (
-       SELECT ref, distance, row_number() OVER (ORDER BY distance) AS r FROM nearest
+       SELECT ref, distance, lexical, row_number() OVER (ORDER BY distance) AS r FROM nearest
        UNION ALL
-       SELECT ref, distance, row_number() OVER (ORDER BY lexical DESC, distance) AS r FROM matching
+       SELECT ref, distance, lexical, row_number() OVER (ORDER BY lexical DESC, distance) AS r FROM matching
      ), fused AS (
        SELECT t.session_id, t.turn_number, f.distance, t.search_terms, ${s.columns},
-              f.rrf + CASE WHEN ${lexicalMatch(s.query, s.queryTerms)} > 0
+              f.rrf + CASE WHEN f.lexical > 0
                             AND strip(ts_filter(t.search_terms, '{c}')) = array_to_tsvector(${s.queryTerms}::text[])
                            THEN 1 ELSE 0 END AS score,
-              1 - f.distance >= ${s.minSimilarity} OR ${lexicalMatch(s.query, s.queryTerms)} > 0 AS usable
-       FROM (SELECT ref, min(distance) AS distance, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) AS rrf FROM ranked GROUP BY ref) f
+              1 - f.distance >= ${s.minSimilarity} OR f.lexical > 0 AS usable
+       FROM (SELECT ref, min(distance) AS distance, max(lexical) AS lexical, sum(1.0 / (${RRF_RANK_CONSTANT} + r)) AS rrf
+             FROM ranked GROUP BY ref) f
        ${byRef(s, sql`f`)}
      )`;
 }
@@ -197,13 +230,29 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 }
 
 /**
- * The nearest of a heavy user's turns from the model's HNSW index (migration 014's function), then
- * the statement's conditions on them.
+ * The nearest of a heavy user's turns: those in the model's HNSW index (migration 014's function), and
+ * those not yet in it (migration 017: a user's turns enter it once the HNSW path serves them) scored
+ * exactly through turns_not_ann_indexed; then the statement's conditions on them.
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
-  return sql`SELECT a.ref, a.distance
-       FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_OVERFETCH}) a
+  const heavy = sql`(SELECT ann FROM history)`;
+  return sql`SELECT a.ref, a.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+       FROM (SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_OVERFETCH}) n
+             WHERE ${heavy}
+             UNION ALL
+             SELECT u.ctid, 1 + (u.embedding <#> ${s.vector}::vector) FROM turns u
+             WHERE u.tenant_id = ${s.tenant} AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel}
+               AND NOT u.ann_indexed AND ${heavy}) a
        ${byRef(s, sql`a`)}
-       WHERE (SELECT heavy FROM history) AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+       WHERE ${heavy} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
        ORDER BY a.distance LIMIT ${s.depth}`;
+}
+
+/**
+ * Whether, in the statement of `fusedCandidates(s)`, the user's turns belong in the model's HNSW index
+ * (past the threshold, where the index pays): true or false in its result, for the append that follows
+ * to mark them (memory-store.ts, appendTurn).
+ */
+export function userInAnnIndex(s: Pick<CandidateSearch, 'embeddingModel' | 'exactOnly'>): SqlFragment {
+  return !s.exactOnly && ANN_FUNCTIONS.has(s.embeddingModel) ? sql`(SELECT heavy FROM history)` : sql`false`;
 }

@@ -4,8 +4,9 @@ import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } fr
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { withEraseBarrier } from './erase-barrier.js';
-import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
+import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
+import { rememberLight, wasLight } from './light-users.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { recallableSessions, sameAnswerer } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -64,6 +65,11 @@ export interface Retrieved {
    * which its turn's store compares with (store-turn.ts).
    */
   eraseEpoch: number;
+  /**
+   * The user is past the threshold where the model's HNSW index pays (hybrid-rank.ts, userInAnnIndex): the
+   * turn the request stores goes into the index, with a batch of the user's older turns (appendTurn).
+   */
+  annIndexed: boolean;
 }
 
 export const SESSION_COLUMNS = sql`session_id, session_key, session_name, created_at, updated_at, expires_at, turn_count,
@@ -86,6 +92,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const query = param(req.search?.query ?? null);
   const queryTerms = param(req.search?.terms ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
+  const exactOnly = req.memoryScope === 'session';
+  const assumeLight = wasLight(req.identity.tenantId, req.identity.userId, req.embeddingModel);
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
@@ -122,7 +130,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        exactSearchMaxTurns: req.exactSearchMaxTurns,
        annRowCost: req.annRowCost,
        distributed: await db.isDistributed?.(),
-       exactOnly: req.memoryScope === 'session',
+       exactOnly,
+       assumeLight,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND ${recallableSessions(tenant, user, now, session)}
          AND ${visibleInSearch(tenant, user)}
@@ -146,11 +155,12 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
      UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
      UNION ALL SELECT 'epoch', jsonb_build_object('epoch', COALESCE(
-       (SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0))`,
+       (SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0),
+       'ann_indexed', ${userInAnnIndex({ embeddingModel: req.embeddingModel, exactOnly })})`,
     ),
   );
 
-  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {}, eraseEpoch: 0 };
+  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {}, eraseEpoch: 0, annIndexed: false };
   const similar: { turn: SimilarTurn; score: number }[] = [];
   for (const { source, row } of rows) {
     if (source === 'session') {
@@ -159,8 +169,11 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
     } else if (source === 'window') out.window.push(turnFromJson(row));
     else if (source === 'recent') out.recent.push(row as unknown as RecentQuestion);
-    else if (source === 'epoch') out.eraseEpoch = Number(row.epoch);
-    else {
+    else if (source === 'epoch') {
+      out.eraseEpoch = Number(row.epoch);
+      out.annIndexed = row.ann_indexed === true;
+      if (!exactOnly) rememberLight(req.identity.tenantId, req.identity.userId, req.embeddingModel, !out.annIndexed);
+    } else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },
         score: Number(row.score),
@@ -220,7 +233,19 @@ export interface AppendTurnRequest {
   turn: NewTurn;
   /** The user's erasure epoch when the request started (readEraseEpoch): nothing is stored if it moved since. */
   eraseEpoch: number;
+  /**
+   * The request's retrieval found the user past the HNSW threshold (Retrieved.annIndexed): the turn goes
+   * into its model's HNSW index (migration 017), and so does a batch of the user's turns not yet in it.
+   */
+  annIndexed?: boolean;
 }
+
+/**
+ * How many of a user's turns not yet in the HNSW index one append of theirs puts there: a user who
+ * crosses MEMORY_EXACT_SEARCH_MAX_TURNS (2,000 by default) is indexed over their next ten turns,
+ * each paying a bounded share (an HNSW insert costs about 1 ms of database CPU at 100k turns).
+ */
+const ANN_MARK_BATCH = 200;
 
 /**
  * Stores a turn and its embedding, numbering it and touching its session, in ONE statement (so
@@ -244,7 +269,7 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
     augmented_question, answer, sql_query, query_explanation, tables_used,
     vdp_database_names, execution_result, metadata, embedding, embedding_model,
     messages, context, duplicate_of, search_terms, tokens, memory_retrieval_ms, answerer_ms, total_ms,
-    vdp_tag_names, answerer`;
+    vdp_tag_names, answerer, ann_indexed`;
   const turnValues = (turnNumber: SqlFragment) => sql`${tenant}, ${user}, ${session}, ${turnNumber}, ${now}, ${t.status}, ${t.question},
     ${t.augmentedQuestion}, ${t.answer}, ${t.sqlQuery}, ${t.queryExplanation}, ${t.tablesUsed},
     ${t.vdpDatabaseNames}, ${t.executionResult === undefined ? null : JSON.stringify(t.executionResult)}::jsonb,
@@ -254,7 +279,13 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
     ${slots}::jsonb, ${t.duplicateOf ?? null}::integer, ${t.searchTerms}::tsvector,
     ${t.accounting?.tokens === undefined || t.accounting.tokens === null ? null : JSON.stringify(t.accounting.tokens)}::jsonb,
     ${t.accounting?.memoryRetrievalMs ?? null}::float8, ${t.accounting?.answererMs ?? null}::float8,
-    ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[], ${t.answerer ?? null}::text`;
+    ${t.accounting?.totalMs ?? null}::float8, ${t.vdpTagNames ?? []}::text[], ${t.answerer ?? null}::text,
+    ${req.annIndexed === true}::boolean`;
+  // By primary key (not ctid), so that on Citus too the statement is routed to the user's shard.
+  const markForAnn = sql`UPDATE turns SET ann_indexed = true
+    WHERE tenant_id = ${tenant} AND user_id = ${user} AND NOT ann_indexed
+      AND (session_id, turn_number) IN (SELECT u.session_id, u.turn_number FROM turns u
+        WHERE u.tenant_id = ${tenant} AND u.user_id = ${user} AND NOT u.ann_indexed LIMIT ${ANN_MARK_BATCH})`;
   return withEraseBarrier(db, notErased, async (tx, condition) => {
     const distributed = await tx.isDistributed?.();
     const newSession = sql`${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
@@ -268,7 +299,11 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
              slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
              expires_at = ${expiry}
            WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
-    if (distributed) return appendOnCitus(tx, touchSession, turnColumns, turnValues);
+    if (distributed) {
+      const appended = await appendOnCitus(tx, touchSession, turnColumns, turnValues);
+      if (appended && req.annIndexed) await tx.query(prepared(markForAnn));
+      return appended;
+    }
 
     const { rows } = await tx.query<{ session: Record<string, unknown>; turn_number: number }>(
       prepared(
@@ -280,7 +315,7 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
          SELECT ${turnValues(sql`s.last_turn_number`)}
          FROM s
          RETURNING turn_number
-       )
+       )${req.annIndexed ? sql`, marked AS (${markForAnn})` : sql``}
        SELECT to_jsonb(s) AS session, t.turn_number FROM s, t`,
       ),
     );

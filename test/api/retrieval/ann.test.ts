@@ -34,6 +34,7 @@ describe('approximate search for users with a long history', () => {
   const heavy = { tenantId: 'default', userId: 'heavy-user', roles: [] as string[] };
   const light = { tenantId: 'default', userId: 'light-user', roles: [] as string[] };
 
+  /** Turns already in the model's HNSW index (migration 017), as a user's turns are once they are marked. */
   async function seed(userId: string, turns: number) {
     const sessionId = randomUUID();
     await admin.pool.query(
@@ -44,8 +45,8 @@ describe('approximate search for users with a long history', () => {
     for (let n = 1; n <= turns; n++) {
       const question = `How many ${TOPICS[n % TOPICS.length]} were there in region ${n}?`;
       await admin.pool.query(
-        `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model)
-         VALUES ('default', $1, $2, $3, now(), 'ok', $4, 'Some', $5::vector, $6)`,
+        `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model, ann_indexed)
+         VALUES ('default', $1, $2, $3, now(), 'ok', $4, 'Some', $5::vector, $6, true)`,
         [userId, sessionId, n, question, pgvector.toSql(embedText(question, 384)), MODEL],
       );
     }

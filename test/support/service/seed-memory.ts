@@ -10,7 +10,17 @@ import { embedText } from '../../../services/providers/embeddings/local-embedder
  */
 export async function seedSession(
   db: Queryable,
-  s: { tenantId?: string; userId: string; turns: number; expiresAt: Date; createdAt?: Date; model?: string; summary?: string },
+  s: {
+    tenantId?: string;
+    userId: string;
+    turns: number;
+    expiresAt: Date;
+    createdAt?: Date;
+    model?: string;
+    summary?: string;
+    /** The turns are in their model's HNSW index (migration 017), as a heavy user's are once marked. */
+    annIndexed?: boolean;
+  },
 ): Promise<string> {
   const sessionId = randomUUID();
   const created = s.createdAt ?? new Date(s.expiresAt.getTime() - 3_600_000);
@@ -26,12 +36,12 @@ export async function seedSession(
     const dims = Number(model.split('@')[1] ?? 384);
     await db.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
-                          tables_used, vdp_database_names, execution_result, embedding, embedding_model)
+                          tables_used, vdp_database_names, execution_result, embedding, embedding_model, ann_indexed)
        SELECT $1, $2, $3, n, $4, 'ok', 'Question ' || n || ' from ' || $2 || ' about sales in region ' || (n % 7),
               'Answer ' || n || ' for ' || $2, 'SELECT region, SUM(amount) FROM sales_' || (n % 5) || ' GROUP BY region',
-              ARRAY['sales'], ARRAY['db1'], jsonb_build_object('owner', $2::text, 'row', n), $5::vector, $6
+              ARRAY['sales'], ARRAY['db1'], jsonb_build_object('owner', $2::text, 'row', n), $5::vector, $6, $8
        FROM generate_series(1, $7::integer) AS n`,
-      [tenant, s.userId, sessionId, created, pgvector.toSql(embedText(`sales ${s.userId}`, dims)!), model, s.turns],
+      [tenant, s.userId, sessionId, created, pgvector.toSql(embedText(`sales ${s.userId}`, dims)!), model, s.turns, s.annIndexed ?? false],
     );
   }
   return sessionId;
