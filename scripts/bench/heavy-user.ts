@@ -209,7 +209,10 @@ const results = [];
 for (const size of args.sizes!.split(',')) {
   const [turns, sessions] = size.split('x').map(Number) as [number, number];
   console.error(`[heavy-user] ${turns} turns in ${sessions} sessions, ${args.server ? 'server' : 'embedded'} database`);
-  results.push(await measureSize(turns, sessions));
+  const result = await measureSize(turns, sessions);
+  // Each size's numbers as soon as they are measured: a later size may not finish.
+  console.error(`[heavy-user] ${JSON.stringify(result)}`);
+  results.push(result);
 }
 const f = (n: number, d = 1) => n.toFixed(d);
 console.log(

@@ -26,8 +26,16 @@ const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }
   ],
 ]);
 /**
- * How many nearest turns the HNSW function returns per candidate wanted: the statement's conditions
- * (scope, live sessions, status) apply after it, so it reads more than `depth`.
+ * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`). Its
+ * relaxed-order iterative scan returns them roughly nearest first, and a short scan misses whole
+ * clusters of a user's similar turns: recall@20 of a user with 16% of the index's rows was 0.82 at
+ * 10, 0.94 at 20 and 0.99 at 50 (scripts/bench/ann-recall.ts, docs/performance.md).
+ */
+const ANN_SCAN = 50;
+/**
+ * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
+ * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps
+ * more than `depth`.
  */
 const ANN_OVERFETCH = 10;
 /**
@@ -145,7 +153,7 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
     ? sql`0::float8`
     : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
   // The HNSW scan's cost in exactly scored turns.
-  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * ${rows}`;
+  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_SCAN} * ${rows}`;
   return sql`history AS (
        SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
        FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
@@ -197,12 +205,13 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 }
 
 /**
- * The nearest of a heavy user's turns from the model's HNSW index (migration 014's function), then
- * the statement's conditions on them.
+ * The nearest of a heavy user's turns from the model's HNSW index (migration 014's function): the
+ * scan's nearest ANN_OVERFETCH per candidate, then the statement's conditions on them.
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   return sql`SELECT a.ref, a.distance
-       FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_OVERFETCH}) a
+       FROM (SELECT a.ref, a.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_SCAN}) a
+             ORDER BY a.distance LIMIT ${s.depth}::integer * ${ANN_OVERFETCH}) a
        ${byRef(s, sql`a`)}
        WHERE (SELECT heavy FROM history) AND ${s.vector}::vector IS NOT NULL AND ${s.where}
        ORDER BY a.distance LIMIT ${s.depth}`;
