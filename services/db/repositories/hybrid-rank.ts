@@ -48,10 +48,11 @@ const HEAVY_USER_LEXICAL_WINDOW = 1000;
  * the model, so finding `n` of one user's reads about n / share rows of it (share: the user's turns
  * over the index's rows), where exact search reads the user's turns once: the HNSW path is taken when
  * turns >= ANN_ROW_COST * n / share, i.e. turns * turns >= ANN_ROW_COST * n * rows. Measured by
- * scripts/bench/ann-recall.ts (docs/performance.md, "Recall of the HNSW path"): a user with 2% of
- * the rows was searched 5-8x slower and less exactly through the index, one with 16% 2-3.5x faster.
+ * scripts/bench/ann-recall.ts on distinct vectors per turn (docs/performance.md, "Recall of the HNSW
+ * path"): for a user with 16% of 122,600 rows one scanned row cost 6.6 exactly scored turns reading
+ * 50 per candidate (the search 2x slower through the index than exactly), 9.4 reading 10.
  */
-export const ANN_ROW_COST = 3;
+export const ANN_ROW_COST = 8;
 
 /**
  * A turn's lexical match with the question's terms (services/core/search-terms/lexical-terms.ts), over
