@@ -2,7 +2,8 @@
 // [--heavy 20000] [--queries 40]`: recall@20 of the approximate (HNSW) nearest turns against exact
 // search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
-// small user, their questions SParC's, varied (data.ts), embedded by the local embedder. For each of
+// small user; each user's turns are SParC turns of their own databases, every one varied (turnVariant:
+// no two turns alike) and embedded with its SQL and answer as the service embeds a turn. For each of
 // the three users, the 20 nearest by /memory/search's statement (vector only, no floor) are compared
 // between exact search and the HNSW path, forced with exactSearchMaxTurns and annRowCost 0; each row
 // also says which path the service takes for that user (MEMORY_EXACT_SEARCH_MAX_TURNS and the index
@@ -19,7 +20,18 @@ import pgvector from 'pgvector';
 import type { Database } from '../../services/db/pool.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { loadSparc, pick, rng, TENANT, varyQuestion } from './data.js';
+import {
+  answerFor,
+  interactionsFor,
+  loadSparc,
+  pick,
+  rng,
+  TENANT,
+  turnEmbeddingText,
+  turnVariant,
+  userDatabases,
+  varyQuestion,
+} from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainScoped, type PlanNode } from './retrieval-plan.js';
@@ -43,10 +55,15 @@ const K = 20;
 /** MEMORY_EXACT_SEARCH_MAX_TURNS's default: the "just past" user has a quarter more. */
 const THRESHOLD = 2000;
 const SESSION_TURNS = 50;
-const questions = loadSparc().flatMap((i) => i.turns.map((t) => t.question));
+const questions = loadSparc().flatMap((i) => i.turns);
 const random = rng(27);
 
-async function seedUser(pool: pg.Pool, user: string, turns: number): Promise<void> {
+/** Every stored turn's embedded text, so that no two turns share one (turnVariant draws again). */
+const seen = new Set<string>();
+
+/** `turns` turns of `user`, each a SParC turn of the user's own databases (`dbs`), varied, with its answer. */
+async function seedUser(pool: pg.Pool, user: string, dbs: string[], turns: number): Promise<void> {
+  const mine = interactionsFor(dbs).flatMap((i) => i.turns);
   for (let start = 0; start < turns; start += SESSION_TURNS) {
     const sessionId = randomUUID();
     const n = Math.min(SESSION_TURNS, turns - start);
@@ -55,20 +72,33 @@ async function seedUser(pool: pg.Pool, user: string, turns: number): Promise<voi
        VALUES ($1, $2, $3, 'history', now(), now(), now() + interval '7 days', $4, $4)`,
       [TENANT, user, sessionId, n],
     );
-    const texts = Array.from({ length: n }, () => varyQuestion(random, pick(random, questions)));
+    const rows = Array.from({ length: n }, () => {
+      for (;;) {
+        const t = turnVariant(random, pick(random, mine));
+        const answer = answerFor(t.question, t.sql);
+        const text = turnEmbeddingText(t.question, answer);
+        if (seen.has(text)) continue;
+        seen.add(text);
+        return { ...t, answer, vector: pgvector.toSql(embedText(text, DIMENSIONS)!) };
+      }
+    });
     await pool.query(
       // Every turn in the HNSW index (migration 017's mark), so that forcing the path measures the index over all users' rows.
-      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding, embedding_model, ann_indexed)
-       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.v::vector, $4, true
-       FROM unnest($5::int[], $6::text[], $7::text[]) AS r(n, q, v)`,
+      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query, tables_used,
+                          embedding, embedding_model, ann_indexed)
+       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, r.a, r.sql, r.tables::text[], r.v::vector, $4, true
+       FROM unnest($5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) AS r(n, q, a, sql, tables, v)`,
       [
         TENANT,
         user,
         sessionId,
         EMBEDDING_MODEL,
-        texts.map((_, i) => i + 1),
-        texts,
-        texts.map((t) => pgvector.toSql(embedText(t, DIMENSIONS)!)),
+        rows.map((_, i) => i + 1),
+        rows.map((r) => r.question),
+        rows.map((r) => r.answer.answer),
+        rows.map((r) => r.sql),
+        rows.map((r) => `{${r.answer.tables_used.join(',')}}`),
+        rows.map((r) => r.vector),
       ],
     );
   }
@@ -88,17 +118,18 @@ async function open(): Promise<{ db: Database; done: () => Promise<void> }> {
 
 const { db, done } = await open();
 const users = {
-  heavy: { id: 'heavy', turns: Number(args.heavy) },
-  past: { id: 'just-past', turns: Math.round(THRESHOLD * 1.25) },
-  small: { id: 'small', turns: 100 },
+  heavy: { id: 'heavy', turns: Number(args.heavy), dbs: userDatabases(1001) },
+  past: { id: 'just-past', turns: Math.round(THRESHOLD * 1.25), dbs: userDatabases(1002) },
+  small: { id: 'small', turns: 100, dbs: userDatabases(1003) },
 };
 const index = 'turns_ann_local_hash_v2_384';
 const started = performance.now();
 // Seeded without the HNSW index, then indexed once, as a migration on an existing table builds it.
 const { rows } = await db.pool.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE indexname = $1', [index]);
 await db.pool.query(`DROP INDEX ${index}`);
-for (let u = 0; u < Number(args['background-users']); u++) await seedUser(db.pool, `background-${u}`, Number(args['turns-per-user']));
-for (const u of Object.values(users)) await seedUser(db.pool, u.id, u.turns);
+for (let u = 0; u < Number(args['background-users']); u++)
+  await seedUser(db.pool, `background-${u}`, userDatabases(u), Number(args['turns-per-user']));
+for (const u of Object.values(users)) await seedUser(db.pool, u.id, u.dbs, u.turns);
 const seeded = performance.now();
 await db.pool.query(rows[0]!.indexdef);
 const indexed = performance.now();
@@ -160,11 +191,12 @@ for (const [label, u] of Object.entries(users)) {
   const exactMs: number[] = [];
   const annMs: number[] = [];
   for (let q = 0; q < Number(args.queries); q++) {
-    const query = varyQuestion(random, pick(random, questions));
+    // Two questions in three about the user's own databases, the third about any.
+    const query = varyQuestion(random, pick(random, q % 3 === 2 ? questions : interactionsFor(u.dbs).flatMap((i) => i.turns)).question);
     const exact = await nearest(u.id, query, 1_000_000);
     const ann = await nearest(u.id, query, 1, 0);
-    // Tie-aware: many turns share a question, so an approximate hit counts when it is at least as
-    // near as the exact search's 20th (rounded as the statement returns similarities).
+    // Tie-aware: an approximate hit counts when it is at least as near as the exact search's 20th
+    // (rounded as the statement returns similarities), so equally near turns are not misses.
     const cutoff = exact.similarities.at(-1) ?? 1;
     wanted += exact.similarities.length;
     found += Math.min(exact.similarities.length, ann.similarities.filter((s) => s >= cutoff - 1e-9).length);

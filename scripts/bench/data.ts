@@ -61,6 +61,49 @@ export function varyQuestion(r: () => number, q: string): string {
   return out;
 }
 
+const REGIONS = ['north', 'south', 'east', 'west', 'central', 'coastal', 'alpine', 'metro'];
+
+/**
+ * One stored turn as a user asked it: the SParC turn worded as varyQuestion does, narrowed by the
+ * year, region or threshold a follow-up adds, in both its question and its SQL. Real users' turns
+ * differ in exactly these (and the answer follows the question: answerFor), so every turn's
+ * embedded text is its own while it stays close to its siblings'; repeating a few texts instead
+ * left thousands of identical vectors, which no real history has and which an HNSW graph cannot
+ * tell apart (docs/performance.md, "Recall of the HNSW path").
+ */
+export function turnVariant(r: () => number, t: SparcTurn): SparcTurn {
+  const { phrase, condition } = narrowing(r);
+  return { question: withPhrase(varyQuestion(r, t.question), phrase), sql: withCondition(t.sql, condition) };
+}
+
+/** The year, region or threshold a follow-up narrows a question by: its words and its SQL condition. */
+export function narrowing(r: () => number): { phrase: string; condition: string } {
+  const year = 1995 + Math.floor(r() * 31);
+  const region = pick(r, REGIONS);
+  const n = 2 + Math.floor(r() * 998);
+  const forms: [string, string][] = [
+    [`in ${year}`, `year = ${year}`],
+    [`for the ${region} region, above ${n}`, `region = '${region}' AND amount > ${n}`],
+    [`since ${year}, at least ${n}`, `year >= ${year} AND amount >= ${n}`],
+    [`in the ${region} region in ${year}`, `region = '${region}' AND year = ${year}`],
+    [`below ${n} in ${year}`, `amount < ${n} AND year = ${year}`],
+  ];
+  const [phrase, condition] = pick(r, forms);
+  return { phrase, condition };
+}
+
+/** `question` narrowed by `phrase`, still a question. */
+export function withPhrase(question: string, phrase: string): string {
+  return `${question.replace(/[?.!\s]+$/, '')} ${phrase}?`;
+}
+
+/** `sql` with `condition` ANDed into its (first) WHERE, or a WHERE of its own before GROUP/ORDER/LIMIT. */
+function withCondition(sql: string, condition: string): string {
+  if (/\bWHERE\b/i.test(sql)) return sql.replace(/\bWHERE\b/i, `WHERE ${condition} AND`);
+  const tail = sql.search(/\b(GROUP|ORDER|LIMIT|INTERSECT|UNION|EXCEPT)\b/i);
+  return tail < 0 ? `${sql} WHERE ${condition}` : `${sql.slice(0, tail)}WHERE ${condition} ${sql.slice(tail)}`;
+}
+
 export function tablesOf(sql: string): string[] {
   const names = new Set<string>();
   for (const m of sql.matchAll(/\b(?:FROM|JOIN)\s+([A-Za-z_][A-Za-z0-9_]*)/gi)) names.add(m[1]!.toLowerCase());

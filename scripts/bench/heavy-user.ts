@@ -19,7 +19,7 @@ import { questionSearch, turnSearchTerms } from '../../services/core/search-term
 import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { TENANT, userId } from './data.js';
+import { answerFor, interactionsFor, pick, rng, TENANT, turnEmbeddingText, turnVariant, userDatabases, userId } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainRetrieval } from './retrieval-plan.js';
@@ -38,10 +38,26 @@ const { values: args } = parseArgs({
 });
 const HEAVY = 1;
 const LIGHT = 2;
+const ANN_INDEX = 'turns_ann_local_hash_v2_384';
 const QUESTIONS = ['How many singers are there in region 3?', 'What about region 4?', 'And only those over 30?', 'Sorted by name?'];
 
-async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: number, expiresIn: string): Promise<string[]> {
+/**
+ * The heavy user's topics: the singers the bench's questions ask about, and the user's own SParC
+ * databases. Their scope names one data source, db1, as the questions do.
+ */
+const HEAVY_TOPICS = ['singer', 'concert_singer', ...userDatabases(HEAVY)];
+
+/** Every seeded turn's embedded text: no two turns share one. */
+const seen = new Set<string>();
+
+/**
+ * `sessions` sessions of `turns` turns each for `user`: SParC turns of `topics`, each varied
+ * (turnVariant; no two alike) and embedded with its SQL and answer as the service embeds a turn.
+ */
+async function seedUser(pool: pg.Pool, user: number, topics: string[], sessions: number, turns: number, expiresIn: string) {
   const ids: string[] = [];
+  const mine = interactionsFor(topics).flatMap((i) => i.turns);
+  const random = rng(97 + user + sessions * 13 + (expiresIn.startsWith('-') ? 1 : 0));
   for (let s = 0; s < sessions; s++) {
     const sessionId = randomUUID();
     ids.push(sessionId);
@@ -50,40 +66,54 @@ async function seedUser(pool: pg.Pool, user: number, sessions: number, turns: nu
        VALUES ($1, $2, $3, 'history', now(), now(), now() + $4::interval, $5, $5)`,
       [TENANT, userId(user), sessionId, expiresIn, turns],
     );
-    const numbers = Array.from({ length: turns }, (_, i) => i + 1);
-    const questions = numbers.map((n) => `How many singers in region ${(s * 7 + n) % 50}?`);
-    const sqls = numbers.map((n) => `SELECT count(*) FROM singer WHERE region = ${n}`);
+    const rows = Array.from({ length: turns }, () => {
+      for (;;) {
+        const t = turnVariant(random, pick(random, mine));
+        const answer = answerFor(t.question, t.sql);
+        const text = turnEmbeddingText(t.question, answer);
+        if (seen.has(text)) continue;
+        seen.add(text);
+        return { ...t, answer, text };
+      }
+    });
     // In the HNSW index (migration 017), as a heavy user's appends leave their turns.
     await pool.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
                           tables_used, vdp_database_names, embedding, embedding_model, search_terms, ann_indexed)
-       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, 'Some', r.sql, ARRAY['singer'], ARRAY['db1'], $4::vector, $5, r.terms::tsvector, true
-       FROM unnest($6::int[], $7::text[], $8::text[], $9::text[]) AS r(n, q, sql, terms)`,
+       SELECT $1, $2, $3, r.n, now(), 'ok', r.q, r.a, r.sql, r.tables::text[], ARRAY['db1'], r.v::vector, $4, r.terms::tsvector, true
+       FROM unnest($5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[]) AS r(n, q, a, sql, tables, v, terms)`,
       [
         TENANT,
         userId(user),
         sessionId,
-        pgvector.toSql(embedText(`singers in region ${s % 50}`, DIMENSIONS)!),
         EMBEDDING_MODEL,
-        numbers,
-        questions,
-        sqls,
-        numbers.map((_, i) => turnSearchTerms({ question: questions[i]!, sqlQuery: sqls[i]!, tablesUsed: ['singer'] })),
+        rows.map((_, i) => i + 1),
+        rows.map((r) => r.question),
+        rows.map((r) => r.answer.answer),
+        rows.map((r) => r.sql),
+        rows.map((r) => `{${r.answer.tables_used.join(',')}}`),
+        rows.map((r) => pgvector.toSql(embedText(r.text, DIMENSIONS)!)),
+        rows.map((r) => turnSearchTerms({ question: r.question, sqlQuery: r.sql, tablesUsed: r.answer.tables_used })),
       ],
     );
   }
   return ids;
 }
-
 async function measureSize(turns: number, sessions: number) {
   const name = `mc_bench_heavy_${turns}x${sessions}`;
   const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-'));
   if (args.server) await recreateDatabase(name);
   const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
   const perSession = Math.ceil(turns / sessions);
-  const heavySessions = await seedUser(db.pool, HEAVY, sessions, perSession, '7 days');
-  await seedUser(db.pool, HEAVY, Math.ceil(sessions / 10), perSession, '-1 hour');
-  await seedUser(db.pool, LIGHT, 1, 1, '7 days');
+  // Seeded without the HNSW index, then indexed once, as a migration on an existing table builds it.
+  const { rows: index } = await db.pool.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE indexname = $1', [ANN_INDEX]);
+  await db.pool.query(`DROP INDEX ${ANN_INDEX}`);
+  const heavySessions = await seedUser(db.pool, HEAVY, HEAVY_TOPICS, sessions, perSession, '7 days');
+  await seedUser(db.pool, HEAVY, HEAVY_TOPICS, Math.ceil(sessions / 10), perSession, '-1 hour');
+  await seedUser(db.pool, LIGHT, userDatabases(LIGHT), 1, 1, '7 days');
+  const indexing = performance.now();
+  await db.pool.query(index[0]!.indexdef);
+  console.error(`[heavy-user] HNSW index built in ${((performance.now() - indexing) / 1000).toFixed(1)} s`);
   if (args.server) await db.pool.query('ANALYZE sessions; ANALYZE turns');
 
   // The statement alone, as the service runs it (scoped), for a new question and for a follow-up.
@@ -180,7 +210,10 @@ const results = [];
 for (const size of args.sizes!.split(',')) {
   const [turns, sessions] = size.split('x').map(Number) as [number, number];
   console.error(`[heavy-user] ${turns} turns in ${sessions} sessions, ${args.server ? 'server' : 'embedded'} database`);
-  results.push(await measureSize(turns, sessions));
+  const result = await measureSize(turns, sessions);
+  // Each size's numbers as soon as they are measured: a later size may not finish.
+  console.error(`[heavy-user] ${JSON.stringify(result)}`);
+  results.push(result);
 }
 const f = (n: number, d = 1) => n.toFixed(d);
 console.log(

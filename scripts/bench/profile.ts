@@ -32,7 +32,7 @@ interface Node {
 const profDir = await mkdtemp(path.join(tmpdir(), 'memorychat-prof-'));
 const dataDir = path.join(profDir, 'data');
 const serverCopy = 'mc_bench_profile';
-if (args.server) await recreateDatabase(serverCopy, `mc_bench_v3_${args.users}x100`);
+if (args.server) await recreateDatabase(serverCopy, `mc_bench_v4_${args.users}x100`);
 else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
 process.env.BENCH_CPU_PROF = profDir;

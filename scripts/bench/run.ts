@@ -12,7 +12,7 @@
 //   --server             the databases on a PostgreSQL server with pgvector (BENCH_DATABASE_URL, default
 //                        postgres://postgres@127.0.0.1:5432/postgres) with a pool of 10, each system on
 //                        its own database of the same data; seeded stages are kept as databases
-//                        mc_bench_v3_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
+//                        mc_bench_v4_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
 //   --citus              instead: /memoryChat on a Citus cluster next to the single server, and search on
 //                        the cluster (citus.ts); takes --users, --turns-per-user, --seconds, --rounds,
 //                        --clients (default 1,10) and --json
@@ -111,7 +111,7 @@ async function seedStage(i: number): Promise<Stage> {
   const stage = stages[i]!;
   // v3: seeded turns carry local-hash-v2 vectors and terms:2 lexical terms; an older copy would
   // search vectors and terms the service no longer writes.
-  const ref = SERVER ? `mc_bench_v3_${stage.users}x${TPU}` : path.join(CACHE, `v3-${stage.users}x${TPU}`);
+  const ref = SERVER ? `mc_bench_v4_${stage.users}x${TPU}` : path.join(CACHE, `v4-${stage.users}x${TPU}`);
   if (!args.fresh) {
     const manifest = await readManifest(ref);
     if (manifest) return { ref, manifest };

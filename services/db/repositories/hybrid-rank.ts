@@ -26,8 +26,16 @@ const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }
   ],
 ]);
 /**
- * How many nearest turns the HNSW function returns per candidate wanted: the statement's conditions
- * (scope, live sessions, status) apply after it, so it reads more than `depth`.
+ * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`). Its
+ * relaxed-order iterative scan returns them roughly nearest first, and a short scan misses whole
+ * clusters of a user's similar turns: recall@20 of a user with 16% of the index's rows was 0.82 at
+ * 10, 0.94 at 20 and 0.99 at 50 (scripts/bench/ann-recall.ts, docs/performance.md).
+ */
+const ANN_SCAN = 50;
+/**
+ * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
+ * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps
+ * more than `depth`.
  */
 const ANN_OVERFETCH = 10;
 /**
@@ -42,14 +50,15 @@ const HEAVY_USER_LEXICAL_WINDOW = 1000;
  */
 const UNMARKED_EXACT_MAX = 200;
 /**
- * How many exactly scored turns one row of the HNSW scan costs. The index holds every user's turns of
- * the model, so finding `n` of one user's reads about n / share rows of it (share: the user's turns
+ * How many exactly scored turns one row of the HNSW scan costs. The index holds the model's turns of
+ * every user past the threshold (migration 017), so finding `n` of one user's reads about n / share rows of it (share: the user's turns
  * over the index's rows), where exact search reads the user's turns once: the HNSW path is taken when
  * turns >= ANN_ROW_COST * n / share, i.e. turns * turns >= ANN_ROW_COST * n * rows. Measured by
- * scripts/bench/ann-recall.ts (docs/performance.md, "Recall of the HNSW path"): a user with 2% of
- * the rows was searched 5-8x slower and less exactly through the index, one with 16% 2-3.5x faster.
+ * scripts/bench/ann-recall.ts on distinct vectors per turn (docs/performance.md, "Recall of the HNSW
+ * path"): for a user with 16% of 122,600 rows one scanned row cost 6.6 exactly scored turns reading
+ * 50 per candidate (the search 2x slower through the index than exactly), 9.4 reading 10.
  */
-export const ANN_ROW_COST = 3;
+export const ANN_ROW_COST = 8;
 
 /**
  * A turn's lexical match with the question's terms (services/core/search-terms/lexical-terms.ts), over
@@ -157,7 +166,7 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
     ? sql`0::float8`
     : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
   // The HNSW scan's cost in exactly scored turns.
-  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_OVERFETCH} * ${rows}`;
+  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_SCAN} * ${rows}`;
   // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
   // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
   // scored exactly beside the index's nearest; more would cost what exact search does).
@@ -230,15 +239,17 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 }
 
 /**
- * The nearest of a heavy user's turns: those in the model's HNSW index (migration 014's function), and
- * those not yet in it (migration 017: a user's turns enter it once the HNSW path serves them) scored
- * exactly through turns_not_ann_indexed; then the statement's conditions on them.
+ * The nearest of a heavy user's turns: those in the model's HNSW index (migration 014's function; the
+ * scan's nearest ANN_OVERFETCH per candidate), and those not yet in it (migration 017: a user's turns
+ * enter it once the HNSW path serves them) scored exactly through turns_not_ann_indexed; then the
+ * statement's conditions on them.
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   const heavy = sql`(SELECT ann FROM history)`;
   return sql`SELECT a.ref, a.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM (SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_OVERFETCH}) n
-             WHERE ${heavy}
+       FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_SCAN}) n
+              WHERE ${heavy}
+              ORDER BY n.distance LIMIT ${s.depth}::integer * ${ANN_OVERFETCH})
              UNION ALL
              SELECT u.ctid, 1 + (u.embedding <#> ${s.vector}::vector) FROM turns u
              WHERE u.tenant_id = ${s.tenant} AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel}

@@ -35,6 +35,15 @@ const PAIR_PREFIX = fnv(FNV_OFFSET, 'p:');
 const GRAM_PREFIX = fnv(FNV_OFFSET, 'c:');
 
 export function embedText(text: string, dimensions: number): number[] | null {
+  return l2Normalise(textFeatures(text, dimensions));
+}
+
+/**
+ * The hashed features of `text` before normalising: the features of two texts add up to those of
+ * the texts joined (but for the word pair across the join), which lets the benches make many
+ * distinct vectors from a few embedded texts (scripts/bench/seed.ts).
+ */
+export function textFeatures(text: string, dimensions: number): Float64Array {
   const vector = new Float64Array(dimensions);
   const add = (hash: number, weight: number) => {
     const h = hash >>> 0;
@@ -52,7 +61,7 @@ export function embedText(text: string, dimensions: number): number[] | null {
       if (j + 3 <= chars.length) add(fnv(bigram, chars[j + 2]!), CHAR_GRAM_WEIGHT);
     }
   }
-  return l2Normalise(vector);
+  return vector;
 }
 
 /** Words between spaces and punctuation, with each character of an unspaced script a word of its own. */
