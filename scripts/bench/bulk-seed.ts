@@ -150,7 +150,7 @@ export async function bulkSeed(pool: pg.Pool, opts: BulkSeedOptions): Promise<{ 
                           query_explanation, tables_used, vdp_database_names, execution_result, embedding, embedding_model,
                           search_terms)
        SELECT '${TENANT}', r.u, r.s, r.n, r.c, 'ok', t.question, t.answer, t.sql_query, t.query_explanation, t.tables_used,
-              ARRAY[t.database], t.execution_result, l2_normalize(t.embedding + a.v + b.v), '${EMBEDDING_MODEL}', t.search_terms
+              ARRAY[t.database], t.execution_result, l2_normalize(l2_normalize(t.features) + a.v + b.v), '${EMBEDDING_MODEL}', t.search_terms
        FROM unnest($1::text[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::int[]) AS r(u, s, n, c, tid, g)
        JOIN bench_templates t ON t.id = r.tid
        JOIN bench_noise a ON a.id = r.g % ${NOISE}

@@ -16,7 +16,7 @@ const { values: args } = parseArgs({
   options: {
     clients: { type: 'string', default: '1' },
     seconds: { type: 'string', default: '10' },
-    data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v1-1000x100') },
+    data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v4-1000x100') },
     users: { type: 'string', default: '1000' },
     top: { type: 'string', default: '25' },
     server: { type: 'boolean', default: false },

@@ -31,7 +31,7 @@ describe.runIf(ON_SERVER)('the bulk seeder of the Citus bench and the migration 
               max(abs(vector_norm(t.embedding) - 1)) AS norms,
               min(1 - (t.embedding <=> b.embedding)) AS near, array_agg(DISTINCT t.embedding_model) AS models
        FROM turns t
-       JOIN LATERAL (SELECT embedding FROM bench_templates b
+       JOIN LATERAL (SELECT l2_normalize(b.features) AS embedding FROM bench_templates b
                      WHERE (b.question, b.answer, b.sql_query) = (t.question, t.answer, t.sql_query) LIMIT 1) b ON true`,
     );
     expect(rows[0]).toMatchObject({ n: 120, distinct: 120, models: [EMBEDDING_MODEL] });
@@ -39,7 +39,7 @@ describe.runIf(ON_SERVER)('the bulk seeder of the Citus bench and the migration 
     // Two noise vectors of norm 0.25: cosine ~0.94 to the text's own embedding, never a copy of it.
     expect(rows[0]!.near).toBeGreaterThan(0.85);
     const { rows: copies } = await admin.pool.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM turns t JOIN bench_templates b ON b.embedding = t.embedding',
+      'SELECT count(*)::int AS n FROM turns t JOIN bench_templates b ON l2_normalize(b.features) = t.embedding',
     );
     expect(copies[0]!.n).toBe(0);
   });
