@@ -1,6 +1,7 @@
 // A new user's first run: `node --import tsx scripts/bench/first-start.ts [--runs 3] [--idle-seconds 30]
 // [--ref HEAD]`. Each run clones the repository at --ref into a temporary directory, gives it this
-// checkout's node_modules (hard links: `npm ci` is not what is measured), and times `npm start`
+// checkout's node_modules (hard links: `npm ci` is not what is measured) and runs the install step
+// that `npm ci` ends with (`npm run postinstall`, timed apart, when --ref has one), and times `npm start`
 // (its build included) from spawn to the first 200 of /readyz on a fresh embedded database. Then,
 // after --idle-seconds without requests, the resident memory of the API process and of its embedded
 // Postgres child (VmRSS from /proc). The load average is printed with every run: on a shared machine
@@ -66,6 +67,12 @@ function processesUnder(pid: number): { api?: number; database?: number } {
   };
 }
 
+const cleanEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
+
+function hasPostinstall(checkout: string): boolean {
+  return Boolean(JSON.parse(readFileSync(path.join(checkout, 'package.json'), 'utf8')).scripts?.postinstall);
+}
+
 const results: { seconds: number; apiMb: number; databaseMb: number }[] = [];
 for (let run = 1; run <= Number(args.runs); run++) {
   const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-first-start-'));
@@ -80,11 +87,18 @@ for (let run = 1; run <= Number(args.runs); run++) {
       execFileSync('git', ['-C', ROOT, 'rev-parse', args.ref!]).toString().trim(),
     ]);
     execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(checkout, 'node_modules')]);
+    // A template left in this checkout's node_modules would not be the clone's own install's.
+    await rm(path.join(checkout, 'node_modules', '.cache', 'memorychat'), { recursive: true, force: true });
+    const installStarted = performance.now();
+    const install = hasPostinstall(checkout)
+      ? execFileSync('npm', ['run', '-s', 'postinstall'], { cwd: checkout, env: cleanEnv() })
+      : undefined;
+    const installSeconds = install ? (performance.now() - installStarted) / 1000 : NaN;
     const port = await freePort();
     const t0 = performance.now();
     const child = spawn('npm', ['start'], {
       cwd: checkout,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: path.join(dir, 'data') },
+      env: { ...cleanEnv(), PORT: String(port), DATA_DIR: path.join(dir, 'data') },
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
     });
@@ -101,7 +115,7 @@ for (let run = 1; run <= Number(args.runs); run++) {
       const databaseMb = (database && memoryOf(database)?.rssMb) || NaN;
       results.push({ seconds, apiMb, databaseMb });
       console.log(
-        `run ${run}: ready in ${seconds.toFixed(1)} s (load average ${atReady}); idle ${args['idle-seconds']} s: API ${apiMb.toFixed(0)} MB + embedded Postgres ${databaseMb.toFixed(0)} MB = ${(apiMb + databaseMb).toFixed(0)} MB (load average ${load()})`,
+        `run ${run}: install step ${installSeconds.toFixed(1)} s; ready in ${seconds.toFixed(1)} s (load average ${atReady}); idle ${args['idle-seconds']} s: API ${apiMb.toFixed(0)} MB + embedded Postgres ${databaseMb.toFixed(0)} MB = ${(apiMb + databaseMb).toFixed(0)} MB (load average ${load()})`,
       );
     } catch (err) {
       console.error(stderr);

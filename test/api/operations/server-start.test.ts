@@ -1,9 +1,12 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { clusterTemplateDir } from '../../../services/db/embedded/cluster-template.mjs';
+import { startEmbeddedPostgres } from '../../../services/db/embedded/embedded-postgres.js';
 import { freshDataDir } from '../../support/databases/test-database.js';
 import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
 import { salesReply, startFakeUpstream } from '../../support/fakes/fake-upstream.js';
@@ -121,11 +124,28 @@ describe('the server entry point', () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-compiled-'));
     dirs.push(dataDir);
     const migrations = readdirSync('services/db/migrations').filter((f) => f.endsWith('.sql'));
+    // After the install step (CI's `npm ci`), a new data directory is a copy of its migrated template
+    // cluster, which the compiled code copies only when it finds the same migration files in dist/.
+    const fromTemplate = await stat(path.join(await clusterTemplateDir(), 'pg', 'PG_VERSION')).then(
+      () => true,
+      () => false,
+    );
     const first = runScript('dist/scripts/migrate.js', [], { DATA_DIR: dataDir });
     expect(first.status, first.stderr).toBe(0);
-    expect(first.stdout).toContain(`applied ${migrations.length} migration(s)`);
+    expect(first.stdout).toContain(fromTemplate ? 'database is up to date' : `applied ${migrations.length} migration(s)`);
     const again = runScript('dist/scripts/migrate.js', [], { DATA_DIR: dataDir });
     expect(again.stdout).toContain('database is up to date');
+    const embedded = await startEmbeddedPostgres(dataDir);
+    const client = new pg.Client(embedded.connection);
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ name: string }>('SELECT name FROM migrations WHERE id > 0 ORDER BY id');
+      // postgres-migrations records a file by its name without the number and the extension.
+      expect(rows.map((r) => r.name)).toEqual(migrations.sort().map((f) => f.replace(/^\d+_/, '').replace(/\.sql$/, '')));
+    } finally {
+      await client.end();
+      await embedded.stop();
+    }
   }, 60_000);
 
   it('when a variable is invalid, then the start fails with a message naming it', () => {
