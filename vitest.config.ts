@@ -98,6 +98,7 @@ export default defineConfig({
             'test/api/privacy/erase-leaves-no-trace.test.ts',
             'test/worker/embedded-with-redis.test.ts',
             'test/db/embedded-connection-handover.test.ts',
+            'test/db/cluster-template.test.ts',
             // About Redis (a cluster of its own): the embedded project runs it.
             'test/worker/redis-cluster.test.ts',
           ],

@@ -61,10 +61,7 @@ export async function initialiseCluster(pgDir) {
  */
 export async function copyClusterTemplate(pgDir, template) {
   template ??= await clusterTemplateDir();
-  if (!(await isCluster(path.join(template, 'pg'))) || (await readdir(pgDir)).length > 0) return false;
-  const applied = JSON.parse(await readFile(path.join(template, 'migrations.json'), 'utf8'));
-  const shipped = new Map((await loadMigrationFiles(MIGRATIONS_DIR)).map((m) => [m.fileName, m.hash]));
-  if (!applied.every((m) => shipped.get(m.fileName) === m.hash)) return false;
+  if (!(await isCurrent(template)) || (await readdir(pgDir)).length > 0) return false;
   // Copied beside it and renamed, so that a copy cut short never looks like a cluster (PG_VERSION) later.
   const partial = `${pgDir}.partial`;
   await rm(partial, { recursive: true, force: true });
@@ -75,14 +72,26 @@ export async function copyClusterTemplate(pgDir, template) {
 }
 
 /**
+ * Whether `template` holds a cluster whose applied migrations are all still the files in
+ * services/db/migrations (newer files are applied by migrate() after the copy).
+ */
+async function isCurrent(template) {
+  if (!(await isCluster(path.join(template, 'pg')))) return false;
+  const applied = JSON.parse(await readFile(path.join(template, 'migrations.json'), 'utf8'));
+  const shipped = new Map((await loadMigrationFiles(MIGRATIONS_DIR)).map((m) => [m.fileName, m.hash]));
+  return applied.every((m) => shipped.get(m.fileName) === m.hash);
+}
+
+/**
  * Creates the template for the installed PGlite and the migrations in services/db/migrations unless
- * it exists, and removes other versions' templates. Returns its directory.
+ * a current one exists (one holding an edited migration is made again), and removes other versions' templates. Returns its directory.
  */
 export async function createClusterTemplate() {
   const template = await clusterTemplateDir();
   const parent = path.dirname(template);
   const current = path.basename(template);
-  if (!(await isCluster(path.join(template, 'pg')))) {
+  if (!(await isCurrent(template))) {
+    await rm(template, { recursive: true, force: true });
     await mkdir(parent, { recursive: true });
     const partial = path.join(parent, `${current}.${process.pid}.partial`);
     await rm(partial, { recursive: true, force: true });
