@@ -20,18 +20,7 @@ import pgvector from 'pgvector';
 import type { Database } from '../../services/db/pool.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import {
-  answerFor,
-  interactionsFor,
-  loadSparc,
-  pick,
-  rng,
-  TENANT,
-  turnEmbeddingText,
-  turnVariant,
-  userDatabases,
-  varyQuestion,
-} from './data.js';
+import { distinctTurn, interactionsFor, loadSparc, pick, rng, TENANT, userDatabases, varyQuestion } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainScoped, type PlanNode } from './retrieval-plan.js';
@@ -73,14 +62,8 @@ async function seedUser(pool: pg.Pool, user: string, dbs: string[], turns: numbe
       [TENANT, user, sessionId, n],
     );
     const rows = Array.from({ length: n }, () => {
-      for (;;) {
-        const t = turnVariant(random, pick(random, mine));
-        const answer = answerFor(t.question, t.sql);
-        const text = turnEmbeddingText(t.question, answer);
-        if (seen.has(text)) continue;
-        seen.add(text);
-        return { ...t, answer, vector: pgvector.toSql(embedText(text, DIMENSIONS)!) };
-      }
+      const t = distinctTurn(random, mine, seen);
+      return { ...t, vector: pgvector.toSql(embedText(t.text, DIMENSIONS)!) };
     });
     await pool.query(
       // Every turn in the HNSW index (migration 017's mark), so that forcing the path measures the index over all users' rows.

@@ -143,6 +143,21 @@ export function answerFor(question: string, sql: string | undefined) {
 }
 export type InstantAnswer = ReturnType<typeof answerFor>;
 
+/**
+ * One of `turns`, varied (turnVariant) until the text it is embedded by is not in `seen`, which then
+ * holds it: a user's stored turns each get a vector of their own, as real histories do.
+ */
+export function distinctTurn(r: () => number, turns: readonly SparcTurn[], seen: Set<string>) {
+  for (;;) {
+    const t = turnVariant(r, pick(r, turns));
+    const answer = answerFor(t.question, t.sql);
+    const text = turnEmbeddingText(t.question, answer);
+    if (seen.has(text)) continue;
+    seen.add(text);
+    return { ...t, answer, text };
+  }
+}
+
 /** The text a turn is embedded by, exactly as the service builds it. */
 export function turnEmbeddingText(question: string, a: InstantAnswer): string {
   return embeddedTurnText({ question, sqlQuery: a.sql_query, tablesUsed: a.tables_used, answer: a.answer });

@@ -19,7 +19,7 @@ import { questionSearch, turnSearchTerms } from '../../services/core/search-term
 import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { answerFor, interactionsFor, pick, rng, TENANT, turnEmbeddingText, turnVariant, userDatabases, userId } from './data.js';
+import { distinctTurn, interactionsFor, rng, TENANT, userDatabases, userId } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainRetrieval } from './retrieval-plan.js';
@@ -66,16 +66,7 @@ async function seedUser(pool: pg.Pool, user: number, topics: string[], sessions:
        VALUES ($1, $2, $3, 'history', now(), now(), now() + $4::interval, $5, $5)`,
       [TENANT, userId(user), sessionId, expiresIn, turns],
     );
-    const rows = Array.from({ length: turns }, () => {
-      for (;;) {
-        const t = turnVariant(random, pick(random, mine));
-        const answer = answerFor(t.question, t.sql);
-        const text = turnEmbeddingText(t.question, answer);
-        if (seen.has(text)) continue;
-        seen.add(text);
-        return { ...t, answer, text };
-      }
-    });
+    const rows = Array.from({ length: turns }, () => distinctTurn(random, mine, seen));
     // In the HNSW index (migration 017), as a heavy user's appends leave their turns.
     await pool.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
