@@ -35,6 +35,8 @@ export const memoryChatReplyExample = {
     context_truncated: false,
     augmented_question: 'What about 2023?',
     custom_instructions: `Conversation so far:\nQ1: Show me total sales by region for 2024\nSQL: ${SALES_2024_SQL}`,
+    applied: true,
+    reason: 'applied',
   },
   memory_retrieval_time: 0.012,
   warnings: [],
