@@ -19,6 +19,7 @@ import type pg from 'pg';
  * Runs as the tables' owner (the service's migration login) or a superuser.
  */
 export async function rebalanceCitus(pool: pg.Pool): Promise<void> {
+  await refuseAsynchronousCommit(pool);
   await setForcedRowSecurity(pool, false);
   try {
     await pool.query('SELECT citus_rebalance_start()');
@@ -38,4 +39,24 @@ async function setForcedRowSecurity(pool: pg.Pool, forced: boolean): Promise<voi
   // A statement each (Citus sends it on to the table's shards): holding one table's lock at a time,
   // waiting only for the statements on that table, and never in a cycle with a request's statements.
   for (const { name } of rows) await pool.query(`ALTER TABLE ${name} ${forced ? '' : 'NO '}FORCE ROW LEVEL SECURITY`);
+}
+
+/**
+ * A move switches over once the new worker has applied the source's WAL up to its write position
+ * (pg_current_wal_lsn(), Citus's multi_logical_replication.c). With synchronous_commit off a commit is
+ * acknowledged while its record may still be in WAL buffers, behind that position: such a write can
+ * miss the switch-over and stay on the placement the move drops, an acknowledged turn lost
+ * (docs/scaling.md#rebalancing). So no rebalance starts while a worker commits that way.
+ */
+async function refuseAsynchronousCommit(pool: pg.Pool): Promise<void> {
+  const { rows } = await pool.query<{ node: string; setting: string }>(
+    `SELECT nodename || ':' || nodeport AS node, result AS setting FROM run_command_on_workers('SHOW synchronous_commit') ORDER BY 1`,
+  );
+  const asynchronous = rows.filter((r) => r.setting === 'off').map((r) => r.node);
+  if (asynchronous.length > 0) {
+    throw new Error(
+      `synchronous_commit is off on ${asynchronous.join(', ')}: a shard move could drop writes acknowledged just before its ` +
+        'switch-over; set it to on (the default) on every worker before rebalancing (docs/scaling.md#rebalancing)',
+    );
+  }
 }

@@ -104,9 +104,13 @@ async function startInstance(dir: string, name: string): Promise<Instance> {
       'max_prepared_transactions = 100',
       'max_connections = 300',
       'shared_buffers = 64MB',
-      // A test cluster: durability is not what it is for.
+      // A test cluster: durability is not what it is for. But a commit is acknowledged only once its
+      // WAL is written (synchronous_commit on; with fsync off that is a write, not a flush): a shard
+      // move catches up to the source's WAL write position (Citus's multi_logical_replication.c,
+      // pg_current_wal_lsn()), so a write acknowledged while its commit record was still in WAL
+      // buffers could miss the move and be lost with the old placement (docs/scaling.md#rebalancing).
       'fsync = off',
-      'synchronous_commit = off',
+      'synchronous_commit = on',
       'full_page_writes = off',
       '',
     ].join('\n'),
