@@ -57,6 +57,9 @@ export default defineConfig({
             'test/browser/**',
             // About a Citus cluster: the citus project runs them.
             'test/citus/**',
+            // The bench's 1M-turn seeder, for servers: it stores ~9.6k turn texts first, which the
+            // embedded database parses for most of a minute.
+            'test/db/bench-bulk-seed.test.ts',
           ],
           globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
         },

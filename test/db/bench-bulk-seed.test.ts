@@ -1,14 +1,11 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bulkSeed, withoutAnnIndexes } from '../../scripts/bench/bulk-seed.js';
 import { EMBEDDING_MODEL } from '../../scripts/bench/seed.js';
 import { type Database, openDatabase } from '../../services/db/pool.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../support/databases/test-database.js';
 
-// The bench's seeder for 1M turns (scripts/bench/bulk-seed.ts). On the server only: it stores ~9.6k
-// turn texts first, which the embedded database parses for most of a minute.
-const ON_SERVER = inject('serverDatabase') !== undefined;
-
-describe.runIf(ON_SERVER)('the bulk seeder of the Citus bench and the migration measurement', () => {
+// The bench's seeder for 1M turns (scripts/bench/bulk-seed.ts); the server project runs it (vitest.config.ts).
+describe('the bulk seeder of the Citus bench and the migration measurement', () => {
   let testDatabase: TestDatabase;
   let database: Database;
   let admin: ReturnType<typeof adminPool>;
