@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 const LIGHT_USERS_MAX = 10_000;
 const lightUsers = new Set<string>();
 
-const keyOf = (tenantId: string, userId: string, embeddingModel: string) =>
+/** A user's entry, computed once per retrieval for both wasLight and rememberLight. */
+export const lightUserKey = (tenantId: string, userId: string, embeddingModel: string): string =>
   createHash('sha1').update(`${tenantId}\u0000${userId}\u0000${embeddingModel}`).digest('base64');
 
 /**
@@ -13,12 +14,11 @@ const keyOf = (tenantId: string, userId: string, embeddingModel: string) =>
  * still searches every turn exactly and says whether the user has crossed the threshold since, and
  * the retrieval after it takes the full statement. Kept by a digest of the ids, never the ids.
  */
-export function wasLight(tenantId: string, userId: string, embeddingModel: string): boolean {
-  return lightUsers.has(keyOf(tenantId, userId, embeddingModel));
+export function wasLight(key: string): boolean {
+  return lightUsers.has(key);
 }
 
-export function rememberLight(tenantId: string, userId: string, embeddingModel: string, light: boolean): void {
-  const key = keyOf(tenantId, userId, embeddingModel);
+export function rememberLight(key: string, light: boolean): void {
   lightUsers.delete(key);
   if (!light) return;
   if (lightUsers.size >= LIGHT_USERS_MAX) lightUsers.delete(lightUsers.values().next().value!);

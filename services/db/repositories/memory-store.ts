@@ -6,7 +6,7 @@ import { vectorParam } from '../vector-param.js';
 import { withEraseBarrier } from './erase-barrier.js';
 import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
-import { rememberLight, wasLight } from './light-users.js';
+import { lightUserKey, rememberLight, wasLight } from './light-users.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { recallableSessions, sameAnswerer } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -93,7 +93,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const queryTerms = param(req.search?.terms ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   const exactOnly = req.memoryScope === 'session';
-  const assumeLight = wasLight(req.identity.tenantId, req.identity.userId, req.embeddingModel);
+  const lightKey = lightUserKey(req.identity.tenantId, req.identity.userId, req.embeddingModel);
+  const assumeLight = wasLight(lightKey);
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
@@ -172,7 +173,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     else if (source === 'epoch') {
       out.eraseEpoch = Number(row.epoch);
       out.annIndexed = row.ann_indexed === true;
-      if (!exactOnly) rememberLight(req.identity.tenantId, req.identity.userId, req.embeddingModel, !out.annIndexed);
+      if (!exactOnly) rememberLight(lightKey, !out.annIndexed);
     } else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },
