@@ -7,10 +7,9 @@
 // Only the plan (user, session, number, time, template) crosses the connection; the rows are built
 // server-side. The HNSW indexes are dropped for the load and rebuilt after it: inserting a million
 // rows one by one into HNSW costs several times a bulk build.
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { loadSparc, rng, TENANT, userDatabases, userId } from './data.js';
-import { DIMENSIONS, EMBEDDING_MODEL, ensureTemplates, templateIndex, VARIANTS, vectorText } from './seed.js';
+import { rng, TENANT } from './data.js';
+import { DIMENSIONS, EMBEDDING_MODEL, ensureTemplates, insertSessions, type PlannedBatch, planConversations, vectorText } from './seed.js';
 
 /** Noise vectors: turns 0 .. NOISE² - 1 (4.2M) each get a distinct pair. */
 const NOISE = 2048;
@@ -85,35 +84,6 @@ export async function withoutAnnIndexes<T>(pool: pg.Pool, work: () => Promise<T>
   return result;
 }
 
-interface Plan {
-  users: string[];
-  sessions: string[];
-  numbers: number[];
-  times: Date[];
-  templates: number[];
-  noise: number[];
-  sUsers: string[];
-  sIds: string[];
-  sNames: string[];
-  sCreated: Date[];
-  sUpdated: Date[];
-  sCount: number[];
-}
-const emptyPlan = (): Plan => ({
-  users: [],
-  sessions: [],
-  numbers: [],
-  times: [],
-  templates: [],
-  noise: [],
-  sUsers: [],
-  sIds: [],
-  sNames: [],
-  sCreated: [],
-  sUpdated: [],
-  sCount: [],
-});
-
 /**
  * Seeds users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns of
  * the user's own SParC databases, into a migrated database (a single server, or a Citus coordinator
@@ -128,23 +98,12 @@ export async function bulkSeed(pool: pg.Pool, opts: BulkSeedOptions): Promise<{ 
   opts.log?.(`  ${templates} turn texts and ${NOISE} noise vectors in place`);
   const now = opts.now ?? new Date();
   const expires = new Date(now.getTime() + 7 * DAY);
-  const sparc = loadSparc();
-  const ids = templateIndex();
-  const byDatabase = new Map<string, number[]>();
-  sparc.forEach((i, n) => {
-    byDatabase.set(i.database, [...(byDatabase.get(i.database) ?? []), n]);
-  });
-  let p = emptyPlan();
   let turns = 0;
   let sessions = 0;
-  const flush = async () => {
-    if (!p.users.length) return;
-    await pool.query(
-      `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
-       SELECT '${TENANT}', u, s, name, c, up, $7, n, n
-       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[]) AS r(u, s, name, c, up, n)`,
-      [p.sUsers, p.sIds, p.sNames, p.sCreated, p.sUpdated, p.sCount, expires],
-    );
+  // Each turn its template's text, and a vector of its own: the text's embedding plus two noise vectors
+  // picked by the turn's serial (NOISE² combinations).
+  const store = async (p: PlannedBatch) => {
+    await insertSessions(pool, p, expires);
     await pool.query(
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query,
                           query_explanation, tables_used, vdp_database_names, execution_result, embedding, embedding_model,
@@ -155,43 +114,16 @@ export async function bulkSeed(pool: pg.Pool, opts: BulkSeedOptions): Promise<{ 
        JOIN bench_templates t ON t.id = r.tid
        JOIN bench_noise a ON a.id = r.g % ${NOISE}
        JOIN bench_noise b ON b.id = r.g / ${NOISE}`,
-      [p.users, p.sessions, p.numbers, p.times, p.templates, p.noise],
+      [p.users, p.sessions, p.numbers, p.times, p.templates, p.serials],
     );
     turns += p.users.length;
     sessions += p.sIds.length;
-    p = emptyPlan();
   };
-  for (let u = opts.fromUser; u < opts.toUser; u++) {
-    const r = rng(7_000_000 + u);
-    const mine = userDatabases(u).flatMap((d) => byDatabase.get(d) ?? []);
-    let k = 0;
-    while (k < opts.turnsPerUser) {
-      const ii = mine[Math.floor(r() * mine.length)]!;
-      const interaction = sparc[ii]!;
-      const n = Math.min(opts.turnsPerUser - k, interaction.turns.length);
-      const session = randomUUID();
-      const start = now.getTime() - Math.floor(r() * 6 * DAY);
-      for (let j = 0; j < n; j++, k++) {
-        p.users.push(userId(u));
-        p.sessions.push(session);
-        p.numbers.push(j + 1);
-        p.times.push(new Date(start + j * 40_000));
-        p.templates.push(ids[ii]![j]! + Math.floor(r() * VARIANTS));
-        p.noise.push(u * opts.turnsPerUser + k);
-      }
-      p.sUsers.push(userId(u));
-      p.sIds.push(session);
-      p.sNames.push(interaction.turns[0]!.question.slice(0, 100));
-      p.sCreated.push(new Date(start));
-      p.sUpdated.push(new Date(start + (n - 1) * 40_000));
-      p.sCount.push(n);
+  await planConversations({ ...opts, now }, BATCH, store, (done) => {
+    if (opts.log && done % 1000 === 0) {
+      opts.log(`  seeded ${done} users (${((performance.now() - started) / 1000).toFixed(0)} s)`);
     }
-    if (p.users.length >= BATCH) await flush();
-    if (opts.log && (u + 1 - opts.fromUser) % 1000 === 0) {
-      opts.log(`  seeded ${u + 1 - opts.fromUser} users (${((performance.now() - started) / 1000).toFixed(0)} s)`);
-    }
-  }
-  await flush();
+  });
   await pool.query('ANALYZE sessions; ANALYZE turns');
   return { turns, sessions, ms: performance.now() - started };
 }

@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { conversationStream, TENANT, userId } from './data.js';
 import { floorTurns } from './floor.js';
+import { literal } from './retrieval-plan.js';
 import { openServerDatabase } from './server-databases.js';
 
 const { values: args } = parseArgs({
@@ -17,15 +18,6 @@ const { values: args } = parseArgs({
     repeat: { type: 'string', default: '1' },
   },
 });
-
-function literal(client: pg.PoolClient, v: unknown): string {
-  if (v === null || v === undefined) return 'NULL';
-  if (v instanceof Date) return client.escapeLiteral(v.toISOString());
-  if (Buffer.isBuffer(v))
-    return client.escapeLiteral(`[${Array.from({ length: v.readInt16BE(0) }, (_, i) => v.readFloatBE(4 + 4 * i)).join(',')}]`);
-  if (Array.isArray(v)) return client.escapeLiteral(`{${v.map((x) => JSON.stringify(String(x))).join(',')}}`);
-  return client.escapeLiteral(String(v));
-}
 
 const db = await openServerDatabase(args.database!, 1);
 const conversation = conversationStream(Number(args.user), 1000)();

@@ -22,7 +22,7 @@ function rowsExamined(node: PlanNode): number {
 }
 
 /** A bind parameter as the literal EXPLAIN EXECUTE takes: vectors travel in pgvector's binary form. */
-function literal(client: pg.PoolClient, v: unknown): string {
+export function literal(client: pg.PoolClient, v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
   if (v instanceof Date) return client.escapeLiteral(v.toISOString());
   if (Buffer.isBuffer(v))

@@ -133,13 +133,20 @@ export interface SeedOptions {
   log?: (msg: string) => void;
 }
 
-interface Batch {
+/**
+ * Conversations planned for users, in columns (one entry per turn, then one per session), as the
+ * seeders insert them with `unnest`: each turn a variant of a SParC turn of the user's own databases
+ * (`templates`, ids of bench_templates), narrowed by `narrowings`; `serials` numbers a user's turns
+ * across the run (user × turnsPerUser + k).
+ */
+export interface PlannedBatch {
   users: string[];
   sessions: string[];
   numbers: number[];
   times: Date[];
   templates: number[];
   narrowings: number[];
+  serials: number[];
   sUsers: string[];
   sIds: string[];
   sNames: string[];
@@ -147,13 +154,14 @@ interface Batch {
   sUpdated: Date[];
   sCount: number[];
 }
-const emptyBatch = (): Batch => ({
+const emptyBatch = (): PlannedBatch => ({
   users: [],
   sessions: [],
   numbers: [],
   times: [],
   templates: [],
   narrowings: [],
+  serials: [],
   sUsers: [],
   sIds: [],
   sNames: [],
@@ -162,11 +170,17 @@ const emptyBatch = (): Batch => ({
   sCount: [],
 });
 
-/** Seeds users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns. */
-export async function seed(pool: pg.Pool, opts: SeedOptions): Promise<{ turns: number; sessions: number; ms: number }> {
-  const started = performance.now();
-  const now = opts.now ?? new Date();
-  const expires = new Date(now.getTime() + 7 * DAY);
+/**
+ * Plans users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns over
+ * the last 6 days, and hands them to `store` at least `batchSize` turns at a time (whole users);
+ * `progress` after each user. The same seed gives the same plan.
+ */
+export async function planConversations(
+  opts: { fromUser: number; toUser: number; turnsPerUser: number; now: Date },
+  batchSize: number,
+  store: (batch: PlannedBatch) => Promise<void>,
+  progress?: (usersDone: number) => void,
+): Promise<void> {
   const sparc = loadSparc();
   const ids = templateIndex();
   const byDatabase = new Map<string, number[]>();
@@ -174,16 +188,62 @@ export async function seed(pool: pg.Pool, opts: SeedOptions): Promise<{ turns: n
     byDatabase.set(i.database, [...(byDatabase.get(i.database) ?? []), n]);
   });
   let b = emptyBatch();
-  let turns = 0;
-  let sessions = 0;
   const flush = async () => {
     if (!b.users.length) return;
-    await pool.query(
-      `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
-       SELECT '${TENANT}', u, s, name, c, up, $7, n, n
-       FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[]) AS r(u, s, name, c, up, n)`,
-      [b.sUsers, b.sIds, b.sNames, b.sCreated, b.sUpdated, b.sCount, expires],
-    );
+    await store(b);
+    b = emptyBatch();
+  };
+  for (let u = opts.fromUser; u < opts.toUser; u++) {
+    const r = rng(7_000_000 + u);
+    const mine = userDatabases(u).flatMap((d) => byDatabase.get(d) ?? []);
+    let k = 0;
+    while (k < opts.turnsPerUser) {
+      const ii = mine[Math.floor(r() * mine.length)]!;
+      const interaction = sparc[ii]!;
+      const n = Math.min(opts.turnsPerUser - k, interaction.turns.length);
+      const session = randomUUID();
+      const start = opts.now.getTime() - Math.floor(r() * 6 * DAY);
+      for (let j = 0; j < n; j++, k++) {
+        b.users.push(userId(u));
+        b.sessions.push(session);
+        b.numbers.push(j + 1);
+        b.times.push(new Date(start + j * 40_000));
+        b.templates.push(ids[ii]![j]! + Math.floor(r() * VARIANTS));
+        b.narrowings.push(Math.floor(r() * NARROWINGS));
+        b.serials.push(u * opts.turnsPerUser + k);
+      }
+      b.sUsers.push(userId(u));
+      b.sIds.push(session);
+      b.sNames.push(interaction.turns[0]!.question.slice(0, 100));
+      b.sCreated.push(new Date(start));
+      b.sUpdated.push(new Date(start + (n - 1) * 40_000));
+      b.sCount.push(n);
+    }
+    if (b.users.length >= batchSize) await flush();
+    progress?.(u + 1 - opts.fromUser);
+  }
+  await flush();
+}
+
+/** The planned sessions of `b`, each counting its turns, live until `expires`. */
+export async function insertSessions(pool: pg.Pool, b: PlannedBatch, expires: Date): Promise<void> {
+  await pool.query(
+    `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
+     SELECT '${TENANT}', u, s, name, c, up, $7, n, n
+     FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::int[]) AS r(u, s, name, c, up, n)`,
+    [b.sUsers, b.sIds, b.sNames, b.sCreated, b.sUpdated, b.sCount, expires],
+  );
+}
+
+/** Seeds users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns. */
+export async function seed(pool: pg.Pool, opts: SeedOptions): Promise<{ turns: number; sessions: number; ms: number }> {
+  const started = performance.now();
+  const now = opts.now ?? new Date();
+  const expires = new Date(now.getTime() + 7 * DAY);
+  let turns = 0;
+  let sessions = 0;
+  const store = async (b: PlannedBatch) => {
+    await insertSessions(pool, b, expires);
     const rows = `unnest($1::text[], $2::uuid[], $3::int[], $4::timestamptz[], $5::int[], $6::int[]) WITH ORDINALITY AS r(u, s, n, c, tid, nid, ord)
                   JOIN bench_templates t ON t.id = r.tid JOIN bench_narrowings x ON x.id = r.nid
                   CROSS JOIN LATERAL (SELECT regexp_replace(t.question, '[?.!\\s]+$', '') || ' ' || x.phrase || '?' AS question,
@@ -216,38 +276,10 @@ export async function seed(pool: pg.Pool, opts: SeedOptions): Promise<{ turns: n
     }
     turns += b.users.length;
     sessions += b.sIds.length;
-    b = emptyBatch();
   };
-  for (let u = opts.fromUser; u < opts.toUser; u++) {
-    const r = rng(7_000_000 + u);
-    const mine = userDatabases(u).flatMap((d) => byDatabase.get(d) ?? []);
-    let left = opts.turnsPerUser;
-    while (left > 0) {
-      const ii = mine[Math.floor(r() * mine.length)]!;
-      const interaction = sparc[ii]!;
-      const n = Math.min(left, interaction.turns.length);
-      left -= n;
-      const session = randomUUID();
-      const start = now.getTime() - Math.floor(r() * 6 * DAY);
-      for (let j = 0; j < n; j++) {
-        b.users.push(userId(u));
-        b.sessions.push(session);
-        b.numbers.push(j + 1);
-        b.times.push(new Date(start + j * 40_000));
-        b.templates.push(ids[ii]![j]! + Math.floor(r() * VARIANTS));
-        b.narrowings.push(Math.floor(r() * NARROWINGS));
-      }
-      b.sUsers.push(userId(u));
-      b.sIds.push(session);
-      b.sNames.push(interaction.turns[0]!.question.slice(0, 100));
-      b.sCreated.push(new Date(start));
-      b.sUpdated.push(new Date(start + (n - 1) * 40_000));
-      b.sCount.push(n);
-    }
-    if (b.users.length >= TURN_BATCH) await flush();
-    if (opts.log && (u + 1 - opts.fromUser) % 2000 === 0) opts.log(`  seeded ${u + 1 - opts.fromUser} users`);
-  }
-  await flush();
+  await planConversations({ ...opts, now }, TURN_BATCH, store, (done) => {
+    if (opts.log && done % 2000 === 0) opts.log(`  seeded ${done} users`);
+  });
   await pool.query('ANALYZE sessions; ANALYZE turns');
   if (opts.withLangchain) await pool.query(`ANALYZE ${LC_HISTORY_TABLE}; ANALYZE ${LC_VECTOR_TABLE}`);
   return { turns, sessions, ms: performance.now() - started };
