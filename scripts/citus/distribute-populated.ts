@@ -92,72 +92,49 @@ async function startServiceWriter(cluster: CitusCluster, database: string): Prom
   const sessionId = crypto.randomUUID();
   const question = 'How many singers do we have?';
   const embedding = embedText(question, DIMENSIONS)!;
-  let writing = true;
-  let longest = 0;
-  let written = 0;
-  const failed: string[] = [];
-  const began = performance.now();
-  let failing: [number, number] | undefined;
-  const loop = (async () => {
-    while (writing) {
-      const t0 = performance.now();
-      try {
-        const now = new Date();
-        await retrieveMemory(scope, {
-          identity,
-          sessionId,
-          now,
-          windowSize: 5,
-          k: 3,
-          minSimilarity: 0.25,
+  return writeEvery50ms(
+    async (written) => {
+      const now = new Date();
+      await retrieveMemory(scope, {
+        identity,
+        sessionId,
+        now,
+        windowSize: 5,
+        k: 3,
+        minSimilarity: 0.25,
+        embedding,
+        embeddingModel: EMBEDDING_MODEL,
+        search: questionSearch(question),
+        scope: { requested: [] },
+      });
+      const stored = await appendTurn(scope, {
+        identity,
+        sessionId,
+        ...(written === 0 ? { createWithName: 'writer' } : {}),
+        now,
+        ttlMs: 7 * 86_400_000,
+        ttlMode: 'sliding',
+        eraseEpoch: 0,
+        turn: {
+          status: 'ok',
+          question,
+          augmentedQuestion: null,
+          answer: 'a',
+          sqlQuery: 'SELECT count(*) FROM singer',
+          queryExplanation: null,
+          tablesUsed: ['singer'],
+          vdpDatabaseNames: ['concert_singer'],
+          executionResult: null,
+          metadata: {},
           embedding,
           embeddingModel: EMBEDDING_MODEL,
-          search: questionSearch(question),
-          scope: { requested: [] },
-        });
-        const stored = await appendTurn(scope, {
-          identity,
-          sessionId,
-          ...(written === 0 ? { createWithName: 'writer' } : {}),
-          now,
-          ttlMs: 7 * 86_400_000,
-          ttlMode: 'sliding',
-          eraseEpoch: 0,
-          turn: {
-            status: 'ok',
-            question,
-            augmentedQuestion: null,
-            answer: 'a',
-            sqlQuery: 'SELECT count(*) FROM singer',
-            queryExplanation: null,
-            tablesUsed: ['singer'],
-            vdpDatabaseNames: ['concert_singer'],
-            executionResult: null,
-            metadata: {},
-            embedding,
-            embeddingModel: EMBEDDING_MODEL,
-            searchTerms: turnSearchTerms({ question, sqlQuery: 'SELECT count(*) FROM singer', tablesUsed: ['singer'] }),
-          },
-        });
-        if (!stored) throw new Error('the session was not found');
-        written += 1;
-      } catch (err) {
-        failed.push((err as Error).message);
-        const at = (performance.now() - began) / 1000;
-        failing = [failing?.[0] ?? at, at];
-      }
-      longest = Math.max(longest, performance.now() - t0);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    await pool.end();
-  })();
-  return {
-    async stop() {
-      writing = false;
-      await loop;
-      return { written, failed, longest, ...(failing ? { failing } : {}) };
+          searchTerms: turnSearchTerms({ question, sqlQuery: 'SELECT count(*) FROM singer', tablesUsed: ['singer'] }),
+        },
+      });
+      if (!stored) throw new Error('the session was not found');
     },
-  };
+    () => pool.end(),
+  );
 }
 
 async function startPlainWriter(cluster: CitusCluster, database: string): Promise<Writer> {
@@ -169,6 +146,23 @@ async function startPlainWriter(cluster: CitusCluster, database: string): Promis
      VALUES ($1, $2, $3, 'writer', now(), now(), now() + interval '7 days', 0, 0)`,
     [TENANT, userId(0), session],
   );
+  return writeEvery50ms(
+    async (written) => {
+      await client.query(
+        `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer)
+         VALUES ($1, $2, $3, $4, now(), 'ok', 'q', 'a')`,
+        [TENANT, userId(0), session, written + 1],
+      );
+    },
+    () => client.end(),
+  );
+}
+
+/**
+ * Runs `write` every 50 ms (given how many succeeded so far) until stopped, then `close`; counts what
+ * succeeded, what failed and when, and the longest call.
+ */
+function writeEvery50ms(write: (written: number) => Promise<void>, close: () => Promise<unknown>): Writer {
   let writing = true;
   let longest = 0;
   let written = 0;
@@ -176,16 +170,10 @@ async function startPlainWriter(cluster: CitusCluster, database: string): Promis
   const began = performance.now();
   let failing: [number, number] | undefined;
   const loop = (async () => {
-    let n = 0;
     while (writing) {
       const t0 = performance.now();
       try {
-        await client.query(
-          `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer)
-           VALUES ($1, $2, $3, $4, now(), 'ok', 'q', 'a')`,
-          [TENANT, userId(0), session, n + 1],
-        );
-        n += 1;
+        await write(written);
         written += 1;
       } catch (err) {
         failed.push((err as Error).message);
@@ -195,7 +183,7 @@ async function startPlainWriter(cluster: CitusCluster, database: string): Promis
       longest = Math.max(longest, performance.now() - t0);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    await client.end();
+    await close();
   })();
   return {
     async stop() {
