@@ -13,6 +13,13 @@ COPY package.json package-lock.json ./
 # The lock file names the client package's workspace; npm ci needs its manifest (the service does not use it).
 COPY packages/memorychat-client/package.json ./packages/memorychat-client/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# The embedded database's template cluster, which `postinstall` makes outside Docker (--ignore-scripts
+# skipped it): it lands in node_modules/.cache, so the image's first start copies it instead of running
+# initdb and every migration. Only node_modules leaves this stage.
+COPY services/db/embedded/cluster-template.mjs services/db/embedded/pglite-process.mjs ./services/db/embedded/
+COPY services/db/migrations ./services/db/migrations
+COPY scripts/build/embedded-cluster-template.mjs ./scripts/build/
+RUN node scripts/build/embedded-cluster-template.mjs
 
 # esbuild is a development dependency (its binary comes from its platform package, no install script
 # needed); only its output leaves this stage.
@@ -24,7 +31,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts/build ./scripts/build
 COPY services ./services
-COPY scripts/migrate.ts scripts/token.ts ./scripts/
+COPY scripts/migrate.ts scripts/token.ts scripts/citus-rebalance.ts ./scripts/
 RUN npm run build:service
 
 FROM ${NODE_IMAGE} AS runtime

@@ -7,9 +7,7 @@
 import { readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
-
-const SOURCE_DIRS = ['services'];
-const SOURCE_FILES = ['scripts/migrate.ts', 'scripts/token.ts', 'scripts/citus-rebalance.ts'];
+import { SOURCE_DIRS, SOURCE_FILES } from './entries.mjs';
 
 function typescriptUnder(dir) {
   return readdirSync(dir, { recursive: true, withFileTypes: true })

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { SOURCE_DIRS, SOURCE_FILES } from '../../scripts/build/entries.mjs';
 import { podContainers, renderKustomization } from '../../scripts/k8s/render.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -16,9 +17,17 @@ const ignored = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8')
   .split('\n')
   .filter((l) => l.trim() && !l.startsWith('#'));
 
+/** The lines of the stage named `name` (`FROM … AS name`), up to the next FROM. */
+function stage(name: string): string[] {
+  const from = lines.findIndex((l) => new RegExp(`^FROM .* AS ${name}$`, 'i').test(l.trim()));
+  expect(from, `stage ${name}`).toBeGreaterThanOrEqual(0);
+  const next = lines.findIndex((l, i) => i > from && /^FROM /i.test(l));
+  return lines.slice(from, next < 0 ? undefined : next);
+}
+
 /** The sources of the COPY instructions that read the build context (not another stage). */
-function contextCopies(): string[] {
-  return lines
+function contextCopies(of: string[] = lines): string[] {
+  return of
     .filter((l) => /^COPY /i.test(l) && !/--from=/.test(l))
     .flatMap((l) =>
       l
@@ -36,7 +45,8 @@ function sourceOf(compiled: string): string {
 }
 
 const isIgnored = (file: string) => ignored.some((pattern) => file === pattern || file.startsWith(`${pattern}/`));
-const isCopied = (file: string) => contextCopies().some((src) => file === src || file.startsWith(`${src.replace(/\/$/, '')}/`));
+const isCopied = (file: string, of: string[] = lines) =>
+  contextCopies(of).some((src) => file === src || file.startsWith(`${src.replace(/\/$/, '')}/`));
 
 describe('the Dockerfile', () => {
   it('when the image starts, then node itself is PID 1 and runs compiled JavaScript built from an entry point that exists', () => {
@@ -50,8 +60,7 @@ describe('the Dockerfile', () => {
     const modulesFrom = /^COPY --from=(\S+) \S*node_modules/i.exec(
       finalStage.find((l) => /node_modules/.test(l) && /^COPY /i.test(l))!,
     )![1];
-    const stage = lines.slice(lines.findIndex((l) => new RegExp(`^FROM .* AS ${modulesFrom}$`, 'i').test(l.trim())));
-    expect(stage.find((l) => /^RUN /i.test(l))).toMatch(/npm ci --omit=dev/);
+    expect(stage(modulesFrom!).find((l) => /^RUN /i.test(l))).toMatch(/npm ci --omit=dev/);
     const { dependencies } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     for (const tool of ['tsx', 'esbuild', 'typescript']) expect(Object.keys(dependencies)).not.toContain(tool);
   });
@@ -82,5 +91,26 @@ describe('the Dockerfile', () => {
     expect(sources).toEqual(expect.arrayContaining(['services/api/server.ts', 'services/worker/worker.ts', 'scripts/migrate.ts']));
     for (const source of sources) expect(isCopied(source), source).toBe(true);
     expect(finalStage.some((l) => /^COPY --from=build \/app\/dist /i.test(l))).toBe(true);
+  });
+
+  it('when the build stage runs npm run build:service, then every source it compiles is copied into that stage', () => {
+    const build = stage('build');
+    expect(build.some((l) => /^RUN npm run build:service/i.test(l))).toBe(true);
+    for (const source of [...SOURCE_DIRS, ...SOURCE_FILES]) expect(isCopied(source, build), source).toBe(true);
+  });
+
+  it('when the image starts for the first time, then its node_modules already hold the embedded database template that postinstall makes', () => {
+    const deps = stage('deps');
+    const run = deps.findIndex((l) => /^RUN node scripts\/build\/embedded-cluster-template\.mjs$/i.test(l.trim()));
+    expect(run).toBeGreaterThan(deps.findIndex((l) => /npm ci --omit=dev/.test(l)));
+    // What that script reads from the repository: itself, the template module, the database child it
+    // forks and the migrations it applies (cluster-template.mjs finds them by import.meta.url).
+    const read = [
+      'scripts/build/embedded-cluster-template.mjs',
+      'services/db/embedded/cluster-template.mjs',
+      'services/db/embedded/pglite-process.mjs',
+      'services/db/migrations/001_sessions_and_turns.sql',
+    ];
+    for (const file of read) expect(isCopied(file, deps.slice(0, run)), file).toBe(true);
   });
 });
