@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { citusCheck, citusScopeLiterals } from './citus-scope.js';
+import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
 
@@ -70,33 +70,43 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
  * with the transaction, so a pooled connection never carries one user's identity into the next
  * statement. Auth refuses ids with NUL, which no Postgres text value can carry. On a Citus
  * coordinator every statement runs in a transaction block whose scope reaches the workers
- * (db/citus-scope.ts).
+ * (db/citus-scope.ts): a single statement goes with its `BEGIN`, scope and `COMMIT` in one round trip,
+ * and a transaction's scope goes with its first statement.
  */
 function scopedRunner(pool: pg.Pool, scope: ScopeValues, onCitus: () => Promise<boolean>): TransactionalQueryable {
   const transaction = async <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => {
-    const begin = (await onCitus()) ? citusScopeLiterals(scope) : scopeLiterals(scope);
+    const prelude = (await onCitus()) ? citusScopePrelude(scope) : undefined;
     return withClient(pool, async (client, markBroken) => {
-      await client.query(begin);
+      if (!prelude) await client.query(scopeLiterals(scope));
+      let opened = !prelude;
+      const query = (statement: string | pg.QueryConfig, values?: unknown[]) => {
+        if (opened || !prelude) return client.query(statement, values);
+        opened = true;
+        return queryCitusScoped(client, prelude, false, statement, values);
+      };
       try {
-        const result = await work({ query: (statement, values) => client.query(statement, values), isDistributed: onCitus });
-        await client.query('COMMIT');
+        const result = await work({ query, isDistributed: onCitus });
+        if (opened) await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(markBroken);
+        if (opened) await client.query('ROLLBACK').catch(markBroken);
         throw err;
       }
     });
   };
   return {
     query: async <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) => {
-      if (await onCitus()) return transaction((tx) => tx.query<R>(statement, values));
+      const citus = await onCitus();
       return withClient(pool, async (client, markBroken) => {
         try {
+          if (citus) return await queryCitusScoped<R>(client, citusScopePrelude(scope), true, statement, values);
           return await queryScoped<R>(client, scope, statement, values);
         } catch (err) {
-          // The database refused the statement and rolled it back; any other failure (a dropped
-          // connection, a read timeout) leaves the connection in an unknown state.
-          if (!(err instanceof pg.DatabaseError)) markBroken(err as Error);
+          // On a server the database refused the statement and rolled it back; on Citus the block its
+          // BEGIN opened may still be open, aborted. Any other failure (a dropped connection, a read
+          // timeout) leaves the connection in an unknown state.
+          if (citus && err instanceof pg.DatabaseError) await client.query('ROLLBACK').catch(markBroken);
+          else if (!(err instanceof pg.DatabaseError)) markBroken(err as Error);
           throw err;
         }
       });

@@ -17,16 +17,18 @@ const SCOPE_STATEMENT = {
 /** [role, tenant id, user id, 'on'|'off'] */
 export type ScopeValues = [string, string, string, string];
 
-/** pg's connection as a Submittable sees it: the protocol messages the scoped statement writes. */
-interface Connection {
+/** pg's connection as a Submittable sees it: the protocol messages the scoped statements write. */
+export interface Connection {
   parsedStatements: Record<string, string>;
   stream: { cork?: () => void; uncork?: () => void };
-  bind(config: { statement: string; values: string[] }): void;
+  parse(config: { text: string }): void;
+  bind(config: { statement?: string; values?: string[] }): void;
   execute(config: { portal: string }): void;
+  sync(): void;
 }
 
 // pg's Query is the Submittable that parses rows into a result; its declaration omits the protocol hooks.
-const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig, values?: unknown[], callback?: unknown) => object }).Query;
+export const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig, values?: unknown[], callback?: unknown) => object }).Query;
 
 /**
  * One statement under a scope in ONE round trip: Bind/Execute of the scope statement, then the

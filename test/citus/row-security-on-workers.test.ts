@@ -1,4 +1,6 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scopedDatabase } from '../../services/db/row-security.js';
 import { seedSession } from '../support/service/seed-memory.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
@@ -58,5 +60,51 @@ describe('row-level security on the Citus workers', () => {
       await client.query('ROLLBACK');
       client.release();
     }
+  });
+
+  describe('through a pool of one connection that records what the nodes report', () => {
+    let pool: pg.Pool;
+    const notices: string[] = [];
+
+    beforeAll(() => {
+      pool = new pg.Pool({ ...t.database.pool.options, max: 1 });
+      pool.on('connect', (client) => client.on('notice', (notice) => notices.push(notice.message ?? String(notice))));
+    });
+    afterAll(async () => {
+      await pool?.end();
+    });
+
+    it('when statements and transactions run under a scope, then no node warns about them (each SET LOCAL goes to the workers alone)', async () => {
+      // Sent as one "BEGIN; SET LOCAL …" string, Citus made each worker run that whole string again for
+      // every propagated SET: five "there is already a transaction in progress" warnings per statement.
+      const user = scopedDatabase(pool).asUser({ tenantId: 'default', userId: 'rls-user-5' });
+      const { rows } = await user.query<{ n: number }>('SELECT count(*)::int AS n FROM turns');
+      const inTransaction = await user.transaction(async (tx) => {
+        const first = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM turns');
+        const second = await tx.query<{ user_id: string }>(`SELECT current_setting('memorychat.user_id') AS user_id`);
+        return [first.rows[0]!.n, second.rows[0]!.user_id];
+      });
+      expect([rows[0]!.n, ...inTransaction]).toEqual([6, 6, 'rls-user-5']);
+      expect(notices).toEqual([]);
+    });
+
+    it('when a scoped statement or a transaction’s first statement fails, then it is rolled back and the connection serves the next scope', async () => {
+      const scoped = scopedDatabase(pool);
+      const user = scoped.asUser({ tenantId: 'default', userId: 'rls-user-2' });
+      await expect(user.query('SELECT count(*) / 0 FROM turns')).rejects.toThrow(/division by zero/);
+      await expect(
+        user.transaction(async (tx) => {
+          await tx.query('SELECT count(*) / 0 FROM turns');
+        }),
+      ).rejects.toThrow(/division by zero/);
+      await expect(user.transaction(async () => 'no statement')).resolves.toBe('no statement');
+      const other = scoped.asUser({ tenantId: 'default', userId: 'rls-user-3' });
+      const { rows } = await other.query<{ n: number; user_id: string }>(
+        `SELECT count(*)::int AS n, current_setting('memorychat.user_id') AS user_id FROM turns`,
+      );
+      expect(rows[0]).toEqual({ n: 4, user_id: 'rls-user-3' });
+      const { rows: state } = await pool.query<{ open: boolean }>(`SELECT now() <> statement_timestamp() AS open`);
+      expect(state[0]!.open).toBe(false);
+    });
   });
 });
