@@ -12,6 +12,9 @@
 //
 //   node --import tsx scripts/citus/distribute-populated.ts [--users 10000] [--turns-per-user 100] [--mode both]
 //     [--writer service|plain|none]   (none: the time of a maintenance window, nothing writing)
+//     [--blocking-writer service|plain|none]   (the writer beside the blocking way; --writer's by default)
+//     [--worker-maintenance-work-mem 512MB]   (the workers' budget for building the shards' indexes;
+//                                              the test cluster's 64MB by default)
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -33,6 +36,8 @@ const { values: args } = parseArgs({
     'turns-per-user': { type: 'string', default: '100' },
     mode: { type: 'string', default: 'both' },
     writer: { type: 'string', default: 'service' },
+    'blocking-writer': { type: 'string' },
+    'worker-maintenance-work-mem': { type: 'string' },
   },
 });
 const USERS = Number(args.users);
@@ -40,7 +45,10 @@ const TPU = Number(args['turns-per-user']);
 // The non-blocking way first: it is the one docs/scaling.md recommends.
 const MODES = args.mode === 'both' ? ['concurrently', 'blocking'] : [args.mode!];
 if (MODES.some((m) => m !== 'blocking' && m !== 'concurrently')) throw new Error('--mode is blocking, concurrently or both');
-if (!['service', 'plain', 'none'].includes(args.writer!)) throw new Error('--writer is service, plain or none');
+const WRITERS = { concurrently: args.writer!, blocking: args['blocking-writer'] ?? args.writer! } as Record<string, string>;
+if (Object.values(WRITERS).some((w) => !['service', 'plain', 'none'].includes(w))) {
+  throw new Error('--writer and --blocking-writer are service, plain or none');
+}
 const DISTRIBUTION = new URL('../../services/db/migrations/016_citus_distribution.sql', import.meta.url);
 const FUNCTIONS = new URL('./distribute-functions.sql', import.meta.url);
 const LOGIN = 'mc_distribute';
@@ -78,9 +86,9 @@ interface WriterResult {
  * service's own append and retrieval statements in the caller's scope, by a service started after the
  * citus extension was created, so in the shape it gives them on Citus), or one plain INSERT of a turn.
  */
-async function startWriter(cluster: CitusCluster, database: string): Promise<Writer> {
-  if (args.writer === 'none') return { stop: async () => ({ written: 0, failed: [], longest: 0 }) };
-  return args.writer === 'service' ? startServiceWriter(cluster, database) : startPlainWriter(cluster, database);
+async function startWriter(cluster: CitusCluster, database: string, kind: string): Promise<Writer> {
+  if (kind === 'none') return { stop: async () => ({ written: 0, failed: [], longest: 0 }) };
+  return kind === 'service' ? startServiceWriter(cluster, database) : startPlainWriter(cluster, database);
 }
 
 async function startServiceWriter(cluster: CitusCluster, database: string): Promise<Writer> {
@@ -229,6 +237,21 @@ async function allowCitusOutputPlugin(cluster: CitusCluster): Promise<void> {
   }
 }
 
+/**
+ * The workers build the shards' HNSW indexes after copying their rows: with too little
+ * maintenance_work_mem for a shard's graph a build falls back to inserting row by row. Serial builds
+ * (a parallel one reserves its whole budget as shared memory, and a worker builds several shards at once).
+ */
+async function setWorkerMaintenanceMemory(cluster: CitusCluster, budget: string): Promise<void> {
+  for (const worker of cluster.workers) {
+    await cluster.asSuperuser(worker, 'postgres', async (c) => {
+      await c.query(`ALTER SYSTEM SET maintenance_work_mem = ${pg.escapeLiteral(budget)}`);
+      await c.query('ALTER SYSTEM SET max_parallel_maintenance_workers = 0');
+      await c.query('SELECT pg_reload_conf()');
+    });
+  }
+}
+
 async function distributeConcurrently(
   cluster: CitusCluster,
   pool: pg.Pool,
@@ -255,13 +278,13 @@ async function distributeConcurrently(
 }
 
 async function distribute(cluster: CitusCluster, database: string, mode: string, seededTurns: number): Promise<void> {
-  log(`--- ${mode}: ${database} (load average ${load()})`);
+  log(`--- ${mode}, writer ${WRITERS[mode]}: ${database} (load average ${load()})`);
   let started = performance.now();
   await addCitus(cluster, database);
   log(`citus created and ${cluster.workers.length} workers added in ${seconds(performance.now() - started)}`);
   const pool = new pg.Pool({ ...cluster.coordinator, user: LOGIN, database, max: 1 });
   pool.on('error', () => {});
-  const writer = await startWriter(cluster, database);
+  const writer = await startWriter(cluster, database, WRITERS[mode]!);
   const step = async (name: string, work: () => Promise<unknown>) => {
     const t0 = performance.now();
     await work();
@@ -322,6 +345,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
 
 const cluster = await startCitusCluster();
 try {
+  if (args['worker-maintenance-work-mem']) await setWorkerMaintenanceMemory(cluster, args['worker-maintenance-work-mem']);
   await cluster.createLogin(LOGIN, 'LOGIN CREATEROLE');
   const [first, ...copies] = MODES.map((m) => `seeded_${m}`);
   // The single server: pgvector only, on the coordinator; every migration, 016 included (a no-op there).
