@@ -202,6 +202,45 @@ function writeEvery50ms(write: (written: number) => Promise<void>, close: () => 
   };
 }
 
+/**
+ * Samples the coordinator every 100 ms while the tables are distributed: the lock modes taken on
+ * turns and sessions (by whom: the distribution, or the writer), and each statement seen waiting
+ * for a lock, with how long it had waited when last seen.
+ */
+function watchLocks(cluster: CitusCluster, database: string) {
+  const client = new pg.Client({ ...cluster.coordinator, user: 'postgres', database });
+  client.on('error', () => {});
+  let watching = true;
+  const held = new Set<string>();
+  const waits = new Map<string, number>();
+  const loop = (async () => {
+    await client.connect();
+    while (watching) {
+      const { rows } = await client.query<{ lock: string | null; waiting: string | null; ms: number | null }>(
+        `SELECT CASE WHEN l.granted THEN c.relname || ' ' || l.mode || ' (' || coalesce(nullif(left(a.query, 40), ''), a.backend_type) || ')' END AS lock,
+                CASE WHEN NOT l.granted THEN left(a.query, 60) || ' for ' || l.mode || ' on ' || c.relname END AS waiting,
+                CASE WHEN NOT l.granted THEN (extract(epoch FROM clock_timestamp() - a.state_change) * 1000)::int END AS ms
+         FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND c.relname IN ('turns', 'sessions') AND a.pid <> pg_backend_pid()`,
+      );
+      for (const r of rows) {
+        if (r.lock) held.add(r.lock);
+        if (r.waiting) waits.set(r.waiting, Math.max(waits.get(r.waiting) ?? 0, r.ms ?? 0));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await client.end();
+  })();
+  return {
+    async stop() {
+      watching = false;
+      await loop;
+      return { held: [...held], waits: [...waits].map(([what, ms]) => `${what} (${ms} ms)`) };
+    },
+  };
+}
+
 /** What the operator runs first: the database and citus on every worker, citus on the coordinator, the workers added. */
 async function addCitus(cluster: CitusCluster, database: string): Promise<void> {
   for (const worker of cluster.workers) {
@@ -285,6 +324,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
   const pool = new pg.Pool({ ...cluster.coordinator, user: LOGIN, database, max: 1 });
   pool.on('error', () => {});
   const writer = await startWriter(cluster, database, WRITERS[mode]!);
+  const locks = watchLocks(cluster, database);
   const step = async (name: string, work: () => Promise<unknown>) => {
     const t0 = performance.now();
     await work();
@@ -309,6 +349,9 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
   }
   const total = performance.now() - started;
   const { written, failed, longest, failing } = await writer.stop();
+  const { waits, held } = await locks.stop();
+  log(`  locks on turns and sessions, sampled every 100 ms: ${held.join(', ') || 'none'}`);
+  log(`  statements seen waiting for a lock: ${waits.join('; ') || 'none'}`);
   log(
     `${mode}: distribution ${seconds(total)}; writer: ${written} turns written, ${failed.length} failed ` +
       `(${[...new Set(failed)].join('; ') || 'none'}), longest wait ${seconds(longest)}` +
