@@ -1,20 +1,22 @@
-// Reproduces the lost write of docs/scaling.md#rebalancing on a Citus test cluster of its own: a shard
-// move switches over once the new placement has applied the source's WAL up to pg_current_wal_lsn(),
-// the position WAL has been *written* to (Citus's multi_logical_replication.c). With
-// synchronous_commit = off a worker acknowledges a commit before writing its record, and the WAL writer
-// writes it within wal_writer_delay (set long here). Writers append rows for users of one shard through
-// the coordinator, each row acknowledged once its INSERT returns; the shard is moved back and forth
-// between the two workers; then every acknowledged row is looked up. Lost rows are also looked for on
-// the source placement the move leaves behind (Citus drops it later).
+// Reproduces the lost write of docs/scaling.md#rebalancing on a Citus test cluster of its own. A shard
+// move switches over once the new placement's subscription reports the source's WAL position as read
+// by pg_current_wal_lsn(): the WAL *written* (Citus's multi_logical_replication.c). With
+// synchronous_commit = off a worker acknowledges a commit before writing its record, which the WAL
+// writer writes within wal_writer_delay, so an acknowledged commit can lie beyond that position and
+// stay on the placement the move drops. Writers append rows for users of one shard through the
+// coordinator, each row acknowledged once its INSERT returns; the shard is moved back and forth
+// between the two workers; then every acknowledged row is looked up, and the lost ones on the source
+// placement too, right after each move (Citus drops it later). Each run is made with the workers'
+// synchronous_commit off, then on, the same workload and WAL writer settings.
 //
-// With --stall-wal-writer the source worker's WAL writer is stopped (SIGSTOP) for 400 ms of every 500
-// during each move, as a WAL writer starved of CPU would be: WAL then lags behind the commits the
-// worker has acknowledged, and stays behind the move's switch-over position for longer.
+// The defaults lose rows with off: one writer, a row every 100 ms, a WAL writer that writes every
+// 10 s and flushes whatever it writes. With --stall-wal-writer the source worker's WAL writer is also
+// stopped (SIGSTOP) for 400 ms of every 500 during each move, as a WAL writer starved of CPU would be.
 //
-//   node --import tsx scripts/citus/lost-write-repro.ts [--runs 3] [--moves 3] [--writers 4] [--wal-writer-delay 10s]
-//     [--wal-writer-flush-after 1GB] [--stall-wal-writer] [--pause-ms 0]   (each writer's pause after each row)
+//   node --import tsx scripts/citus/lost-write-repro.ts [--runs 3] [--moves 4] [--writers 1] [--pause-ms 100]
+//     [--wal-writer-delay 10s] [--wal-writer-flush-after 0] [--stall-wal-writer]
 // Prints, for each run and setting, acknowledged / stored / lost (and how many of the lost rows were
-// still on the dropped placement), then the totals per setting. Runs alternate off and on.
+// on the dropped placement), then the totals per setting.
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -23,12 +25,12 @@ import { type CitusCluster, type CitusNode, startCitusCluster } from '../../test
 const { values: args } = parseArgs({
   options: {
     runs: { type: 'string', default: '3' },
-    moves: { type: 'string', default: '3' },
-    writers: { type: 'string', default: '4' },
+    moves: { type: 'string', default: '4' },
+    writers: { type: 'string', default: '1' },
     'wal-writer-delay': { type: 'string', default: '10s' },
-    'wal-writer-flush-after': { type: 'string', default: '1GB' },
+    'wal-writer-flush-after': { type: 'string', default: '0' },
     'stall-wal-writer': { type: 'boolean', default: false },
-    'pause-ms': { type: 'string', default: '0' },
+    'pause-ms': { type: 'string', default: '100' },
   },
 });
 const RUNS = Number(args.runs);
