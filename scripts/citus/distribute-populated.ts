@@ -12,6 +12,9 @@
 //
 //   node --import tsx scripts/citus/distribute-populated.ts [--users 10000] [--turns-per-user 100] [--mode both]
 //     [--writer service|plain|none]   (none: the time of a maintenance window, nothing writing)
+//     [--blocking-writer service|plain|none]   (the writer beside the blocking way; --writer's by default)
+//     [--worker-maintenance-work-mem 512MB]   (the workers' budget for building the shards' indexes;
+//                                              the test cluster's 64MB by default)
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -33,6 +36,8 @@ const { values: args } = parseArgs({
     'turns-per-user': { type: 'string', default: '100' },
     mode: { type: 'string', default: 'both' },
     writer: { type: 'string', default: 'service' },
+    'blocking-writer': { type: 'string' },
+    'worker-maintenance-work-mem': { type: 'string' },
   },
 });
 const USERS = Number(args.users);
@@ -40,7 +45,10 @@ const TPU = Number(args['turns-per-user']);
 // The non-blocking way first: it is the one docs/scaling.md recommends.
 const MODES = args.mode === 'both' ? ['concurrently', 'blocking'] : [args.mode!];
 if (MODES.some((m) => m !== 'blocking' && m !== 'concurrently')) throw new Error('--mode is blocking, concurrently or both');
-if (!['service', 'plain', 'none'].includes(args.writer!)) throw new Error('--writer is service, plain or none');
+const WRITERS = { concurrently: args.writer!, blocking: args['blocking-writer'] ?? args.writer! } as Record<string, string>;
+if (Object.values(WRITERS).some((w) => !['service', 'plain', 'none'].includes(w))) {
+  throw new Error('--writer and --blocking-writer are service, plain or none');
+}
 const DISTRIBUTION = new URL('../../services/db/migrations/016_citus_distribution.sql', import.meta.url);
 const FUNCTIONS = new URL('./distribute-functions.sql', import.meta.url);
 const LOGIN = 'mc_distribute';
@@ -78,9 +86,9 @@ interface WriterResult {
  * service's own append and retrieval statements in the caller's scope, by a service started after the
  * citus extension was created, so in the shape it gives them on Citus), or one plain INSERT of a turn.
  */
-async function startWriter(cluster: CitusCluster, database: string): Promise<Writer> {
-  if (args.writer === 'none') return { stop: async () => ({ written: 0, failed: [], longest: 0 }) };
-  return args.writer === 'service' ? startServiceWriter(cluster, database) : startPlainWriter(cluster, database);
+async function startWriter(cluster: CitusCluster, database: string, kind: string): Promise<Writer> {
+  if (kind === 'none') return { stop: async () => ({ written: 0, failed: [], longest: 0 }) };
+  return kind === 'service' ? startServiceWriter(cluster, database) : startPlainWriter(cluster, database);
 }
 
 async function startServiceWriter(cluster: CitusCluster, database: string): Promise<Writer> {
@@ -194,6 +202,45 @@ function writeEvery50ms(write: (written: number) => Promise<void>, close: () => 
   };
 }
 
+/**
+ * Samples the coordinator every 100 ms while the tables are distributed: the lock modes taken on
+ * turns and sessions (by whom: the distribution, or the writer), and each statement seen waiting
+ * for a lock, with how long it had waited when last seen.
+ */
+function watchLocks(cluster: CitusCluster, database: string) {
+  const client = new pg.Client({ ...cluster.coordinator, user: 'postgres', database });
+  client.on('error', () => {});
+  let watching = true;
+  const held = new Set<string>();
+  const waits = new Map<string, number>();
+  const loop = (async () => {
+    await client.connect();
+    while (watching) {
+      const { rows } = await client.query<{ lock: string | null; waiting: string | null; ms: number | null }>(
+        `SELECT CASE WHEN l.granted THEN c.relname || ' ' || l.mode || ' (' || coalesce(nullif(left(a.query, 40), ''), a.backend_type) || ')' END AS lock,
+                CASE WHEN NOT l.granted THEN left(a.query, 60) || ' for ' || l.mode || ' on ' || c.relname END AS waiting,
+                CASE WHEN NOT l.granted THEN (extract(epoch FROM clock_timestamp() - a.state_change) * 1000)::int END AS ms
+         FROM pg_locks l JOIN pg_class c ON c.oid = l.relation JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND c.relname IN ('turns', 'sessions') AND a.pid <> pg_backend_pid()`,
+      );
+      for (const r of rows) {
+        if (r.lock) held.add(r.lock);
+        if (r.waiting) waits.set(r.waiting, Math.max(waits.get(r.waiting) ?? 0, r.ms ?? 0));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await client.end();
+  })();
+  return {
+    async stop() {
+      watching = false;
+      await loop;
+      return { held: [...held], waits: [...waits].map(([what, ms]) => `${what} (${ms} ms)`) };
+    },
+  };
+}
+
 /** What the operator runs first: the database and citus on every worker, citus on the coordinator, the workers added. */
 async function addCitus(cluster: CitusCluster, database: string): Promise<void> {
   for (const worker of cluster.workers) {
@@ -229,6 +276,21 @@ async function allowCitusOutputPlugin(cluster: CitusCluster): Promise<void> {
   }
 }
 
+/**
+ * The workers build the shards' HNSW indexes after copying their rows: with too little
+ * maintenance_work_mem for a shard's graph a build falls back to inserting row by row. Serial builds
+ * (a parallel one reserves its whole budget as shared memory, and a worker builds several shards at once).
+ */
+async function setWorkerMaintenanceMemory(cluster: CitusCluster, budget: string): Promise<void> {
+  for (const worker of cluster.workers) {
+    await cluster.asSuperuser(worker, 'postgres', async (c) => {
+      await c.query(`ALTER SYSTEM SET maintenance_work_mem = ${pg.escapeLiteral(budget)}`);
+      await c.query('ALTER SYSTEM SET max_parallel_maintenance_workers = 0');
+      await c.query('SELECT pg_reload_conf()');
+    });
+  }
+}
+
 async function distributeConcurrently(
   cluster: CitusCluster,
   pool: pg.Pool,
@@ -255,13 +317,14 @@ async function distributeConcurrently(
 }
 
 async function distribute(cluster: CitusCluster, database: string, mode: string, seededTurns: number): Promise<void> {
-  log(`--- ${mode}: ${database} (load average ${load()})`);
+  log(`--- ${mode}, writer ${WRITERS[mode]}: ${database} (load average ${load()})`);
   let started = performance.now();
   await addCitus(cluster, database);
   log(`citus created and ${cluster.workers.length} workers added in ${seconds(performance.now() - started)}`);
   const pool = new pg.Pool({ ...cluster.coordinator, user: LOGIN, database, max: 1 });
   pool.on('error', () => {});
-  const writer = await startWriter(cluster, database);
+  const writer = await startWriter(cluster, database, WRITERS[mode]!);
+  const locks = watchLocks(cluster, database);
   const step = async (name: string, work: () => Promise<unknown>) => {
     const t0 = performance.now();
     await work();
@@ -286,6 +349,9 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
   }
   const total = performance.now() - started;
   const { written, failed, longest, failing } = await writer.stop();
+  const { waits, held } = await locks.stop();
+  log(`  locks on turns and sessions, sampled every 100 ms: ${held.join(', ') || 'none'}`);
+  log(`  statements seen waiting for a lock: ${waits.join('; ') || 'none'}`);
   log(
     `${mode}: distribution ${seconds(total)}; writer: ${written} turns written, ${failed.length} failed ` +
       `(${[...new Set(failed)].join('; ') || 'none'}), longest wait ${seconds(longest)}` +
@@ -322,6 +388,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
 
 const cluster = await startCitusCluster();
 try {
+  if (args['worker-maintenance-work-mem']) await setWorkerMaintenanceMemory(cluster, args['worker-maintenance-work-mem']);
   await cluster.createLogin(LOGIN, 'LOGIN CREATEROLE');
   const [first, ...copies] = MODES.map((m) => `seeded_${m}`);
   // The single server: pgvector only, on the coordinator; every migration, 016 included (a no-op there).
