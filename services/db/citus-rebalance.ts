@@ -44,9 +44,10 @@ async function setForcedRowSecurity(pool: pg.Pool, forced: boolean): Promise<voi
 /**
  * A move switches over once the new worker has applied the source's WAL up to its write position
  * (pg_current_wal_lsn(), Citus's multi_logical_replication.c). With synchronous_commit off a commit is
- * acknowledged while its record may still be in WAL buffers, behind that position: such a write can
+ * acknowledged while its record may still be in WAL buffers, beyond that position: such a write can
  * miss the switch-over and stay on the placement the move drops, an acknowledged turn lost
- * (docs/scaling.md#rebalancing). So no rebalance starts while a worker commits that way.
+ * (docs/scaling.md#rebalancing; scripts/citus/lost-write-repro.ts reproduces it). So no rebalance
+ * starts while a worker commits that way.
  */
 async function refuseAsynchronousCommit(pool: pg.Pool): Promise<void> {
   const { rows } = await pool.query<{ node: string; setting: string }>(
