@@ -13,6 +13,8 @@
 //                        postgres://postgres@127.0.0.1:5432/postgres) with a pool of 10, each system on
 //                        its own database of the same data; seeded stages are kept as databases
 //                        mc_bench_v4_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
+//                        ($BENCH_DB_PREFIX instead of mc_bench: benches run side by side on one server
+//                        must not drop each other's copies)
 //   --citus              instead: /memoryChat on a Citus cluster next to the single server, and search on
 //                        the cluster (citus.ts); takes --users, --turns-per-user, --seconds, --rounds,
 //                        --clients (default 1,10) and --json
@@ -75,6 +77,7 @@ const TPU = Number(args['turns-per-user']);
 const SECONDS = Number(args.seconds);
 const ROUNDS = Number(args.rounds);
 const LEVELS = (args.clients ?? (args.citus ? '1,10' : '1,10,50')).split(',').map(Number);
+const DB_PREFIX = process.env.BENCH_DB_PREFIX ?? 'mc_bench';
 const CACHE = process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench');
 const WORK = path.join(CACHE, 'work');
 const log = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
@@ -111,7 +114,7 @@ async function seedStage(i: number): Promise<Stage> {
   const stage = stages[i]!;
   // v3: seeded turns carry local-hash-v2 vectors and terms:2 lexical terms; an older copy would
   // search vectors and terms the service no longer writes.
-  const ref = SERVER ? `mc_bench_v4_${stage.users}x${TPU}` : path.join(CACHE, `v4-${stage.users}x${TPU}`);
+  const ref = SERVER ? `${DB_PREFIX}_v4_${stage.users}x${TPU}` : path.join(CACHE, `v4-${stage.users}x${TPU}`);
   if (!args.fresh) {
     const manifest = await readManifest(ref);
     if (manifest) return { ref, manifest };
@@ -171,7 +174,7 @@ async function readManifest(ref: string): Promise<Manifest | undefined> {
 /** A system's own copy of the main stage: a directory under WORK, or a database cloned from the stage's. */
 async function copyFor(stage: Stage, system: string): Promise<string> {
   if (SERVER) {
-    const name = `mc_bench_work_${system}`;
+    const name = `${DB_PREFIX}_work_${system}`;
     await recreateDatabase(name, stage.ref);
     return name;
   }
