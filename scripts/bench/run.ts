@@ -37,7 +37,7 @@ import { floorTurns, shortVectors, unpreparedStatements } from './floor.js';
 import { addLangchainIndexes, createLangchainTables, dropLangchainIndexes, langchainTurn, vectorStore } from './langchain-peer.js';
 import type { LoadResult } from './load.js';
 import { childrenOf, commandLineIncludes, cpuMsOf, type Memory, memoryOf, RssSampler } from './rss.js';
-import { measureSearch, type SearchScale } from './scale.js';
+import { measureSearch, type OwnerSearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
 import {
   databaseExists,
@@ -337,7 +337,7 @@ async function main() {
   const embedMs = (performance.now() - t0) / 2000;
 
   // --- d: search against stored volume ---
-  const scale: SearchScale[] = [];
+  const scale: OwnerSearchScale[] = [];
   // Read-only, so each stage's cached directory or database is opened in place (no copy of up to ~10 GB);
   // migrated in place first when it predates the latest migration.
   for (const stage of built) {
@@ -393,7 +393,7 @@ type Results = {
   rounds: Record<string, LoadResult[][]>;
   cpuPerTurn: Record<string, { app: number; db: number }[]>;
   embedMsPerTurn: number;
-  scale: SearchScale[];
+  scale: OwnerSearchScale[];
   rss: {
     idle: { service?: Memory; db?: Memory };
     idleWarm: { service?: Memory; db?: Memory };

@@ -17,17 +17,26 @@ export interface SearchScale {
   turnsPerUser: number;
   /** The service's statement as sent today (unnamed: parsed and planned on every call). */
   search: LoadResult;
-  /** The same statement as a plain query, parsed and planned on every call (before preparing). */
-  plain: LoadResult;
+  /** The same statement as a plain query, parsed and planned on every call (before preparing); owner mode only. */
+  plain?: LoadResult;
   /** Mean hits per search (k = 3; a lexical match, or similarity >= 0.25). */
   hits: number;
 }
 
+/** measureSearch's figures in owner mode, which measures the plain twin too. */
+export type OwnerSearchScale = SearchScale & { plain: LoadResult };
+
 /**
- * `scoped`: the 'search' variant runs as the service runs it, as memorychat_app in the caller's
- * row-level-security scope (on Citus: its own transaction, db/citus-scope.ts), not as the pool's login.
+ * `owner`: the service's statement as the pool's login, and beside it the same statement as a plain
+ * query. `scoped`: as the service runs it, as memorychat_app in the caller's row-level-security scope
+ * (on Citus its own transaction, db/citus-scope.ts, whose statement is unnamed: parsed and planned on
+ * every call already), with no plain twin. On a Citus coordinator the owner's statement fails ("a
+ * column definition list is required for functions returning \"record\"", docs/scaling.md), so the
+ * Citus benches measure scoped.
  */
-export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, scoped = false): Promise<SearchScale> {
+export async function measureSearch(pool: pg.Pool, queries: number, seed?: number, mode?: 'owner'): Promise<OwnerSearchScale>;
+export async function measureSearch(pool: pg.Pool, queries: number, seed: number, mode: 'scoped'): Promise<SearchScale>;
+export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, mode: 'owner' | 'scoped' = 'owner'): Promise<SearchScale> {
   const turns = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
   const users = Number((await pool.query<{ n: string }>('SELECT count(DISTINCT user_id) AS n FROM sessions')).rows[0]!.n);
   const next = conversationStream(seed, users);
@@ -47,11 +56,14 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, s
       search: questionSearch(c.questions.at(-1)!),
     });
   }
-  const asUser = scoped ? scopedDatabase(pool).asUser : undefined;
-  const variants: [string, (user: string) => Queryable][] = [
-    ['search', (user) => asUser?.({ tenantId: TENANT, userId: user }) ?? pool],
-    ['plain', () => unpreparedStatements(pool)],
-  ];
+  const { asUser } = scopedDatabase(pool);
+  const variants: [string, (user: string) => Queryable][] =
+    mode === 'scoped'
+      ? [['search', (user) => asUser({ tenantId: TENANT, userId: user })]]
+      : [
+          ['search', () => pool],
+          ['plain', () => unpreparedStatements(pool)],
+        ];
   const latencies = new Map<string, number[]>(variants.map(([name]) => [name, []]));
   let hits = 0;
   const started = performance.now();
@@ -78,7 +90,7 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, s
   }
   const seconds = (performance.now() - started) / 1000;
   const search = summarise(latencies.get('search')!, 1, seconds);
-  const plain = summarise(latencies.get('plain')!, 1, seconds);
+  const plain = mode === 'owner' ? summarise(latencies.get('plain')!, 1, seconds) : undefined;
   const measured = latencies.get('search')!.length;
   return { turns, users, turnsPerUser: turns / Math.max(1, users), search, plain, hits: hits / Math.max(1, measured) };
 }

@@ -376,7 +376,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
   log(`turns stored: ${check[0]!.turns} (seeded ${seededTurns} + written ${written}); foreign keys of turns: ${check[0]!.fks}`);
   if (!error) {
     const l = load();
-    const s = await measureSearch(admin, 440, 99, true);
+    const s = await measureSearch(admin, 440, 99, 'scoped');
     log(
       `per-user search on the distributed ${s.turns} turns: p50 ${s.search.p50.toFixed(2)} p95 ${s.search.p95.toFixed(2)} ` +
         `p99 ${s.search.p99.toFixed(2)} ms (load average ${l})`,
