@@ -1,5 +1,5 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
-import { countRecurringTokens, countTokens, cutText } from '../text.js';
+import { countRecurringTokens, countTokensByLine, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
 
@@ -39,7 +39,8 @@ export function buildMemoryContext(input: ContextInput): BuiltContext {
     cost: (item) => countRecurringTokens(renderItem(item)) + SECTION_ALLOWANCE,
     render: (items) => {
       const text = items.length ? renderBlock(items) : '';
-      return { text, tokens: text ? countTokens(text) : 0 };
+      // Exact, as countTokens: the block's lines recur from turn to turn, so most are counted already.
+      return { text, tokens: countTokensByLine(text) };
     },
     tokens: (block) => block.tokens,
   });
