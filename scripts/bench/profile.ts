@@ -1,13 +1,16 @@
 // `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR | --server]`: runs
 // the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded server
 // database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints where
-// the service process spends its CPU (self time by function and by package).
+// the service process spends its CPU (self time by function, by package and by area: profile-areas.ts).
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { copyDataDir } from './database.js';
 import { runLoad } from './load.js';
+import { type ProfileNode, selfTimeByArea } from './profile-areas.js';
+import { cpuMsOf } from './rss.js';
 import { databaseUrl, dropDatabase, recreateDatabase } from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { conversationClient, startInstantAnswerer } from './workload.js';
@@ -23,15 +26,14 @@ const { values: args } = parseArgs({
   },
 });
 
-interface Node {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
+type Node = ProfileNode;
 
+/** The service runs from this checkout's dist/ (service.ts), so its frames' urls start here. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const profDir = await mkdtemp(path.join(tmpdir(), 'memorychat-prof-'));
 const dataDir = path.join(profDir, 'data');
-const serverCopy = 'mc_bench_profile';
+// One copy per run: profiles run side by side (before and after builds, other helpers) never share it.
+const serverCopy = `mc_bench_profile_${process.pid}`;
 if (args.server) await recreateDatabase(serverCopy, `mc_bench_v4_${args.users}x100`);
 else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
@@ -43,9 +45,24 @@ const service = await startService(
 );
 const clients = Number(args.clients);
 const { turn, close } = serviceTurns(service.baseUrl, clients);
-const r = await runLoad({ clients, warmupMs: 1500, durationMs: Number(args.seconds) * 1000, maxRequests: 1e6 }, (i) =>
+// The profile covers the service's whole life; only the measured slice counts (start-up, module
+// loading and the warm-up are not per-turn work). V8 stamps samples with the same monotonic clock as
+// process.hrtime, in microseconds.
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+const WARMUP_MS = 1500;
+const measuredFrom = monotonicUs() + WARMUP_MS * 1000;
+// The process's CPU time over the same slice: on a busy machine the sampler's wall-clock deltas also
+// count time the process waited for a core, so the per-area table splits this measured CPU by the
+// profile's shares instead of trusting the deltas' sum.
+let cpuFrom = NaN;
+setTimeout(() => {
+  cpuFrom = cpuMsOf(service.pid);
+}, WARMUP_MS);
+const r = await runLoad({ clients, warmupMs: WARMUP_MS, durationMs: Number(args.seconds) * 1000, maxRequests: 1e6 }, (i) =>
   conversationClient(20_000 + i, Number(args.users), turn),
 );
+const measuredTo = monotonicUs();
+const cpuPerTurnMs = (cpuMsOf(service.pid) - cpuFrom) / Math.max(1, r.requests);
 await close();
 await service.stop();
 answerer.server.close();
@@ -54,11 +71,20 @@ console.log(`c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r
 
 const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
-const prof = JSON.parse(await readFile(path.join(profDir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+const prof = JSON.parse(await readFile(path.join(profDir, file), 'utf8')) as {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+};
 const self = new Map<number, number>();
+let stamp = prof.startTime;
 prof.samples.forEach((id, i) => {
+  stamp += prof.timeDeltas[i] ?? 0;
+  if (stamp < measuredFrom || stamp > measuredTo) return;
   self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
 });
+if (!self.size) throw new Error('no profile sample falls in the measured slice: the clocks differ');
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 const byFn = new Map<string, number>();
 const byPkg = new Map<string, number>();
@@ -67,8 +93,8 @@ for (const n of prof.nodes) {
   const url = n.callFrame.url.replace(/^file:\/\//, '');
   const pkg =
     /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ??
-    (url.includes('/work/')
-      ? `app:${url.split('/work/main/')[1]?.split('/').slice(0, 2).join('/')}`
+    (url.startsWith(ROOT)
+      ? `app:${url.slice(ROOT.length).split('/').slice(0, 3).join('/')}`
       : url
         ? url.split('/').slice(0, 3).join('/')
         : n.callFrame.functionName || '(native)');
@@ -82,7 +108,16 @@ const show = (m: Map<string, number>, n: number) =>
     .slice(0, n)
     .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${(v / 1000 / Math.max(1, r.requests)).toFixed(3)} ms/req  ${k}`)
     .join('\n');
-console.log(`\nservice CPU by package (self time; ${(total / 1e6).toFixed(1)} s total):\n${show(byPkg, 20)}`);
+console.log(`\nservice CPU by package (self time in the measured slice; ${(total / 1e6).toFixed(1)} s total):\n${show(byPkg, 20)}`);
+const areas = selfTimeByArea(prof.nodes, self, ROOT);
+areas.delete('(idle)');
+const busy = [...areas.values()].reduce((sum, t) => sum + t, 0);
+const areaRows = [...areas.entries()]
+  .sort((a, b) => b[1] - a[1])
+  .map(([area, t]) => `${((100 * t) / busy).toFixed(1).padStart(5)}%  ${((cpuPerTurnMs * t) / busy).toFixed(3)} ms/turn  ${area}`);
+console.log(
+  `\nservice CPU by area (share of the busy samples, native and node: frames charged to their caller's area, times the measured ${cpuPerTurnMs.toFixed(2)} ms CPU per turn; sampled ${(busy / 1000 / Math.max(1, r.requests)).toFixed(2)} ms/turn):\n${areaRows.join('\n')}`,
+);
 console.log(`\nservice CPU by function:\n${show(byFn, Number(args.top))}`);
 // Who calls the heaviest native frames (writev, ...): self time by caller chain.
 const parent = new Map<number, number>();

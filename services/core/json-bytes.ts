@@ -55,12 +55,19 @@ function shallowBytes(value: unknown, room: number, pending: unknown[]): number 
  * once per level and fails past the stack, as a 500 after the answer was already paid for.
  */
 export function nestedDeeperThan(value: unknown, maxDepth: number): boolean {
-  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
-  while (pending.length) {
-    const { value: current, depth } = pending.pop()!;
-    if (current === null || typeof current !== 'object') continue;
+  // Level by level, queueing containers only: an answer's thousands of scalar cells allocate nothing.
+  let level: object[] = isContainer(value) ? [value] : [];
+  for (let depth = 0; level.length; depth++) {
     if (depth >= maxDepth) return true;
-    for (const item of Array.isArray(current) ? current : Object.values(current)) pending.push({ value: item, depth: depth + 1 });
+    const next: object[] = [];
+    for (const container of level) {
+      for (const item of Array.isArray(container) ? container : Object.values(container)) if (isContainer(item)) next.push(item);
+    }
+    level = next;
   }
   return false;
+}
+
+function isContainer(value: unknown): value is object {
+  return value !== null && typeof value === 'object';
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { countTokens as countEncodedTokens } from 'gpt-tokenizer';
 
 const AS_ORDINARY_TEXT = { disallowedSpecial: new Set<string>() };
@@ -22,7 +22,7 @@ const recurring = new Map<string, number>();
  * size is always counted on its whole rendering.
  */
 export function countRecurringTokens(text: string): number {
-  const key = createHash('sha1').update(text).digest('base64');
+  const key = hash('sha1', text, 'base64');
   let tokens = recurring.get(key);
   if (tokens === undefined) {
     tokens = countTokens(text);
@@ -30,6 +30,30 @@ export function countRecurringTokens(text: string): number {
     recurring.set(key, tokens);
   }
   return tokens;
+}
+
+/**
+ * Where o200k's split pattern always ends a piece: after the last line break before a character that
+ * is neither white space nor "/". No piece runs on past a line break except white space, more breaks
+ * and "/" (its punctuation-then-breaks alternative), and none starts with a break and goes on with
+ * something else, so byte-pair merges never cross this point and the pieces' counts add up exactly.
+ */
+const PIECE_BOUNDARY = /\n(?=[^\s/])/g;
+
+/**
+ * countTokens for a text made of lines that recur from request to request (a rendered memory block):
+ * the same exact count, as the sum of its lines' remembered counts (countRecurringTokens), so only the
+ * lines new to this process are tokenised.
+ */
+export function countTokensByLine(text: string): number {
+  let total = 0;
+  let start = 0;
+  for (const boundary of text.matchAll(PIECE_BOUNDARY)) {
+    const end = boundary.index + 1;
+    total += countRecurringTokens(text.slice(start, end));
+    start = end;
+  }
+  return start === 0 ? countRecurringTokens(text) : total + countRecurringTokens(text.slice(start));
 }
 
 /** Cuts text to at most `max` characters, marking the cut. */

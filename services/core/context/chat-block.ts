@@ -1,5 +1,5 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
-import { countRecurringTokens, countTokens, cutText } from '../text.js';
+import { countRecurringTokens, countTokensByLine, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
 
@@ -36,10 +36,13 @@ const SECTION_ALLOWANCE = 16;
 export function buildMemoryContext(input: ContextInput): BuiltContext {
   const { kept, rendered, truncated } = packMemory(memoryItems(input), input.maxTokens, {
     frameTokens: countRecurringTokens(renderBlock([])),
-    cost: (item) => countRecurringTokens(renderItem(item)) + SECTION_ALLOWANCE,
+    // An item is counted as it stands in the block, before the blank line that follows it: its lines
+    // are then the block's own, and the exact count of the rendering finds them already counted.
+    cost: (item) => countTokensByLine(`${renderItem(item)}\n\n`) + SECTION_ALLOWANCE,
     render: (items) => {
       const text = items.length ? renderBlock(items) : '';
-      return { text, tokens: text ? countTokens(text) : 0 };
+      // Exact, as countTokens: the block's lines recur from turn to turn, so most are counted already.
+      return { text, tokens: countTokensByLine(text) };
     },
     tokens: (block) => block.tokens,
   });

@@ -1,7 +1,7 @@
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 import { chainAsAnthropic, chainAsOpenAi } from '../sessions/chain-conversion.js';
 import { type AnthropicMessage, normaliseAnthropic, type OpenAiMessage, type StoredChain } from '../sessions/chains.js';
-import { countRecurringTokens, countTokens, cutText } from '../text.js';
+import { countRecurringTokens, countTokens, countTokensByLine, cutText } from '../text.js';
 import { ANSWER_CHARS_IN_CONTEXT } from './chat-block.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
@@ -92,7 +92,7 @@ function assemble(p: ContextParts, kept: MemoryItem[], tokensOf: Map<MemoryItem,
       history: partTokens('history'),
       memories: partTokens('similar'),
       question: countTokens(p.question),
-      total: (contextText ? countTokens(contextText) : 0) + messageTokens,
+      total: countTokensByLine(contextText) + messageTokens,
     },
   };
 }
