@@ -26,23 +26,18 @@ const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }
   ],
 ]);
 /**
- * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`), when
- * the user holds less than ANN_NARROW_SHARE of the index's rows. Its relaxed-order iterative scan
- * returns them roughly nearest first, and a short scan misses whole clusters of a user's similar
- * turns: recall@20 of a user with 16% of the index's rows was 0.82 at 10, 0.94 at 20 and 0.99 at 50
- * (scripts/bench/ann-recall.ts, docs/performance.md).
+ * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`). Its
+ * relaxed-order iterative scan returns them roughly nearest first, and a short scan misses whole
+ * clusters of a user's similar turns: recall@20 of a user with 16% of the index's rows was 0.82 at
+ * 10, 0.94 at 20 and 0.99 at 50 (scripts/bench/ann-recall.ts, docs/performance.md).
  */
 const ANN_SCAN = 50;
 /**
  * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
  * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps
- * more than `depth`. Also the scan's width for a user who holds at least ANN_NARROW_SHARE of the
- * index's rows: their turns are most of the graph the scan walks, so its first candidates are already
- * theirs and the nearest (recall@20 measured in docs/performance.md, "Recall of the HNSW path"),
- * and the wide scan's 1,000 rows were two thirds of a 20,000-turn user's retrieval.
+ * more than `depth`.
  */
 const ANN_OVERFETCH = 10;
-const ANN_NARROW_SHARE = 0.5;
 /**
  * The lexical candidates of a user past MEMORY_EXACT_SEARCH_MAX_TURNS come from their newest this-many
  * turns: a bound on the turns read whatever the history (their older turns are still found by vector).
@@ -170,19 +165,14 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const rows = s.distributed
     ? sql`0::float8`
     : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
-  // The HNSW scan's cost in exactly scored turns, `width` rows read per candidate.
-  const annCost = (width: SqlFragment, indexRows: SqlFragment) => sql`${rowCost}::float8 * ${s.depth}::integer * ${width} * ${indexRows}`;
+  // The HNSW scan's cost in exactly scored turns.
+  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_SCAN} * ${rows}`;
   // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
   // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
-  // scored exactly beside the index's nearest; more would cost what exact search does). `scan`: the
-  // scan's width, narrow for a user who holds most of the index (an index of unknown size, 0 rows,
-  // is scanned wide). Sessions are summed up to as many as these decisions need turns.
-  const heavy = sql`SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost(sql`x.scan`, sql`x.rows`)} AS heavy, x.scan
-       FROM (SELECT x.turns, x.rows,
-                    CASE WHEN x.rows > 0 AND x.turns >= ${ANN_NARROW_SHARE}::float8 * x.rows THEN ${ANN_OVERFETCH}::integer ELSE ${ANN_SCAN}::integer END AS scan
-             FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns, ${rows} AS rows
-                   FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user}
-                         LIMIT greatest(${max + 1}, ceil(sqrt(${annCost(sql`${ANN_SCAN}::integer`, rows)})), ceil(${ANN_NARROW_SHARE}::float8 * ${rows}))) x) x) x`;
+  // scored exactly beside the index's nearest; more would cost what exact search does).
+  const heavy = sql`SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
+       FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
+             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
   if (s.assumeLight) {
     return sql`history AS (
        ${heavy}
@@ -193,7 +183,7 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
      ), ${fusion(s)}`;
   }
   return sql`history AS (
-       SELECT x.heavy, x.scan, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
+       SELECT x.heavy, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
                  AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel} AND NOT u.ann_indexed
                  LIMIT ${UNMARKED_EXACT_MAX + 1}) u) <= ${UNMARKED_EXACT_MAX} ELSE false END AS ann
        FROM (${heavy}) x
@@ -257,7 +247,7 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   const heavy = sql`(SELECT ann FROM history)`;
   return sql`SELECT a.ref, a.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * (SELECT scan FROM history)) n
+       FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_SCAN}) n
               WHERE ${heavy}
               ORDER BY n.distance LIMIT ${s.depth}::integer * ${ANN_OVERFETCH})
              UNION ALL
