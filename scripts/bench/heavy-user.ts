@@ -11,7 +11,7 @@
 // embedded: a data directory of that name under the temp dir) seeded and indexed, and a later run
 // with --keep reuses it instead of seeding again; --prefix names them (default mc_bench_heavy).
 import { randomUUID } from 'node:crypto';
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -94,14 +94,6 @@ async function seedUser(pool: pg.Pool, user: number, topics: string[], sessions:
   }
   return ids;
 }
-/** Whether `dataDir` holds a seeded embedded database (--keep). */
-async function isSeeded(dataDir: string): Promise<boolean> {
-  return access(path.join(dataDir, 'PG_VERSION')).then(
-    () => true,
-    () => false,
-  );
-}
-
 /** The heavy user's live and expired sessions and the light user's turn, then the HNSW index built once. */
 async function seed(db: Awaited<ReturnType<typeof openBenchDatabase>>, sessions: number, perSession: number): Promise<string[]> {
   // Seeded without the HNSW index, then indexed once, as a migration on an existing table builds it.
@@ -121,14 +113,14 @@ async function measureSize(turns: number, sessions: number) {
   const name = `${args.prefix}_${turns}x${sessions}`;
   const kept = args.keep ? path.join(tmpdir(), name) : undefined;
   const dataDir = kept ?? (await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-')));
-  const reuse = args.keep && (args.server ? await databaseExists(name) : await isSeeded(dataDir));
-  if (args.server && !reuse) await recreateDatabase(name);
+  if (args.server && !(args.keep && (await databaseExists(name)))) await recreateDatabase(name);
   const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
   const perSession = Math.ceil(turns / sessions);
   const { rows: heavySessionRows } = await db.pool.query<{ session_id: string }>(
     'SELECT session_id FROM sessions WHERE user_id = $1 AND expires_at > now() ORDER BY session_id',
     [userId(HEAVY)],
   );
+  const reuse = args.keep && heavySessionRows.length > 0;
   const heavySessions = reuse ? heavySessionRows.map((r) => r.session_id) : await seed(db, sessions, perSession);
   if (reuse) console.error(`[heavy-user] reusing ${name}: ${heavySessions.length} live sessions of the heavy user`);
 
