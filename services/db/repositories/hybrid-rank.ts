@@ -159,10 +159,9 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // models), and enough of the index's rows (ANN_ROW_COST). The index's row count is the planner's
   // (kept by VACUUM and ANALYZE; 0 for an index built empty and never vacuumed, which takes the path
   // on `max` alone). A hint for the path only (both return the nearest turns), read in a few rows
-  // where counting the turns themselves read them all: the sessions' turn counts are summed in key
-  // order until they reach as many turns as the decision needs (at 100,000 turns in 22,000 sessions,
-  // reading all of them was a quarter of the statement). A one-time filter on each branch of
-  // `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
+  // where counting the turns themselves read them all: sessions are summed up to as many as the
+  // decision needs turns. A one-time filter on each branch of `nearest` and `matching`, so only one
+  // of each runs (and `scored` only below the threshold).
   const rows = s.distributed
     ? sql`0::float8`
     : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
@@ -171,10 +170,9 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
   // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
   // scored exactly beside the index's nearest; more would cost what exact search does).
-  const heavy = sql`SELECT EXISTS (
-         SELECT FROM (SELECT sum(x.turn_count) OVER (ORDER BY x.session_id ROWS UNBOUNDED PRECEDING) AS turns
-                      FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user}) x
-         WHERE x.turns >= greatest(${max + 1}, ceil(sqrt(${annCost})))) AS heavy`;
+  const heavy = sql`SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
+       FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
+             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
   if (s.assumeLight) {
     return sql`history AS (
        ${heavy}
