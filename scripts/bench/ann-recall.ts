@@ -1,5 +1,5 @@
 // `npm run bench:ann-recall [-- --embedded] [--background-users 100] [--turns-per-user 1000]
-// [--heavy 20000] [--queries 40]`: recall@20 of the approximate (HNSW) nearest turns against exact
+// [--heavy 20000] [--queries 40] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (HNSW) nearest turns against exact
 // search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
 // small user; each user's turns are SParC turns of their own databases, every one varied (turnVariant:
@@ -36,8 +36,10 @@ const { values: args } = parseArgs({
     queries: { type: 'string', default: '40' },
     // To try another candidate list than migration 014's (hnsw.ef_search of the function).
     'ef-search': { type: 'string' },
-    // Leave the server database (mc_bench_ann_recall) in place, to inspect its plans.
+    // Leave the server database in place, to inspect its plans.
     keep: { type: 'boolean', default: false },
+    // The server database's name: one per engineer on a shared server.
+    database: { type: 'string', default: 'mc_bench_ann_recall' },
   },
 });
 const K = 20;
@@ -93,7 +95,7 @@ async function open(): Promise<{ db: Database; done: () => Promise<void> }> {
     const db = await openBenchDatabase(dataDir, true);
     return { db, done: () => rm(dataDir, { recursive: true, force: true }) };
   }
-  const name = 'mc_bench_ann_recall';
+  const name = args.database!;
   await recreateDatabase(name);
   const db = await openServerDatabase(name, 1, true);
   return { db, done: async () => (args.keep ? undefined : dropDatabase(name)) };

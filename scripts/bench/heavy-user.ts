@@ -7,7 +7,9 @@
 //   - /memoryChat through the real compiled service for the heavy user against a user with one turn,
 //     a question and three follow-ups in a new session each, alternating, side by side.
 // Options: --sizes 2000x400,5000x1000 (turns x sessions), --rounds 40 (conversations per user),
-// --search-calls 300, --server.
+// --search-calls 300, --server; --keep leaves each size's database (server: <prefix>_<turns>x<sessions>;
+// embedded: a data directory of that name under the temp dir) seeded and indexed, and a later run
+// with --keep reuses it instead of seeding again; --prefix names them (default mc_bench_heavy).
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,7 +26,7 @@ import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainRetrieval } from './retrieval-plan.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
-import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
+import { databaseExists, databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { startInstantAnswerer } from './workload.js';
 
@@ -34,6 +36,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '40' },
     'search-calls': { type: 'string', default: '300' },
     server: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+    prefix: { type: 'string', default: 'mc_bench_heavy' },
   },
 });
 const HEAVY = 1;
@@ -90,12 +94,8 @@ async function seedUser(pool: pg.Pool, user: number, topics: string[], sessions:
   }
   return ids;
 }
-async function measureSize(turns: number, sessions: number) {
-  const name = `mc_bench_heavy_${turns}x${sessions}`;
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-'));
-  if (args.server) await recreateDatabase(name);
-  const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
-  const perSession = Math.ceil(turns / sessions);
+/** The heavy user's live and expired sessions and the light user's turn, then the HNSW index built once. */
+async function seed(db: Awaited<ReturnType<typeof openBenchDatabase>>, sessions: number, perSession: number): Promise<string[]> {
   // Seeded without the HNSW index, then indexed once, as a migration on an existing table builds it.
   const { rows: index } = await db.pool.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE indexname = $1', [ANN_INDEX]);
   await db.pool.query(`DROP INDEX ${ANN_INDEX}`);
@@ -106,6 +106,23 @@ async function measureSize(turns: number, sessions: number) {
   await db.pool.query(index[0]!.indexdef);
   console.error(`[heavy-user] HNSW index built in ${((performance.now() - indexing) / 1000).toFixed(1)} s`);
   if (args.server) await db.pool.query('ANALYZE sessions; ANALYZE turns');
+  return heavySessions;
+}
+
+async function measureSize(turns: number, sessions: number) {
+  const name = `${args.prefix}_${turns}x${sessions}`;
+  const kept = args.keep ? path.join(tmpdir(), name) : undefined;
+  const dataDir = kept ?? (await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-')));
+  if (args.server && !(args.keep && (await databaseExists(name)))) await recreateDatabase(name);
+  const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
+  const perSession = Math.ceil(turns / sessions);
+  const { rows: heavySessionRows } = await db.pool.query<{ session_id: string }>(
+    'SELECT session_id FROM sessions WHERE user_id = $1 AND expires_at > now() ORDER BY session_id',
+    [userId(HEAVY)],
+  );
+  const reuse = args.keep && heavySessionRows.length > 0;
+  const heavySessions = reuse ? heavySessionRows.map((r) => r.session_id) : await seed(db, sessions, perSession);
+  if (reuse) console.error(`[heavy-user] reusing ${name}: ${heavySessions.length} live sessions of the heavy user`);
 
   // The statement alone, as the service runs it (scoped), for a new question and for a follow-up.
   const identity = { tenantId: TENANT, userId: userId(HEAVY), roles: [] };
@@ -173,8 +190,10 @@ async function measureSize(turns: number, sessions: number) {
     await client.close();
     await service.stop();
     answerer.server.close();
-    await rm(dataDir, { recursive: true, force: true });
-    if (args.server) await dropDatabase(name);
+    if (!args.keep) {
+      await rm(dataDir, { recursive: true, force: true });
+      if (args.server) await dropDatabase(name);
+    }
   }
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const heavy = sorted(latencies[HEAVY]!);

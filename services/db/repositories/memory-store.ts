@@ -8,7 +8,7 @@ import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { lightUserKey, rememberLight, wasLight } from './light-users.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
-import { recallableSessions, sameAnswerer } from './recall-bounds.js';
+import { sameAnswerer, unrecallableSessions } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
 import { NOT_ASKED } from './turns.js';
@@ -105,20 +105,28 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        FROM sessions
        WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now}
      ), win AS (
-       SELECT t.turn_number, t.status, t.question, t.answer,
-              CASE WHEN t.feedback_rating = 'down' THEN NULL ELSE t.sql_query END AS sql_query, t.tables_used, t.created_at,
-              ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
-       FROM turns t, sess
-       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
-         AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
-         AND t.status NOT IN ${NOT_ASKED} AND ${scope}
-       ORDER BY t.turn_number DESC LIMIT ${req.windowSize}
+       -- Read only when the session is found, and then from its own turns: joined to the session's
+       -- row, without statistics (the embedded database), the plan read all of the user's turns
+       -- through turns_by_user_model_recency and filtered them by session (583 of a 20,000-turn
+       -- user's 794 ms: docs/performance.md). LIMIT keeps the subquery a loop over \`sess\`.
+       SELECT w.* FROM sess CROSS JOIN LATERAL (
+         SELECT t.turn_number, t.status, t.question, t.answer,
+                CASE WHEN t.feedback_rating = 'down' THEN NULL ELSE t.sql_query END AS sql_query, t.tables_used, t.created_at,
+                ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
+         FROM turns t
+         WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+           AND t.turn_number > CASE WHEN sess.usable_summary IS NULL THEN 0 ELSE sess.summary_through_turn END
+           AND t.status NOT IN ${NOT_ASKED} AND ${scope}
+         ORDER BY t.turn_number DESC LIMIT ${req.windowSize}) w
      ), recent AS (
-       SELECT t.turn_number, t.question, t.duplicate_of
-       FROM turns t, sess
-       WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
-         AND t.status NOT IN ${NOT_ASKED}
-       ORDER BY t.turn_number DESC LIMIT ${req.recentQuestions ?? 0}
+       SELECT r.* FROM sess CROSS JOIN LATERAL (
+         SELECT t.turn_number, t.question, t.duplicate_of
+         FROM turns t
+         WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
+           AND t.status NOT IN ${NOT_ASKED}
+         ORDER BY t.turn_number DESC LIMIT ${req.recentQuestions ?? 0}) r
+     ), unrecallable AS (
+       ${unrecallableSessions(tenant, user, now, session)}
      ), ${fusedCandidates({
        tenant,
        user,
@@ -134,7 +142,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        exactOnly,
        assumeLight,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
-         AND ${recallableSessions(tenant, user, now, session)}
+         AND t.session_id NOT IN (SELECT u.session_id FROM unrecallable u)
          AND ${visibleInSearch(tenant, user)}
          AND (t.session_id IS DISTINCT FROM ${session}::uuid OR t.turn_number NOT IN (SELECT w.turn_number FROM win w))
          AND (COALESCE(${param(req.memoryScope ?? null)}::text, (SELECT sess.memory_scope FROM sess), 'user') = 'user'

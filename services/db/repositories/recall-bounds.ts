@@ -6,15 +6,17 @@ import { type Param, type SqlFragment, sql } from '../sql.js';
  */
 
 /**
- * Not in one of the user's expired sessions (not yet removed by retention cleanup), nor in another
- * session kept to itself (`memory_scope = 'session'`): such a conversation recalls no other and no
- * other recalls it. Written as `NOT IN` over the user's sessions, as sql-scope.ts's inLiveSessions
- * is, so each turn is checked against one hash of these ids.
+ * The user's sessions whose turns memory does not recall: expired ones (not yet removed by retention
+ * cleanup), and their other sessions kept to themselves (`memory_scope = 'session'`): such a
+ * conversation recalls no other and no other recalls it. A statement reads them once, as a CTE, and
+ * each list of candidates checks `t.session_id NOT IN` it, as sql-scope.ts's inLiveSessions does, so
+ * each turn is checked against one hash of these ids: read once per list, they were two reads of all
+ * of the user's sessions (22,000 rows each at 100,000 turns: docs/performance.md).
  */
-export function recallableSessions(tenant: Param, user: Param, now: Param | Date, session: Param): SqlFragment {
-  return sql`t.session_id NOT IN (SELECT x.session_id FROM sessions x
+export function unrecallableSessions(tenant: Param, user: Param, now: Param | Date, session: Param): SqlFragment {
+  return sql`SELECT x.session_id FROM sessions x
     WHERE x.tenant_id = ${tenant} AND x.user_id = ${user}
-      AND (x.expires_at <= ${now} OR (x.memory_scope = 'session' AND x.session_id IS DISTINCT FROM ${session}::uuid)))`;
+      AND (x.expires_at <= ${now} OR (x.memory_scope = 'session' AND x.session_id IS DISTINCT FROM ${session}::uuid))`;
 }
 
 /**
