@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../config/config.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded/embedded-postgres.js';
+import { keepTableStatistics } from './embedded/table-statistics.js';
 import { type ScopedDatabase, scopedDatabase } from './row-security.js';
 
 export interface Database {
@@ -29,11 +30,13 @@ export async function openDatabase(
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR);
   const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);
+  const statistics = keepTableStatistics(pool);
   return {
     pool,
     scoped: scopedDatabase(pool, { rewriteErasedTables: true }),
     embedded: true,
     async close() {
+      statistics.stop();
       await pool.end();
       await embedded.stop();
     },

@@ -50,11 +50,17 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
     // As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM
     // cannot run in one); it reads and writes no row, so no scope is taken.
     async reclaimErasedRows() {
+      // ANALYZE too: the tables' statistics hold sampled column values, the erased user's among them.
       if (!options.rewriteErasedTables) {
-        await pool.query(`VACUUM ${ERASED_TABLES}`);
+        await pool.query(`VACUUM (ANALYZE) ${ERASED_TABLES}`);
         return;
       }
       await pool.query(`VACUUM FULL ${ERASED_TABLES}`);
+      // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
+      // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
+      await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [ERASED_TABLES.split(', ')]);
+      await pool.query(`ANALYZE ${ERASED_TABLES}`);
+      await pool.query('VACUUM FULL pg_statistic');
       // The rows are also in the WAL: a new segment, then two checkpoints, let Postgres remove the
       // older segments (the embedded database runs with wal_recycle=off, so they are deleted, not reused).
       await pool.query('SELECT pg_switch_wal()');

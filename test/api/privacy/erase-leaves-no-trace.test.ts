@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { analyzeGrownTables } from '../../../services/db/embedded/table-statistics.js';
 import { waitFor } from '../../support/databases/redis.js';
 import { freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
@@ -66,6 +67,15 @@ describe('erasing a user on the embedded database', () => {
       );
     const exported = await t.request('POST', '/me/export', { token: subject });
     expect((await finished(subject, exported.body.request_id)).status).toBe('completed');
+
+    // The embedded database's statistics pass (every 30 s in a running service) samples column values
+    // into pg_statistic: the canary is there too until the erase.
+    expect(await analyzeGrownTables(t.database.pool)).toContain('turns');
+    const { rows: sampled } = await t.database.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stats WHERE tablename = 'turns' AND concat(most_common_vals, histogram_bounds) LIKE $1`,
+      [`%${canary}%`],
+    );
+    expect(sampled[0]!.n).toBeGreaterThan(0);
 
     const erase = await t.request('DELETE', '/me', { token: subject });
     expect(erase.status).toBe(202);
