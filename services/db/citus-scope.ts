@@ -32,9 +32,9 @@ export function citusScopePrelude(scope: ScopeValues): string[] {
  * A statement after the scope's commands, and with `commit` a `COMMIT` after it, in ONE round trip:
  * each command's Parse/Bind/Execute, then the statement's, then a single Sync. On an error the server
  * skips the rest up to the Sync; the transaction block, if `BEGIN` ran, is then aborted and the caller
- * rolls it back. The statement goes unnamed: pg records a named statement as parsed at the first
- * ParseComplete of the query, which here would be the scope's, so a statement the server never parsed
- * could be taken for prepared on the connection.
+ * rolls it back. A named statement is already parsed on the connection when it comes here
+ * (queryCitusScoped): pg records a named statement as parsed at the first ParseComplete of its query,
+ * which here would be a scope command's.
  */
 class CitusScopedStatement extends PgQuery {
   private completions = 0;
@@ -45,7 +45,7 @@ class CitusScopedStatement extends PgQuery {
     config: pg.QueryConfig,
     callback: (err: Error | null, result: pg.QueryResult) => void,
   ) {
-    super({ ...config, name: undefined }, undefined, callback);
+    super(config, undefined, callback);
   }
 
   requiresPreparation() {
@@ -76,6 +76,22 @@ class CitusScopedStatement extends PgQuery {
   }
 }
 
+/** Parse of a named statement alone, then Sync: the statement is prepared on the connection, nothing runs. */
+class ParseOnly extends PgQuery {
+  /** Runs nothing: what records the statements sent (test/citus/single-shard-plans.test.ts) skips it. */
+  readonly parseOnly = true;
+
+  requiresPreparation() {
+    return true;
+  }
+
+  prepare(connection: Connection) {
+    const { name, text } = this as unknown as { name: string; text: string };
+    connection.parse({ name, text });
+    connection.sync();
+  }
+}
+
 function sendUnnamed(connection: Connection, text: string) {
   connection.parse({ text });
   connection.bind({});
@@ -96,10 +112,28 @@ export function queryCitusScoped<R extends pg.QueryResultRow>(
 ): Promise<pg.QueryResult<R>> {
   const config: pg.QueryConfig =
     typeof statement === 'string' ? { text: statement, values } : { ...statement, values: values ?? statement.values };
+  const connection = (client as unknown as { connection: Connection }).connection;
+  // Prepared on its own the first time on this connection (one round trip, once): a coordinator
+  // plans an unnamed statement on every call, which cost more than the two round trips saved
+  // (docs/performance.md, "On a Citus cluster").
+  const parsed = !config.name || connection.parsedStatements[config.name] !== undefined;
+  return (parsed ? Promise.resolve() : parseOnly(client, config)).then(
+    () =>
+      new Promise((resolve, reject) => {
+        client.query(
+          new CitusScopedStatement(prelude, commit, config, (err, result) =>
+            err ? reject(err) : resolve(result as pg.QueryResult<R>),
+          ) as unknown as pg.QueryConfig,
+        );
+      }),
+  );
+}
+
+function parseOnly(client: pg.PoolClient, config: pg.QueryConfig): Promise<void> {
   return new Promise((resolve, reject) => {
     client.query(
-      new CitusScopedStatement(prelude, commit, config, (err, result) =>
-        err ? reject(err) : resolve(result as pg.QueryResult<R>),
+      new ParseOnly({ name: config.name, text: config.text }, undefined, (err: Error | null) =>
+        err ? reject(err) : resolve(),
       ) as unknown as pg.QueryConfig,
     );
   });

@@ -21,7 +21,7 @@ export type ScopeValues = [string, string, string, string];
 export interface Connection {
   parsedStatements: Record<string, string>;
   stream: { cork?: () => void; uncork?: () => void };
-  parse(config: { text: string }): void;
+  parse(config: { text: string; name?: string }): void;
   bind(config: { statement?: string; values?: string[] }): void;
   execute(config: { portal: string }): void;
   sync(): void;

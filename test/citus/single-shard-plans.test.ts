@@ -37,8 +37,9 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
   async function recording(requests: () => Promise<void>): Promise<Sent[]> {
     const from = sent.length;
     pg.Client.prototype.query = function (this: pg.Client, statement: unknown, values?: unknown, callback?: unknown) {
-      const config = statement as { text?: string; values?: unknown[] };
-      const text = typeof statement === 'string' ? statement : config?.text;
+      const config = statement as { text?: string; values?: unknown[]; parseOnly?: boolean };
+      // A statement prepared alone first (db/citus-scope.ts) is recorded when it runs, with its values.
+      const text = typeof statement === 'string' ? statement : config?.parseOnly ? undefined : config?.text;
       if (text) sent.push({ text, values: (Array.isArray(values) ? values : config?.values) ?? [] });
       return (clientQuery as any).call(this, statement, values, callback);
     } as typeof clientQuery;
