@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { type Connection, PgQuery, type ScopeValues } from './scoped-statement.js';
+import { type Connection, PgQuery, PipelinedStatement, queryConfig, type ScopeValues, submit } from './scoped-statement.js';
 
 /**
  * How a scope reaches the workers of a Citus cluster (docs/scaling.md#row-level-security-on-citus).
@@ -36,43 +36,22 @@ export function citusScopePrelude(scope: ScopeValues): string[] {
  * (queryCitusScoped): pg records a named statement as parsed at the first ParseComplete of its query,
  * which here would be a scope command's.
  */
-class CitusScopedStatement extends PgQuery {
-  private completions = 0;
-
+class CitusScopedStatement extends PipelinedStatement {
   constructor(
     private readonly prelude: string[],
     private readonly commit: boolean,
     config: pg.QueryConfig,
     callback: (err: Error | null, result: pg.QueryResult) => void,
   ) {
-    super(config, undefined, callback);
+    super(prelude.length, config, callback);
   }
 
-  requiresPreparation() {
-    return true;
-  }
-
-  prepare(connection: Connection) {
+  protected sendBefore(connection: Connection) {
     for (const text of this.prelude) sendUnnamed(connection, text);
-    (PgQuery.prototype as { prepare(c: Connection): void }).prepare.call(this, connection);
   }
 
-  // pg's last step of prepare(): the statement's Execute, then the Sync; the COMMIT goes between.
-  _getRows(connection: Connection) {
-    connection.execute({ portal: '' });
+  protected override sendAfter(connection: Connection) {
     if (this.commit) sendUnnamed(connection, 'COMMIT');
-    connection.sync();
-  }
-
-  // Only the statement's rows and completion are its result, not the scope's or the COMMIT's.
-  handleDataRow(msg: unknown) {
-    if (this.completions === this.prelude.length) (PgQuery.prototype as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
-  }
-
-  handleCommandComplete(msg: unknown, connection: Connection) {
-    if (this.completions++ === this.prelude.length) {
-      (PgQuery.prototype as { handleCommandComplete(m: unknown, c: Connection): void }).handleCommandComplete.call(this, msg, connection);
-    }
   }
 }
 
@@ -103,40 +82,21 @@ function sendUnnamed(connection: Connection, text: string) {
  * `commit` ends the transaction in it too. After a failure the transaction block may be open and
  * aborted: the caller rolls back.
  */
-export function queryCitusScoped<R extends pg.QueryResultRow>(
+export async function queryCitusScoped<R extends pg.QueryResultRow>(
   client: pg.PoolClient,
   prelude: string[],
   commit: boolean,
   statement: string | pg.QueryConfig,
   values?: unknown[],
 ): Promise<pg.QueryResult<R>> {
-  const config: pg.QueryConfig =
-    typeof statement === 'string' ? { text: statement, values } : { ...statement, values: values ?? statement.values };
+  const config = queryConfig(statement, values);
   const connection = (client as unknown as { connection: Connection }).connection;
   // Prepared on its own the first time on this connection (one round trip, once): a coordinator
   // plans an unnamed statement on every call, which cost more than the two round trips saved
   // (docs/performance.md, "On a Citus cluster").
   const parsed = !config.name || connection.parsedStatements[config.name] !== undefined;
-  return (parsed ? Promise.resolve() : parseOnly(client, config)).then(
-    () =>
-      new Promise((resolve, reject) => {
-        client.query(
-          new CitusScopedStatement(prelude, commit, config, (err, result) =>
-            err ? reject(err) : resolve(result as pg.QueryResult<R>),
-          ) as unknown as pg.QueryConfig,
-        );
-      }),
-  );
-}
-
-function parseOnly(client: pg.PoolClient, config: pg.QueryConfig): Promise<void> {
-  return new Promise((resolve, reject) => {
-    client.query(
-      new ParseOnly({ name: config.name, text: config.text }, undefined, (err: Error | null) =>
-        err ? reject(err) : resolve(),
-      ) as unknown as pg.QueryConfig,
-    );
-  });
+  if (!parsed) await submit(client, (callback) => new ParseOnly({ name: config.name, text: config.text }, undefined, callback));
+  return submit<pg.QueryResult<R>>(client, (callback) => new CitusScopedStatement(prelude, commit, config, callback));
 }
 
 /**

@@ -31,45 +31,85 @@ export interface Connection {
 export const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig, values?: unknown[], callback?: unknown) => object }).Query;
 
 /**
- * One statement under a scope in ONE round trip: Bind/Execute of the scope statement, then the
- * statement's own Parse/Bind/Describe/Execute, then a single Sync. Messages before a Sync run in one
- * implicit transaction, so the scope's `SET LOCAL` settings hold for the statement and end with it, as
- * `BEGIN; scope; statement; COMMIT` did in three round trips; a failure in either rolls both back.
+ * A statement sent behind `before` other commands in one pipeline with a single Sync, so in one
+ * round trip and one transaction: only the statement's own rows and completion are its result, not
+ * the commands' before it or (sendAfter) after it. Always the extended protocol, even without
+ * values: the simple protocol would send its own Sync.
  */
-class ScopedStatement extends PgQuery {
-  private scopeDone = false;
+export abstract class PipelinedStatement extends PgQuery {
+  private completions = 0;
 
   constructor(
-    private readonly scope: ScopeValues,
+    private readonly before: number,
     config: pg.QueryConfig,
     callback: (err: Error | null, result: pg.QueryResult) => void,
   ) {
     super(config, undefined, callback);
   }
 
-  // The statement always goes through the extended protocol, even without values: the simple protocol
-  // would send its own Sync and end the implicit transaction.
+  /** The `before` commands ahead of the statement. */
+  protected abstract sendBefore(connection: Connection): void;
+
+  /** Commands between the statement and the Sync. */
+  protected sendAfter(_connection: Connection): void {}
+
   requiresPreparation() {
     return true;
   }
 
   prepare(connection: Connection) {
-    connection.bind({ statement: SCOPE_STATEMENT.name, values: this.scope });
-    connection.execute({ portal: '' });
+    this.sendBefore(connection);
     (PgQuery.prototype as { prepare(c: Connection): void }).prepare.call(this, connection);
   }
 
-  // The scope statement's row and completion come first and are not the statement's result.
+  // pg's last step of prepare(): the statement's Execute, then the Sync.
+  _getRows(connection: Connection) {
+    connection.execute({ portal: '' });
+    this.sendAfter(connection);
+    connection.sync();
+  }
+
   handleDataRow(msg: unknown) {
-    if (this.scopeDone) (PgQuery.prototype as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
+    if (this.completions === this.before) (PgQuery.prototype as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
   }
 
   handleCommandComplete(msg: unknown, connection: Connection) {
-    if (!this.scopeDone) {
-      this.scopeDone = true;
-      return;
+    if (this.completions++ === this.before) {
+      (PgQuery.prototype as { handleCommandComplete(m: unknown, c: Connection): void }).handleCommandComplete.call(this, msg, connection);
     }
-    (PgQuery.prototype as { handleCommandComplete(m: unknown, c: Connection): void }).handleCommandComplete.call(this, msg, connection);
+  }
+}
+
+/** `statement` and `values` as one pg.QueryConfig (values given apart replace the config's). */
+export function queryConfig(statement: string | pg.QueryConfig, values?: unknown[]): pg.QueryConfig {
+  return typeof statement === 'string' ? { text: statement, values } : { ...statement, values: values ?? statement.values };
+}
+
+/** Runs a Submittable made with its callback on `client`, as client.query runs a statement. */
+export function submit<R>(client: pg.PoolClient, make: (callback: (err: Error | null, result?: R) => void) => object): Promise<R> {
+  return new Promise((resolve, reject) => {
+    client.query(make((err, result) => (err ? reject(err) : resolve(result as R))) as unknown as pg.QueryConfig);
+  });
+}
+
+/**
+ * One statement under a scope in ONE round trip: Bind/Execute of the scope statement, then the
+ * statement's own Parse/Bind/Describe/Execute, then a single Sync. Messages before a Sync run in one
+ * implicit transaction, so the scope's `SET LOCAL` settings hold for the statement and end with it, as
+ * `BEGIN; scope; statement; COMMIT` did in three round trips; a failure in either rolls both back.
+ */
+class ScopedStatement extends PipelinedStatement {
+  constructor(
+    private readonly scope: ScopeValues,
+    config: pg.QueryConfig,
+    callback: (err: Error | null, result: pg.QueryResult) => void,
+  ) {
+    super(1, config, callback);
+  }
+
+  protected sendBefore(connection: Connection) {
+    connection.bind({ statement: SCOPE_STATEMENT.name, values: this.scope });
+    connection.execute({ portal: '' });
   }
 }
 
@@ -88,15 +128,8 @@ export async function queryScoped<R extends pg.QueryResultRow>(
   if (connection.parsedStatements[SCOPE_STATEMENT.name] === undefined) {
     await client.query({ ...SCOPE_STATEMENT, values: scope });
   }
-  const config: pg.QueryConfig =
-    typeof statement === 'string' ? { text: statement, values } : { ...statement, values: values ?? statement.values };
-  return new Promise((resolve, reject) => {
-    client.query(
-      new ScopedStatement(scope, config, (err, result) =>
-        err ? reject(err) : resolve(result as pg.QueryResult<R>),
-      ) as unknown as pg.QueryConfig,
-    );
-  });
+  const config = queryConfig(statement, values);
+  return submit<pg.QueryResult<R>>(client, (callback) => new ScopedStatement(scope, config, callback));
 }
 
 /** The scope as the `BEGIN` of a multi-statement transaction sets it (simple protocol: literals). */
