@@ -36,7 +36,11 @@ const SPECIAL: Record<string, string> = {
 
 function areaOfFrame(node: ProfileNode, root: string): string | undefined {
   const { url, functionName } = node.callFrame;
-  if (!url) return SPECIAL[functionName];
+  return url ? areaOfUrl(url, root) : SPECIAL[functionName];
+}
+
+/** The area of a frame of `url`; undefined for node:'s own modules, whose time goes to their caller. */
+export function areaOfUrl(url: string, root: string): string | undefined {
   if (url.startsWith('node:')) return undefined;
   const file = url.replace(/^file:\/\//, '');
   const local = file.startsWith(root) ? file.slice(root.length) : file;

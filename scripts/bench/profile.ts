@@ -1,7 +1,10 @@
-// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR | --server]`: runs
-// the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded server
-// database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints where
-// the service process spends its CPU (self time by function, by package and by area: profile-areas.ts).
+// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR | --server] [--perf]`:
+// runs the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded
+// server database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints
+// where the service process spends its CPU (self time by function, by package and by area:
+// profile-areas.ts). With --perf, Linux perf samples it instead and only the areas are printed
+// (perf-areas.ts says why they are the truer split).
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { copyDataDir } from './database.js';
 import { runLoad } from './load.js';
+import { perfCpuByArea, recordPerf } from './perf-areas.js';
 import { type ProfileNode, selfTimeByArea } from './profile-areas.js';
 import { cpuMsOf } from './rss.js';
 import { databaseUrl, dropDatabase, recreateDatabase } from './server-databases.js';
@@ -23,6 +27,7 @@ const { values: args } = parseArgs({
     users: { type: 'string', default: '1000' },
     top: { type: 'string', default: '25' },
     server: { type: 'boolean', default: false },
+    perf: { type: 'boolean', default: false },
   },
 });
 
@@ -37,12 +42,12 @@ const serverCopy = `mc_bench_profile_${process.pid}`;
 if (args.server) await recreateDatabase(serverCopy, `mc_bench_v4_${args.users}x100`);
 else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
-process.env.BENCH_CPU_PROF = profDir;
-const service = await startService(
-  dataDir,
-  answerer.url,
-  args.server ? { DATABASE_URL: databaseUrl(serverCopy), DATABASE_POOL_MAX: '10' } : {},
-);
+if (!args.perf) process.env.BENCH_CPU_PROF = profDir;
+const service = await startService(dataDir, answerer.url, {
+  ...(args.server ? { DATABASE_URL: databaseUrl(serverCopy), DATABASE_POOL_MAX: '10' } : {}),
+  // Names the JIT-compiled frames for perf (/tmp/perf-PID.map).
+  ...(args.perf ? { NODE_OPTIONS: '--perf-basic-prof' } : {}),
+});
 const clients = Number(args.clients);
 const { turn, close } = serviceTurns(service.baseUrl, clients);
 // The profile covers the service's whole life; only the measured slice counts (start-up, module
@@ -55,19 +60,38 @@ const measuredFrom = monotonicUs() + WARMUP_MS * 1000;
 // count time the process waited for a core, so the per-area table splits this measured CPU by the
 // profile's shares instead of trusting the deltas' sum.
 let cpuFrom = NaN;
+const perfFile = path.join(profDir, 'perf.data');
+let recorded: Promise<void> = Promise.resolve();
 setTimeout(() => {
   cpuFrom = cpuMsOf(service.pid);
+  if (args.perf) recorded = recordPerf(service.pid, Number(args.seconds), perfFile);
 }, WARMUP_MS);
 const r = await runLoad({ clients, warmupMs: WARMUP_MS, durationMs: Number(args.seconds) * 1000, maxRequests: 1e6 }, (i) =>
   conversationClient(20_000 + i, Number(args.users), turn),
 );
 const measuredTo = monotonicUs();
 const cpuPerTurnMs = (cpuMsOf(service.pid) - cpuFrom) / Math.max(1, r.requests);
+await recorded;
 await close();
 await service.stop();
 answerer.server.close();
 if (args.server) await dropDatabase(serverCopy);
 console.log(`c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r.p95.toFixed(2)} ms (${r.requests} requests)`);
+
+if (args.perf) {
+  const script = execFileSync('perf', ['script', '-i', perfFile], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+  const areas = perfCpuByArea(script, service.pid, ROOT);
+  const sampled = [...areas.values()].reduce((sum, t) => sum + t, 0);
+  const rows = [...areas.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([area, t]) => `${((100 * t) / sampled).toFixed(1).padStart(5)}%  ${(t / r.requests).toFixed(3)} ms/turn  ${area}`);
+  console.log(
+    `\nservice CPU by area (perf samples on a CPU, kernel included; native, kernel and node: frames charged to their caller's area): ` +
+      `${(sampled / r.requests).toFixed(2)} ms/turn sampled, ${cpuPerTurnMs.toFixed(2)} ms/turn by /proc\n${rows.join('\n')}`,
+  );
+  await rm(profDir, { recursive: true, force: true });
+  process.exit(0);
+}
 
 const file = (await readdir(profDir)).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error('no profile written');
