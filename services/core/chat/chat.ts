@@ -78,6 +78,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
       metadata: stream ? { streamed: true } : {},
     },
     dedupAgainst: await recentForDedup(deps, req, memory.retrieved, now),
+    ...(memory.retrieved?.questionEmbedding ? { asked: { question: req.question, embedding: memory.retrieved.questionEmbedding } } : {}),
     accounting: () => ({
       tokens: tokenCounts(fields.tokens),
       memoryRetrievalMs: round(memory.retrievalSeconds * 1000, 3),

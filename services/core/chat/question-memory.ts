@@ -1,7 +1,6 @@
-import type { Retrieved } from '../../db/repositories/memory-store.js';
 import { AppError } from '../../model/errors.js';
 import { type BuiltContext, buildMemoryContext } from '../context/chat-block.js';
-import { recallMemory } from '../context/recall-memory.js';
+import { type Recalled, recallMemory } from '../context/recall-memory.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
 import { traced } from '../tracing.js';
@@ -14,7 +13,7 @@ import { type MemoryReason, memoryDecision } from './rollout.js';
 
 /** The memory a /memoryChat question is asked with, and what the reply says of it. */
 export interface QuestionMemory {
-  retrieved: Retrieved | undefined;
+  retrieved: Recalled | undefined;
   context: BuiltContext;
   augmented: Augmented;
   databases: string[] | undefined;
@@ -83,7 +82,7 @@ async function readMemory(
   now: Date,
   databases: string[] | undefined,
   warnings: string[],
-): Promise<Retrieved | undefined> {
+): Promise<Recalled | undefined> {
   if (!req.useMemory && !req.sessionId) return undefined;
   const { settings } = deps;
   try {

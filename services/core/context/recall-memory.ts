@@ -6,6 +6,11 @@ import { questionSearch } from '../search-terms/lexical-terms.js';
 
 export type { MemoryScope };
 
+/** What was read, and the question's embedding it was searched with (null when none was made). */
+export interface Recalled extends Retrieved {
+  questionEmbedding: number[] | null;
+}
+
 export interface RecallRequest {
   identity: Identity;
   question: string;
@@ -40,7 +45,7 @@ export async function recallMemory(
   deps: Pick<MemoryDeps, 'db' | 'embedder' | 'settings'>,
   req: RecallRequest,
   onEmbeddingFailed: (err: unknown) => void,
-): Promise<Retrieved> {
+): Promise<Recalled> {
   let embedding: number[] | null = null;
   if (req.k > 0) {
     try {
@@ -49,7 +54,7 @@ export async function recallMemory(
       onEmbeddingFailed(err);
     }
   }
-  return retrieveMemory(deps.db.asUser(req.identity), {
+  const retrieved = await retrieveMemory(deps.db.asUser(req.identity), {
     identity: req.identity,
     sessionId: req.sessionId,
     now: req.now,
@@ -66,4 +71,5 @@ export async function recallMemory(
     ...(req.memoryScope ? { memoryScope: req.memoryScope } : {}),
     ...(req.answerer ? { answerer: req.answerer } : {}),
   });
+  return { ...retrieved, questionEmbedding: embedding };
 }

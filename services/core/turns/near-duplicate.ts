@@ -4,21 +4,24 @@ import { traced } from '../tracing.js';
 
 /**
  * One embedding call for a turn about to be stored (or stored again, corrected): its text for search,
- * then its question and the recent questions of its session for dedup. A failed call is not a failed
+ * then its question (unless its embedding is given) and the recent questions of its session for dedup. A failed call is not a failed
  * write: the turn is stored without a vector and unmarked, the reply says so in a warning, and the
  * re-embedding job gives it a vector later. Used by /memoryChat, the turns API and turn corrections.
  */
 export async function embedWithDedup(
   deps: Pick<MemoryDeps, 'embedder' | 'settings' | 'log'>,
-  turn: { text: string; question: string },
+  turn: { text: string; question: string; questionEmbedding?: number[] },
   recent: RecentQuestion[],
   failure: { warnings: string[]; subject: 'this turn' | 'the corrected turn' },
 ): Promise<{ embedding: number[] | null; duplicateOf: number | null }> {
   try {
+    const known = turn.questionEmbedding;
+    const texts = recent.length ? [...(known ? [] : [turn.question]), ...recent.map((r) => r.question)] : [];
     const vectors = await traced('embedding', { 'memorychat.embedding_model': deps.embedder.modelId }, () =>
-      deps.embedder.embed([turn.text, ...(recent.length ? [turn.question, ...recent.map((r) => r.question)] : [])]),
+      deps.embedder.embed([turn.text, ...texts]),
     );
-    return { embedding: vectors[0] ?? null, duplicateOf: nearDuplicate(vectors.slice(1), recent, deps.settings.dedupSimilarity) };
+    const questions = recent.length && known ? [known, ...vectors.slice(1)] : vectors.slice(1);
+    return { embedding: vectors[0] ?? null, duplicateOf: nearDuplicate(questions, recent, deps.settings.dedupSimilarity) };
   } catch (err) {
     deps.log.warn({ err }, `embedding ${failure.subject} failed; storing it without an embedding`);
     failure.warnings.push(`${failure.subject} was stored without an embedding: search will not find it until it is re-embedded`);

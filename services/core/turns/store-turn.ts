@@ -37,6 +37,8 @@ export interface TurnWrite<R> {
    * nearly repeats. Left out, the turn is stored without a vector (memory commands, unfinished turns).
    */
   dedupAgainst?: RecentQuestion[];
+  /** The question as asked and its embedding, made for the memory search: reused for dedup when the stored question is the same text. */
+  asked?: { question: string; embedding: number[] };
   /** Taken just before the turn is written, so the total time counts the embedding. */
   accounting?: () => TurnAccounting;
   claim?: IdempotencyClaim;
@@ -67,10 +69,17 @@ export async function storeTurn<R>(
   // Masked before embedding too: a vector must not carry what the stored text does not (docs/privacy.md).
   const text = storableTurn(deps, write.turn, write.warnings);
   const { embedding, duplicateOf } = write.dedupAgainst
-    ? await embedWithDedup(deps, { text: embeddedTurnText(text), question: text.question }, write.dedupAgainst, {
-        warnings: write.warnings,
-        subject: 'this turn',
-      })
+    ? await embedWithDedup(
+        deps,
+        {
+          text: embeddedTurnText(text),
+          question: text.question,
+          // Unless masking or a cut changed the question, it was embedded already, for the search.
+          ...(write.asked?.question === text.question ? { questionEmbedding: write.asked.embedding } : {}),
+        },
+        write.dedupAgainst,
+        { warnings: write.warnings, subject: 'this turn' },
+      )
     : { embedding: null, duplicateOf: undefined };
   const turn: NewTurn = {
     ...text,

@@ -49,6 +49,22 @@ describe('embeddings from an OpenAI-compatible server', () => {
     expect(rows).toEqual([{ embedding_model: 'text-embedding-compatible@64' }]);
   });
 
+  it('when a question is asked again in its session, then the server embeds it once, for the search, and the turn is still marked as the repeat of the first', async () => {
+    const question = 'Which regions sold more than 1000 units last month?';
+    const first = await t.request('POST', '/memoryChat', { token: t.token('repeater'), body: { question } });
+    const sessionId = first.body.conversation_metadata.conversation_id;
+    const before = openai.requests.length;
+    const again = await t.request('POST', '/memoryChat', { token: t.token('repeater'), body: { question, session_id: sessionId } });
+    expect(again.status).toBe(200);
+    expect(again.body.duplicate_of).toBe(1);
+    const inputs = openai.requests
+      .slice(before)
+      .filter((r) => r.path === '/v1/embeddings')
+      .flatMap((r) => (typeof r.body.input === 'string' ? [r.body.input] : (r.body.input as string[])));
+    // The search's embedding of the new question, and the session's earlier question for the dedup.
+    expect(inputs.filter((input) => input === question)).toHaveLength(2);
+  });
+
   it('when the server returns vectors of another size, then the question is answered without semantic search and the turn is stored for re-embedding', async () => {
     dimensionsSent = 32;
     try {
