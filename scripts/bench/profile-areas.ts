@@ -15,7 +15,7 @@ const AREAS: [RegExp, string][] = [
   [/node_modules\/(fast-jwt|@fastify\/jwt)\/|^dist\/services\/api\/plugins\/auth\.js/, 'JWT'],
   [/node_modules\/undici\//, 'answerer HTTP client'],
   [/^dist\/services\/providers\/answerers\//, 'upstream parse'],
-  [/^dist\/services\/providers\/embeddings\//, 'embedding'],
+  [/^(dist\/)?services\/providers\/embeddings\//, 'embedding'],
   [/^dist\/services\/db\/sql\.js|^dist\/services\/db\/repositories\/queryable\.js/, 'SQL text, prepared()'],
   [/^dist\/services\/core\/search-terms\//, 'lexical terms'],
   [/node_modules\/prom-client\/|^dist\/services\/core\/metrics\.js/, 'metrics'],
@@ -25,6 +25,9 @@ const AREAS: [RegExp, string][] = [
     'fastify (+ api layer)',
   ],
   [/^dist\/services\//, 'memory logic'],
+  // The fair peer runs from source (profile.ts --peer).
+  [/node_modules\/(@langchain\/[^/]+|langchain)\//, 'LangChain'],
+  [/^scripts\/bench\//, 'peer logic'],
 ];
 
 const SPECIAL: Record<string, string> = {

@@ -1,33 +1,37 @@
-// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--data DIR | --server] [--perf]`:
+// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--warmup S] [--data DIR | --server] [--perf]`:
 // runs the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded
 // server database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints
 // where the service process spends its CPU (self time by function, by package and by area:
 // profile-areas.ts). With --perf, Linux perf samples it instead and only the areas are printed
-// (perf-areas.ts says why they are the truer split).
+// (perf-areas.ts says why they are the truer split); --peer --perf profiles the fair peer
+// (langchain-server.ts) the same way, on its own copy with LangChain's indexes.
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { copyDataDir } from './database.js';
+import { copyDataDir, openBenchDatabase } from './database.js';
+import { addLangchainIndexes } from './langchain-peer.js';
 import { runLoad } from './load.js';
 import { perfCpuByArea, recordPerf } from './perf-areas.js';
 import { type ProfileNode, selfTimeByArea } from './profile-areas.js';
 import { cpuMsOf } from './rss.js';
-import { databaseUrl, dropDatabase, recreateDatabase } from './server-databases.js';
-import { serviceTurns, startService } from './service.js';
+import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
+import { serviceTurns, startServedPeer, startService } from './service.js';
 import { conversationClient, startInstantAnswerer } from './workload.js';
 
 const { values: args } = parseArgs({
   options: {
     clients: { type: 'string', default: '1' },
     seconds: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '20' },
     data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v4-1000x100') },
     users: { type: 'string', default: '1000' },
     top: { type: 'string', default: '25' },
     server: { type: 'boolean', default: false },
     perf: { type: 'boolean', default: false },
+    peer: { type: 'boolean', default: false },
   },
 });
 
@@ -42,19 +46,29 @@ const serverCopy = `mc_bench_profile_${process.pid}`;
 if (args.server) await recreateDatabase(serverCopy, `mc_bench_v4_${args.users}x100`);
 else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
+if (args.peer && !args.perf) throw new Error('--peer is profiled with perf only: add --perf');
+if (args.peer) {
+  const db = args.server ? await openServerDatabase(serverCopy, 1) : await openBenchDatabase(dataDir);
+  await addLangchainIndexes(db.pool);
+  await db.close();
+}
 if (!args.perf) process.env.BENCH_CPU_PROF = profDir;
-const service = await startService(dataDir, answerer.url, {
-  ...(args.server ? { DATABASE_URL: databaseUrl(serverCopy), DATABASE_POOL_MAX: '10' } : {}),
-  // Names the JIT-compiled frames for perf (/tmp/perf-PID.map).
-  ...(args.perf ? { NODE_OPTIONS: '--perf-basic-prof' } : {}),
-});
+// Names the JIT-compiled frames for perf (/tmp/perf-PID.map).
+const perfEnv: Record<string, string> = args.perf ? { NODE_OPTIONS: '--perf-basic-prof' } : {};
+const service = args.peer
+  ? await startServedPeer(answerer.url, args.server ? { databaseUrl: databaseUrl(serverCopy) } : { dataDir }, perfEnv)
+  : await startService(dataDir, answerer.url, {
+      ...(args.server ? { DATABASE_URL: databaseUrl(serverCopy), DATABASE_POOL_MAX: '10' } : {}),
+      ...perfEnv,
+    });
 const clients = Number(args.clients);
 const { turn, close } = serviceTurns(service.baseUrl, clients);
 // The profile covers the service's whole life; only the measured slice counts (start-up, module
 // loading and the warm-up are not per-turn work). V8 stamps samples with the same monotonic clock as
 // process.hrtime, in microseconds.
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
-const WARMUP_MS = 1500;
+// V8 was still optimising on its compiler threads 10 s into a run (17% of the process's samples; 1% after 30 s).
+const WARMUP_MS = Number(args.warmup) * 1000;
 const measuredFrom = monotonicUs() + WARMUP_MS * 1000;
 // The process's CPU time over the same slice: on a busy machine the sampler's wall-clock deltas also
 // count time the process waited for a core, so the per-area table splits this measured CPU by the

@@ -46,11 +46,16 @@ export async function startService(dataDir: string, answerUrl: string, extraEnv:
  * The fair LangChain peer (langchain-server.ts) in a process of its own, on a server database
  * (`databaseUrl`) or an embedded copy (`dataDir`), calling the same answerer over HTTP.
  */
-export async function startServedPeer(answerUrl: string, database: { databaseUrl: string } | { dataDir: string }): Promise<RunningService> {
+export async function startServedPeer(
+  answerUrl: string,
+  database: { databaseUrl: string } | { dataDir: string },
+  extraEnv: Record<string, string> = {},
+): Promise<RunningService> {
   return startHttpProcess(['--import', 'tsx', 'scripts/bench/langchain-server.ts'], {
     NODE_ENV: 'production',
     ANSWER_URL: answerUrl,
     ...('databaseUrl' in database ? { PEER_DATABASE_URL: database.databaseUrl } : { PEER_DATA_DIR: database.dataDir }),
+    ...extraEnv,
   });
 }
 
