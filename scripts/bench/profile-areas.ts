@@ -14,7 +14,7 @@ const AREAS: [RegExp, string][] = [
   [/node_modules\/gpt-tokenizer\/|^dist\/services\/core\/text\.js/, 'token counting'],
   [/node_modules\/(fast-jwt|@fastify\/jwt)\/|^dist\/services\/api\/plugins\/auth\.js/, 'JWT'],
   [/node_modules\/undici\//, 'answerer HTTP client'],
-  [/^dist\/services\/providers\/answerers\//, 'upstream parse'],
+  [/^(dist\/)?services\/providers\/answerers\//, 'upstream parse'],
   [/^(dist\/)?services\/providers\/embeddings\//, 'embedding'],
   [/^dist\/services\/db\/sql\.js|^dist\/services\/db\/repositories\/queryable\.js/, 'SQL text, prepared()'],
   [/^dist\/services\/core\/search-terms\//, 'lexical terms'],

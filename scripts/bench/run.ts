@@ -40,12 +40,12 @@ import { childrenOf, commandLineIncludes, cpuMsOf, type Memory, memoryOf, RssSam
 import { measureSearch, type OwnerSearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
 import {
+  databaseCpuMs,
   databaseExists,
   databaseUrl,
   dropDatabase,
   openServerDatabase,
   recreateDatabase,
-  serverCpuMs,
   serverVersion,
 } from './server-databases.js';
 import { type RunningService, serviceTurns, startServedPeer, startService } from './service.js';
@@ -234,13 +234,13 @@ async function main() {
     peer = await startServedPeer(answerer.url, SERVER ? { databaseUrl: databaseUrl(copies.lcServed) } : { dataDir: copies.lcServed });
   }
 
-  const serverCpu = SERVER ? await serverCpuMs() : undefined;
   /**
-   * Opens a copy and says how to read its database's CPU: the embedded process it starts, or the server's.
+   * Opens a copy and says how to read its database's CPU: the embedded process it starts, or the
+   * server's processes working in that database (so that another bench or tests on the server do not count).
    * Migrated first, as the service migrates its own: a cached seed may predate the latest migration.
    */
   const open = async (ref: string): Promise<[Database, () => number]> => {
-    if (serverCpu) return [await openServerDatabase(ref, SERVER_POOL, true), serverCpu];
+    if (SERVER) return [await openServerDatabase(ref, SERVER_POOL, true), await databaseCpuMs(ref)];
     const before = new Set(childrenOf(process.pid));
     const db = await openBenchDatabase(ref, true);
     const pid = childrenOf(process.pid).find((p) => !before.has(p) && commandLineIncludes(p, 'pglite-process')) ?? -1;
@@ -277,7 +277,7 @@ async function main() {
   const systems: System[] = [
     {
       name: 'service',
-      cpu: [() => cpuMsOf(service.pid), serverCpu ?? (() => cpuMsOf(service.dbPid))],
+      cpu: [() => cpuMsOf(service.pid), SERVER ? await databaseCpuMs(copies.service) : () => cpuMsOf(service.dbPid)],
       turnFor: (c) => serviceTurns(service.baseUrl, c),
     },
     { name: 'floor', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => floorDb.pool) }) },
@@ -292,7 +292,7 @@ async function main() {
       ? [
           {
             name: 'langchainServed',
-            cpu: [() => cpuMsOf(peer.pid), serverCpu ?? (() => cpuMsOf(peer.dbPid))] as System['cpu'],
+            cpu: [() => cpuMsOf(peer.pid), SERVER ? await databaseCpuMs(copies.lcServed!) : () => cpuMsOf(peer.dbPid)] as System['cpu'],
             turnFor: (c: number) => serviceTurns(peer.baseUrl, c),
           },
         ]
@@ -482,7 +482,7 @@ function report(r: Results): string {
   );
   lines.push(
     SERVER
-      ? 'driver and the instant answerer; db = every process of the PostgreSQL server, backends and background writers):'
+      ? 'driver and the instant answerer; db = the server processes working in the database copy of the system, its backends and autovacuum workers (not the server-wide WAL writer and checkpointer, nor what else runs on the server)):'
       : 'driver and the instant answerer; db = the embedded Postgres process, single-threaded: its CPU per turn bounds throughput):',
   );
   lines.push('');

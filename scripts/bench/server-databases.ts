@@ -70,10 +70,33 @@ export async function serverCpuMs(): Promise<() => number> {
   return serverReader;
 }
 
+/**
+ * CPU (ms) of the server's processes working in `database`: its backends and autovacuum workers, found
+ * by their process titles ("postgres: 15/main: USER DATABASE HOST ACTIVITY", "… autovacuum worker
+ * DATABASE"). Unlike serverCpuMs, what others run on the same server (another bench, tests) is not
+ * counted; the server-wide WAL writer, checkpointer and background writer are not either, nor a
+ * backend that exited (the systems' pools keep theirs).
+ */
+export async function databaseCpuMs(database: string): Promise<() => number> {
+  const postmaster = await admin(postmasterPid);
+  const inDatabase = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').split(' ').includes(database);
+    } catch {
+      return false;
+    }
+  };
+  return () => childrenOf(postmaster).reduce((sum, child) => sum + (inDatabase(child) ? cpuMsOf(child) || 0 : 0), 0);
+}
+
+async function postmasterPid(client: pg.Client): Promise<number> {
+  const dataDir = (await client.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0]!.d;
+  return Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
 /** The CPU reader of `serverCpuMs` for the server `client` is connected to (on this machine). */
 export async function postmasterCpuMs(client: pg.Client): Promise<() => number> {
-  const dataDir = (await client.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0]!.d;
-  const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pid = await postmasterPid(client);
   return () => {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
