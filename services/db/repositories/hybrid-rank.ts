@@ -110,6 +110,12 @@ export interface CandidateSearch {
    * user's search itself), and only tell whether the user has crossed it since (userInAnnIndex).
    */
   assumeLight?: boolean;
+  /**
+   * A condition under which the user is taken as past the threshold without counting their sessions'
+   * turns (memory-store.ts: this process counted them past it a short while ago, and they have not
+   * been erased since); the count runs only when it does not hold.
+   */
+  knownHeavy?: SqlFragment;
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
   where: SqlFragment;
   /** Columns of the found turn `t` that `fused` carries, e.g. sql`t.question, t.answer`. */
@@ -170,9 +176,14 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
   // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
   // scored exactly beside the index's nearest; more would cost what exact search does).
-  const heavy = sql`SELECT x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost} AS heavy
-       FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
+  const decision = sql`x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost}`;
+  const counted = sql`FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
              FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
+  // Under knownHeavy the count is an initplan: it runs only when CASE reaches it. OFFSET 0 keeps the
+  // planner from pulling the CASE up into `history`, which reads it twice (and would count twice).
+  const heavy = s.knownHeavy
+    ? sql`SELECT CASE WHEN ${s.knownHeavy} THEN true ELSE (SELECT ${decision} ${counted}) END AS heavy OFFSET 0`
+    : sql`SELECT ${decision} AS heavy ${counted}`;
   if (s.assumeLight) {
     return sql`history AS (
        ${heavy}

@@ -6,7 +6,7 @@ import { vectorParam } from '../vector-param.js';
 import { withEraseBarrier } from './erase-barrier.js';
 import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
-import { lightUserKey, rememberLight, wasLight } from './light-users.js';
+import { heavyEpoch, lightUserKey, rememberHeavy, rememberLight, wasLight } from './light-users.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { sameAnswerer, unrecallableSessions } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -95,6 +95,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const exactOnly = req.memoryScope === 'session';
   const lightKey = lightUserKey(req.identity.tenantId, req.identity.userId, req.embeddingModel);
   const assumeLight = wasLight(lightKey);
+  const knownEpoch = assumeLight || exactOnly ? undefined : heavyEpoch(lightKey, Date.now());
+  const epoch = sql`COALESCE((SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0)`;
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
@@ -141,6 +143,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        distributed: await db.isDistributed?.(),
        exactOnly,
        assumeLight,
+       knownHeavy: knownEpoch === undefined ? undefined : sql`${epoch} = ${param(knownEpoch)}::bigint`,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND t.session_id NOT IN (SELECT u.session_id FROM unrecallable u)
          AND ${visibleInSearch(tenant, user)}
@@ -163,8 +166,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
      UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
-     UNION ALL SELECT 'epoch', jsonb_build_object('epoch', COALESCE(
-       (SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0),
+     UNION ALL SELECT 'epoch', jsonb_build_object('epoch', ${epoch},
        'ann_indexed', ${userInAnnIndex({ embeddingModel: req.embeddingModel, exactOnly })})`,
     ),
   );
@@ -181,7 +183,10 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     else if (source === 'epoch') {
       out.eraseEpoch = Number(row.epoch);
       out.annIndexed = row.ann_indexed === true;
-      if (!exactOnly) rememberLight(lightKey, !out.annIndexed);
+      if (!exactOnly) {
+        rememberLight(lightKey, !out.annIndexed);
+        rememberHeavy(lightKey, out.annIndexed, out.eraseEpoch, knownEpoch !== undefined, Date.now());
+      }
     } else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },

@@ -130,4 +130,34 @@ describe('approximate search for users with a long history', () => {
     expect(ranAnnFunction(byDefault.plan)).toBe(false);
     expect(costly.rows).toHaveLength(10);
   });
+
+  // Last: its turns add to the index's rows, which the test above counts.
+  it('when a user counted past the threshold asks again, then the count stands until they are erased', async () => {
+    const counted = { tenantId: 'default', userId: 'counted-user', roles: [] as string[] };
+    await seed(counted.userId, 30);
+    const retrieve = () =>
+      retrieveMemory(database.scoped.asUser(counted), {
+        identity: counted,
+        now: new Date(),
+        windowSize: 5,
+        k: 3,
+        minSimilarity: 0,
+        embedding: embedText('How many pets were there in region 12?', 384),
+        embeddingModel: MODEL,
+        scope: {},
+        exactSearchMaxTurns: 20,
+        annRowCost: 0,
+      });
+    expect((await retrieve()).annIndexed).toBe(true);
+    // Counted again, the user would now be below the threshold: the process's count of a moment ago stands.
+    await admin.pool.query(`UPDATE sessions SET turn_count = 1 WHERE user_id = $1`, [counted.userId]);
+    expect((await retrieve()).annIndexed).toBe(true);
+    // An erasure moves the user's epoch: the next retrieval counts.
+    await admin.pool.query(`INSERT INTO erasures (tenant_id, user_digest, epoch) VALUES ('default', memorychat_user_digest($1), 1)`, [
+      counted.userId,
+    ]);
+    const afterErasure = await retrieve();
+    expect(afterErasure.eraseEpoch).toBe(1);
+    expect(afterErasure.annIndexed).toBe(false);
+  });
 });
