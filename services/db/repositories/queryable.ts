@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import type { GenericPlanConfig } from '../scoped-statement.js';
 import { type SqlFragment, shapeOf, toQuery } from '../sql.js';
 
 /**
@@ -30,7 +31,7 @@ const statementsByShape = new Map<string, { name: string; text: string }>();
  * turn in scripts/bench (docs/performance.md). The text and its name are built once per shape of the
  * fragment (shapeOf), not on every call.
  */
-export function prepared(statement: SqlFragment): pg.QueryConfig {
+export function prepared(statement: SqlFragment, options: { genericPlan?: boolean } = {}): GenericPlanConfig {
   const { key, values } = shapeOf(statement);
   let built = statementsByShape.get(key);
   if (!built) {
@@ -38,5 +39,5 @@ export function prepared(statement: SqlFragment): pg.QueryConfig {
     built = { name: `mc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text };
     statementsByShape.set(key, built);
   }
-  return { name: built.name, text: built.text, values };
+  return { name: built.name, text: built.text, values, ...(options.genericPlan ? { genericPlan: true } : {}) };
 }

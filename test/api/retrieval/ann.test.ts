@@ -132,7 +132,7 @@ describe('approximate search for users with a long history', () => {
   });
 
   // Last: its turns add to the index's rows, which the test above counts.
-  it('when a user counted past the threshold asks again, then the count stands until they are erased', async () => {
+  it('when a user counted past the threshold asks again, then the count stands until they are erased, and the statement runs its generic plan', async () => {
     const counted = { tenantId: 'default', userId: 'counted-user', roles: [] as string[] };
     await seed(counted.userId, 30);
     const retrieve = () =>
@@ -148,7 +148,14 @@ describe('approximate search for users with a long history', () => {
         exactSearchMaxTurns: 20,
         annRowCost: 0,
       });
+    const genericPlans = async () =>
+      (
+        await database.pool.query(
+          `SELECT sum(generic_plans)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%nearest_turns_local_hash_v2_384%'`,
+        )
+      ).rows[0].n as number;
     expect((await retrieve()).annIndexed).toBe(true);
+    const before = await genericPlans();
     // Counted again, the user would now be below the threshold: the process's count of a moment ago stands.
     await admin.pool.query(`UPDATE sessions SET turn_count = 1 WHERE user_id = $1`, [counted.userId]);
     expect((await retrieve()).annIndexed).toBe(true);
@@ -159,5 +166,7 @@ describe('approximate search for users with a long history', () => {
     const afterErasure = await retrieve();
     expect(afterErasure.eraseEpoch).toBe(1);
     expect(afterErasure.annIndexed).toBe(false);
+    // Both retrievals that took the user as known ran the statement's generic plan from their first call.
+    expect((await genericPlans()) - before).toBe(2);
   });
 });
