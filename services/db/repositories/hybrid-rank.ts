@@ -28,10 +28,12 @@ const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }
 /**
  * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`). Its
  * relaxed-order iterative scan returns them roughly nearest first, and a short scan misses whole
- * clusters of a user's similar turns: recall@20 of a user with 16% of the index's rows was 0.82 at
- * 10, 0.94 at 20 and 0.99 at 50 (scripts/bench/ann-recall.ts, docs/performance.md).
+ * clusters of a user's similar turns, which grow with the history: recall@20 of a 100,000-turn user
+ * who holds the whole index was 0.869 reading 50 per candidate, 0.978 at 100 and 0.984 at 150; of a
+ * 20,000-turn user with 81% of it 0.900 at 50 and 0.975 at 100 to 200 (scripts/bench/ann-recall.ts,
+ * docs/performance.md). Reading 100 costs the function 1.6-1.7x the time of 50.
  */
-const ANN_SCAN = 50;
+const ANN_SCAN = 100;
 /**
  * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
  * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps

@@ -118,12 +118,12 @@ describe('approximate search for users with a long history', () => {
   });
 
   it('when the index knows its rows, then a user past the threshold takes the HNSW path only if the index would read fewer rows than exact search', async () => {
-    // 65 rows, 60 of them the heavy user's; a search's 20 candidates read through the index as 1,000
-    // (its scan reads 50 per candidate): 1,000 * 65 / 60 index rows at the row cost against 60 turns
-    // scored exactly, i.e. 60 * 60 >= cost * 65,000: taken at 0.05 (3,250), not at 0.06 (3,900).
+    // 65 rows, 60 of them the heavy user's; a search's 20 candidates read through the index as 2,000
+    // (its scan reads 100 per candidate): 2,000 * 65 / 60 index rows at the row cost against 60 turns
+    // scored exactly, i.e. 60 * 60 >= cost * 130,000: taken at 0.025 (3,250), not at 0.03 (3,900).
     await admin.pool.query('ANALYZE turns');
-    const cheap = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0.05)));
-    const costly = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0.06)));
+    const cheap = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0.025)));
+    const costly = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0.03)));
     const byDefault = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, undefined)));
     expect(ranAnnFunction(cheap.plan)).toBe(true);
     expect(ranAnnFunction(costly.plan)).toBe(false);
