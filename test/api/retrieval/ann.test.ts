@@ -78,6 +78,20 @@ describe('approximate search for users with a long history', () => {
     annRowCost,
   });
 
+  /** /memoryChat's retrieval for `identity`, the HNSW path chosen by turn count alone. */
+  const retrieval = (identity: typeof heavy, exactSearchMaxTurns: number) => ({
+    identity,
+    now: new Date(),
+    windowSize: 5,
+    k: 3,
+    minSimilarity: 0,
+    embedding: embedText('How many pets were there in region 12?', 384),
+    embeddingModel: MODEL,
+    scope: {},
+    exactSearchMaxTurns,
+    annRowCost: 0,
+  });
+
   it('when a user past the threshold searches, then the HNSW index is read and the same top turns come back as from exact search', async () => {
     const approximate = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 20, 0)));
     const exact = await explainScoped(database.pool, heavy, (db) => searchTurns(db, search(heavy, 1000, 0)));
@@ -91,20 +105,8 @@ describe('approximate search for users with a long history', () => {
   });
 
   it("when a user past the threshold asks /memoryChat's retrieval, then its similar turns are exact search's", async () => {
-    const request = (exactSearchMaxTurns: number) => ({
-      identity: heavy,
-      now: new Date(),
-      windowSize: 5,
-      k: 3,
-      minSimilarity: 0,
-      embedding: embedText('How many pets were there in region 12?', 384),
-      embeddingModel: MODEL,
-      scope: {},
-      exactSearchMaxTurns,
-      annRowCost: 0,
-    });
-    const approximate = await explainScoped(database.pool, heavy, (db) => retrieveMemory(db, request(20)));
-    const exact = await retrieveMemory(database.scoped.asUser(heavy), request(1000));
+    const approximate = await explainScoped(database.pool, heavy, (db) => retrieveMemory(db, retrieval(heavy, 20)));
+    const exact = await retrieveMemory(database.scoped.asUser(heavy), retrieval(heavy, 1000));
     expect(ranAnnFunction(approximate.plan)).toBe(true);
     const similar = approximate.rows.filter((r) => r.source === 'similar').map((r) => (r.row as { turn_number: number }).turn_number);
     expect(similar).toHaveLength(3);
@@ -135,19 +137,7 @@ describe('approximate search for users with a long history', () => {
   it('when a user counted past the threshold asks again, then the count stands until they are erased, and the statement runs its generic plan', async () => {
     const counted = { tenantId: 'default', userId: 'counted-user', roles: [] as string[] };
     await seed(counted.userId, 30);
-    const retrieve = () =>
-      retrieveMemory(database.scoped.asUser(counted), {
-        identity: counted,
-        now: new Date(),
-        windowSize: 5,
-        k: 3,
-        minSimilarity: 0,
-        embedding: embedText('How many pets were there in region 12?', 384),
-        embeddingModel: MODEL,
-        scope: {},
-        exactSearchMaxTurns: 20,
-        annRowCost: 0,
-      });
+    const retrieve = () => retrieveMemory(database.scoped.asUser(counted), retrieval(counted, 20));
     const genericPlans = async () =>
       (
         await database.pool.query(
