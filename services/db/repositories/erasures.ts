@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { type Param, type SqlFragment, sql } from '../sql.js';
 import type { Queryable, TransactionalQueryable } from './queryable.js';
 
 /*
@@ -17,6 +18,11 @@ export async function readEraseEpoch(db: Queryable, tenantId: string, userId: st
     [tenantId, userId],
   );
   return rows[0] ? Number(rows[0].epoch) : 0;
+}
+
+/** The user's erasure epoch within a statement that reads memory: what a later store compares with. */
+export function erasureEpoch(tenant: Param, user: Param): SqlFragment {
+  return sql`COALESCE((SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0)`;
 }
 
 /**

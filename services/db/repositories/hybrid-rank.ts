@@ -1,4 +1,5 @@
-import { type Param, type SqlFragment, sql } from '../sql.js';
+import { type Param, param, type SqlFragment, sql } from '../sql.js';
+import type { PathHint } from './light-users.js';
 
 /**
  * Similar turns are ranked twice, by cosine distance and by lexical match, and the two rankings fused
@@ -107,17 +108,15 @@ export interface CandidateSearch {
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
   exactOnly?: boolean;
   /**
-   * The user was below the threshold at their last search: search exactly, in a statement without the
-   * HNSW path's branches (planned and started on every call, they cost the database more than a light
-   * user's search itself), and only tell whether the user has crossed it since (userInAnnIndex).
+   * What the process knows of the user's path (light-users.ts, pathHint), with the statement's
+   * expression of their erasure epoch. Assumed light (below the threshold at their last search):
+   * search exactly, in a statement without the HNSW path's branches (planned and started on every
+   * call, they cost the database more than a light user's search itself), and only tell whether the
+   * user has crossed it since (userInAnnIndex). A known epoch (counted past the threshold a short
+   * while ago, not erased since): take the user as past it without counting their sessions' turns;
+   * the count runs only when the epoch moved.
    */
-  assumeLight?: boolean;
-  /**
-   * A condition under which the user is taken as past the threshold without counting their sessions'
-   * turns (memory-store.ts: this process counted them past it a short while ago, and they have not
-   * been erased since); the count runs only when it does not hold.
-   */
-  knownHeavy?: SqlFragment;
+  path?: { hint: PathHint; epoch: SqlFragment };
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
   where: SqlFragment;
   /** Columns of the found turn `t` that `fused` carries, e.g. sql`t.question, t.answer`. */
@@ -142,11 +141,14 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const own = sql`t.tenant_id = ${s.tenant} AND t.user_id = ${s.user}`;
   const max = s.exactSearchMaxTurns ?? EXACT_SEARCH_MAX_TURNS;
   const ann = s.exactOnly ? undefined : ANN_FUNCTIONS.get(s.embeddingModel);
+  const assumeLight = s.path?.hint.assumeLight ?? false;
+  const knownEpoch = s.path?.hint.knownEpoch;
+  const knownHeavy = s.path && knownEpoch !== undefined ? sql`${s.path.epoch} = ${param(knownEpoch)}::bigint` : undefined;
   // Below the threshold (or for a model without an HNSW index), every turn of the user is scored once,
   // on its reference, distance and lexical match only, and both lists are taken from that: scanning
   // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
   // the unit vectors every embedder stores (docs/design.md, Search).
-  const exact = ann === undefined || s.assumeLight ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
+  const exact = ann === undefined || assumeLight ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
   const rowCost = s.annRowCost ?? ANN_ROW_COST;
   const scored = sql`scored AS (
        SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
@@ -181,12 +183,12 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const decision = sql`x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost}`;
   const counted = sql`FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
              FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
-  // Under knownHeavy the count is an initplan: it runs only when CASE reaches it. OFFSET 0 keeps the
+  // Under a known epoch the count is an initplan: it runs only when CASE reaches it. OFFSET 0 keeps the
   // planner from pulling the CASE up into `history`, which reads it twice (and would count twice).
-  const heavy = s.knownHeavy
-    ? sql`SELECT CASE WHEN ${s.knownHeavy} THEN true ELSE (SELECT ${decision} ${counted}) END AS heavy OFFSET 0`
+  const heavy = knownHeavy
+    ? sql`SELECT CASE WHEN ${knownHeavy} THEN true ELSE (SELECT ${decision} ${counted}) END AS heavy OFFSET 0`
     : sql`SELECT ${decision} AS heavy ${counted}`;
-  if (s.assumeLight) {
+  if (assumeLight) {
     return sql`history AS (
        ${heavy}
      ), ${scored}, nearest AS (

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Identity } from '../../model/identity.js';
 
 /** Bounds the process's memory of users: past it the oldest entry goes. */
 const LIGHT_USERS_MAX = 10_000;
@@ -13,9 +14,42 @@ const HEAVY_USER_RECOUNT_MS = 60_000;
 /** Per user past the threshold: the erasure epoch the count read with it, and when it counted. */
 const heavyUsers = new Map<string, { epoch: number; countedAt: number }>();
 
-/** A user's entry, computed once per retrieval for both wasLight and rememberLight. */
-export const lightUserKey = (tenantId: string, userId: string, embeddingModel: string): string =>
-  createHash('sha1').update(`${tenantId}\u0000${userId}\u0000${embeddingModel}`).digest('base64');
+/**
+ * A user's entry under one rule for the path (the threshold and the row cost, hybrid-rank.ts; a
+ * process has one, from its settings, but benches and tests vary them).
+ */
+const lightUserKey = (tenantId: string, userId: string, embeddingModel: string, rule: PathRule): string =>
+  createHash('sha1')
+    .update(`${tenantId}\u0000${userId}\u0000${embeddingModel}\u0000${rule.exactSearchMaxTurns}\u0000${rule.annRowCost}`)
+    .digest('base64');
+
+export interface PathRule {
+  exactSearchMaxTurns?: number;
+  annRowCost?: number;
+}
+
+/**
+ * What this process knows of a user's search path before their search (/memoryChat's retrieval and
+ * /memory/search alike, one memory for both): `assumeLight` (wasLight) and `knownEpoch` (heavyEpoch,
+ * never when assumed light or when the search is exact whatever the history).
+ */
+export interface PathHint {
+  key: string;
+  assumeLight: boolean;
+  knownEpoch: number | undefined;
+}
+
+export function pathHint(identity: Identity, embeddingModel: string, rule: PathRule, exactOnly: boolean): PathHint {
+  const key = lightUserKey(identity.tenantId, identity.userId, embeddingModel, rule);
+  const assumeLight = wasLight(key);
+  return { key, assumeLight, knownEpoch: assumeLight || exactOnly ? undefined : heavyEpoch(key, Date.now()) };
+}
+
+/** What the search sent with `hint` found: the user past the threshold or not, and their erasure epoch. */
+export function rememberPath(hint: PathHint, heavy: boolean, epoch: number): void {
+  rememberLight(hint.key, !heavy);
+  rememberHeavy(hint.key, heavy, epoch, hint.knownEpoch !== undefined, Date.now());
+}
 
 /**
  * Users whose last retrieval in this process found them below the HNSW threshold: their next one is
@@ -23,11 +57,11 @@ export const lightUserKey = (tenantId: string, userId: string, embeddingModel: s
  * still searches every turn exactly and says whether the user has crossed the threshold since, and
  * the retrieval after it takes the full statement. Kept by a digest of the ids, never the ids.
  */
-export function wasLight(key: string): boolean {
+function wasLight(key: string): boolean {
   return lightUsers.has(key);
 }
 
-export function rememberLight(key: string, light: boolean): void {
+function rememberLight(key: string, light: boolean): void {
   lightUsers.delete(key);
   if (!light) return;
   if (lightUsers.size >= LIGHT_USERS_MAX) lightUsers.delete(lightUsers.values().next().value!);
@@ -40,7 +74,7 @@ export function rememberLight(key: string, light: boolean): void {
  * their sessions' turns again (all of their sessions: 22,000 rows at 100,000 turns), as long as the
  * epoch has not moved (an erasure removed their history). Undefined: count.
  */
-export function heavyEpoch(key: string, now: number): number | undefined {
+function heavyEpoch(key: string, now: number): number | undefined {
   const known = heavyUsers.get(key);
   return known && now - known.countedAt < HEAVY_USER_RECOUNT_MS ? known.epoch : undefined;
 }
@@ -49,7 +83,7 @@ export function heavyEpoch(key: string, now: number): number | undefined {
  * What a retrieval found: `heavy`, with the erasure epoch it read; `assumed` when it was sent with
  * heavyEpoch's epoch, in which case it counted only if the epoch had moved.
  */
-export function rememberHeavy(key: string, heavy: boolean, epoch: number, assumed: boolean, now: number): void {
+function rememberHeavy(key: string, heavy: boolean, epoch: number, assumed: boolean, now: number): void {
   const known = heavyUsers.get(key);
   heavyUsers.delete(key);
   if (!heavy) return;

@@ -4,9 +4,10 @@ import type { HistoryTurn, NewTurn, RecentQuestion, SimilarTurn, TurnStatus } fr
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { withEraseBarrier } from './erase-barrier.js';
+import { erasureEpoch } from './erasures.js';
 import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
-import { heavyEpoch, lightUserKey, rememberHeavy, rememberLight, wasLight } from './light-users.js';
+import { pathHint, rememberPath } from './light-users.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { sameAnswerer, unrecallableSessions } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
@@ -93,10 +94,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const queryTerms = param(req.search?.terms ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   const exactOnly = req.memoryScope === 'session';
-  const lightKey = lightUserKey(req.identity.tenantId, req.identity.userId, req.embeddingModel);
-  const assumeLight = wasLight(lightKey);
-  const knownEpoch = assumeLight || exactOnly ? undefined : heavyEpoch(lightKey, Date.now());
-  const epoch = sql`COALESCE((SELECT epoch FROM erasures WHERE tenant_id = ${tenant} AND user_digest = memorychat_user_digest(${user})), 0)`;
+  const hint = pathHint(req.identity, req.embeddingModel, req, exactOnly);
+  const epoch = erasureEpoch(tenant, user);
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
@@ -142,8 +141,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        annRowCost: req.annRowCost,
        distributed: await db.isDistributed?.(),
        exactOnly,
-       assumeLight,
-       knownHeavy: knownEpoch === undefined ? undefined : sql`${epoch} = ${param(knownEpoch)}::bigint`,
+       path: { hint, epoch },
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND t.session_id NOT IN (SELECT u.session_id FROM unrecallable u)
          AND ${visibleInSearch(tenant, user)}
@@ -171,7 +169,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       // A user known past the threshold: the plan reads the HNSW path whatever the values. Left to
       // choose, Postgres planned it anew on every call for a 100,000-turn user (2.4 ms of planning
       // against 7.7 of execution, the generic plan's 7.6: EXPLAIN, docs/performance.md).
-      { genericPlan: knownEpoch !== undefined },
+      { genericPlan: hint.knownEpoch !== undefined },
     ),
   );
 
@@ -187,10 +185,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     else if (source === 'epoch') {
       out.eraseEpoch = Number(row.epoch);
       out.annIndexed = row.ann_indexed === true;
-      if (!exactOnly) {
-        rememberLight(lightKey, !out.annIndexed);
-        rememberHeavy(lightKey, out.annIndexed, out.eraseEpoch, knownEpoch !== undefined, Date.now());
-      }
+      if (!exactOnly) rememberPath(hint, out.annIndexed, out.eraseEpoch);
     } else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },

@@ -2,8 +2,10 @@ import type { DatabaseScope, Identity } from '../../model/identity.js';
 import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
-import { FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
-import type { Queryable } from './queryable.js';
+import { erasureEpoch } from './erasures.js';
+import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
+import { pathHint, rememberPath } from './light-users.js';
+import { prepared, type Queryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
 
@@ -147,34 +149,46 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
   const session = param(req.sessionId ?? null);
   const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   const queryTerms = param(req.search?.terms ?? null);
-  const { rows } = await db.query<SearchHit>(
-    toQuery(sql`WITH ${fusedCandidates({
-      tenant,
-      user,
-      vector,
-      embeddingModel: req.embeddingModel,
-      query: param(req.search?.query ?? null),
-      queryTerms,
-      depth,
-      minSimilarity: req.minSimilarity,
-      exactSearchMaxTurns: req.exactSearchMaxTurns,
-      annRowCost: req.annRowCost,
-      distributed: await db.isDistributed?.(),
-      where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
+  const hint = pathHint(req.identity, req.embeddingModel, req, false);
+  const epoch = erasureEpoch(tenant, user);
+  // One row per hit, each with what the path memory keeps (light-users.ts); one row of NULL hit
+  // columns when nothing is found.
+  const { rows } = await db.query<SearchHit & { erase_epoch: string; ann_indexed: boolean }>(
+    prepared(
+      sql`WITH ${fusedCandidates({
+        tenant,
+        user,
+        vector,
+        embeddingModel: req.embeddingModel,
+        query: param(req.search?.query ?? null),
+        queryTerms,
+        depth,
+        minSimilarity: req.minSimilarity,
+        exactSearchMaxTurns: req.exactSearchMaxTurns,
+        annRowCost: req.annRowCost,
+        distributed: await db.isDistributed?.(),
+        path: { hint, epoch },
+        where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${visibleInSearch(tenant, user)}
          AND t.status NOT IN ('memory_command', 'incomplete')`,
-      columns: sql`t.created_at, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating`,
-    })}, found AS (
+        columns: sql`t.created_at, t.status, t.question, t.answer, t.sql_query, t.tables_used, t.vdp_database_names, t.feedback_rating`,
+      })}, found AS (
        SELECT * FROM fused WHERE usable ORDER BY score DESC, distance, session_id, turn_number LIMIT ${req.k}
      )
-     SELECT f.session_id::text AS session_id,
+     SELECT p.erase_epoch, p.ann_indexed, f.session_id::text AS session_id,
             (SELECT s.session_name FROM sessions s
              WHERE s.tenant_id = ${tenant} AND s.user_id = ${user} AND s.session_id = f.session_id) AS session_name,
             f.turn_number, f.created_at, f.status, f.question, f.answer, f.sql_query, f.tables_used,
             f.vdp_database_names, f.feedback_rating, 1 - f.distance AS similarity
-     FROM found f
-     ORDER BY f.score DESC, f.distance, f.session_id, f.turn_number`),
+     FROM (SELECT ${epoch} AS erase_epoch, ${userInAnnIndex({ embeddingModel: req.embeddingModel })} AS ann_indexed) p
+     LEFT JOIN found f ON true
+     ORDER BY f.score DESC, f.distance, f.session_id, f.turn_number`,
+      { genericPlan: hint.knownEpoch !== undefined },
+    ),
   );
-  return rows.map((r) => ({ ...r, similarity: Number(r.similarity) }));
+  if (rows[0]) rememberPath(hint, rows[0].ann_indexed, Number(rows[0].erase_epoch));
+  return rows
+    .filter((r) => r.turn_number !== null)
+    .map(({ erase_epoch: _epoch, ann_indexed: _indexed, ...hit }) => ({ ...hit, similarity: Number(hit.similarity) }));
 }

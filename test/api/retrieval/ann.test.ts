@@ -20,6 +20,11 @@ function ranAnnFunction(node: PlanNode): boolean {
   );
 }
 
+/** Whether the statement holds migration 014's function at all, run or not. */
+function plansAnnFunction(node: PlanNode): boolean {
+  return node['Function Name'] === 'nearest_turns_local_hash_v2_384' || (node.Plans ?? []).some(plansAnnFunction);
+}
+
 /**
  * Users past MEMORY_EXACT_SEARCH_MAX_TURNS with enough of the index's rows (hybrid-rank.ts,
  * ANN_ROW_COST) are searched through the model's HNSW index; others exactly. The threshold is lowered
@@ -158,5 +163,29 @@ describe('approximate search for users with a long history', () => {
     expect(afterErasure.annIndexed).toBe(false);
     // Both retrievals that took the user as known ran the statement's generic plan from their first call.
     expect((await genericPlans()) - before).toBe(2);
+  });
+
+  it("when a user's search found them below the threshold, then their next search is sent without the HNSW path and finds the same turns", async () => {
+    const first = await searchTurns(database.scoped.asUser(light), search(light, 20, 0));
+    const next = await explainScoped(database.pool, light, (db) => searchTurns(db, search(light, 20, 0)));
+    expect(plansAnnFunction(next.plan)).toBe(false);
+    expect(first).toHaveLength(5);
+    expect(next.rows.map((r) => r.turn_number)).toEqual(first.map((t) => t.turn_number));
+  });
+
+  it("when a user's search counted them past the threshold, then their next search takes the HNSW path without counting, until they are erased", async () => {
+    const counted = { tenantId: 'default', userId: 'searching-user', roles: [] as string[] };
+    await seed(counted.userId, 30);
+    await searchTurns(database.scoped.asUser(counted), search(counted, 20, 0));
+    // Counted again, the user would now be below the threshold: the process's count of a moment ago stands.
+    await admin.pool.query(`UPDATE sessions SET turn_count = 1 WHERE user_id = $1`, [counted.userId]);
+    const next = await explainScoped(database.pool, counted, (db) => searchTurns(db, search(counted, 20, 0)));
+    expect(ranAnnFunction(next.plan)).toBe(true);
+    expect(next.rows).toHaveLength(10);
+    await admin.pool.query(`INSERT INTO erasures (tenant_id, user_digest, epoch) VALUES ('default', memorychat_user_digest($1), 1)`, [
+      counted.userId,
+    ]);
+    const afterErasure = await explainScoped(database.pool, counted, (db) => searchTurns(db, search(counted, 20, 0)));
+    expect(ranAnnFunction(afterErasure.plan)).toBe(false);
   });
 });
