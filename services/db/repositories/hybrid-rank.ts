@@ -1,5 +1,5 @@
 import { type Param, param, type SqlFragment, sql } from '../sql.js';
-import type { PathHint } from './light-users.js';
+import type { PathHint } from './path-memory.js';
 
 /**
  * Similar turns are ranked twice, by cosine distance and by lexical match, and the two rankings fused
@@ -108,7 +108,7 @@ export interface CandidateSearch {
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
   exactOnly?: boolean;
   /**
-   * What the process knows of the user's path (light-users.ts, pathHint), with the statement's
+   * What the process knows of the user's path (path-memory.ts, pathHint), with the statement's
    * expression of their erasure epoch. Assumed light (below the threshold at their last search):
    * search exactly, in a statement without the HNSW path's branches (planned and started on every
    * call, they cost the database more than a light user's search itself), and only tell whether the

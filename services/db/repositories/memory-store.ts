@@ -7,7 +7,7 @@ import { withEraseBarrier } from './erase-barrier.js';
 import { erasureEpoch } from './erasures.js';
 import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
-import { pathHint, rememberPath } from './light-users.js';
+import { pathHint, rememberPath } from './path-memory.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
 import { sameAnswerer, unrecallableSessions } from './recall-bounds.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';

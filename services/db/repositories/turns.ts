@@ -4,7 +4,7 @@ import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { erasureEpoch } from './erasures.js';
 import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
-import { pathHint, rememberPath } from './light-users.js';
+import { pathHint, rememberPath } from './path-memory.js';
 import { prepared, type Queryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
@@ -151,7 +151,7 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
   const queryTerms = param(req.search?.terms ?? null);
   const hint = pathHint(req.identity, req.embeddingModel, req, false);
   const epoch = erasureEpoch(tenant, user);
-  // One row per hit, each with what the path memory keeps (light-users.ts); one row of NULL hit
+  // One row per hit, each with what the path memory keeps (path-memory.ts); one row of NULL hit
   // columns when nothing is found.
   const { rows } = await db.query<SearchHit & { erase_epoch: string; ann_indexed: boolean }>(
     prepared(
