@@ -116,6 +116,12 @@ async function measureSize(turns: number, sessions: number) {
   if (args.server && !(args.keep && (await databaseExists(name)))) await recreateDatabase(name);
   const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
   const perSession = Math.ceil(turns / sessions);
+  // A kept database gains each run's /memoryChat conversations (the seed names its sessions 'history'):
+  // they go before it is measured again, so that it holds the size it is named for.
+  const added = `SELECT session_id FROM sessions WHERE tenant_id = $1 AND user_id = ANY($2) AND session_name <> 'history'`;
+  const users = [userId(HEAVY), userId(LIGHT)];
+  await db.pool.query(`DELETE FROM turns WHERE tenant_id = $1 AND user_id = ANY($2) AND session_id IN (${added})`, [TENANT, users]);
+  await db.pool.query(`DELETE FROM sessions WHERE session_id IN (${added})`, [TENANT, users]);
   const { rows: heavySessionRows } = await db.pool.query<{ session_id: string }>(
     'SELECT session_id FROM sessions WHERE user_id = $1 AND expires_at > now() ORDER BY session_id',
     [userId(HEAVY)],
