@@ -1,5 +1,5 @@
 // `npm run bench:ann-recall [-- --embedded] [--background-users 100] [--turns-per-user 1000]
-// [--heavy 20000] [--queries 40] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (HNSW) nearest turns against exact
+// [--heavy 20000] [--queries 200] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (HNSW) nearest turns against exact
 // search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
 // small user; each user's turns are SParC turns of their own databases, every one varied (turnVariant:
@@ -20,11 +20,12 @@ import pgvector from 'pgvector';
 import type { Database } from '../../services/db/pool.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { distinctTurn, interactionsFor, loadSparc, pick, rng, TENANT, userDatabases, varyQuestion } from './data.js';
+import { distinctTurn, interactionsFor, rng, TENANT, userDatabases } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainScoped, type PlanNode } from './retrieval-plan.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
+import { RECALL_K, recallAgainstExact } from './served-recall.js';
 import { dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 
 const { values: args } = parseArgs({
@@ -33,7 +34,7 @@ const { values: args } = parseArgs({
     'background-users': { type: 'string', default: '100' },
     'turns-per-user': { type: 'string', default: '1000' },
     heavy: { type: 'string', default: '20000' },
-    queries: { type: 'string', default: '40' },
+    queries: { type: 'string', default: '200' },
     // To try another candidate list than migration 014's (hnsw.ef_search of the function).
     'ef-search': { type: 'string' },
     // Leave the server database in place, to inspect its plans.
@@ -42,11 +43,9 @@ const { values: args } = parseArgs({
     database: { type: 'string', default: 'mc_bench_ann_recall' },
   },
 });
-const K = 20;
 /** MEMORY_EXACT_SEARCH_MAX_TURNS's default: the "just past" user has a quarter more. */
 const THRESHOLD = 2000;
 const SESSION_TURNS = 50;
-const questions = loadSparc().flatMap((i) => i.turns);
 const random = rng(27);
 
 /** Every stored turn's embedded text, so that no two turns share one (turnVariant draws again). */
@@ -126,27 +125,6 @@ const { rows: size } = await db.pool.query<{ turns: number; bytes: string }>(
   [index],
 );
 
-/** Exact search, or (threshold 1, annRowCost 0) the HNSW path forced whatever the user's share of the index. */
-async function nearest(user: string, query: string, exactSearchMaxTurns: number, annRowCost?: number) {
-  const identity = { tenantId: TENANT, userId: user, roles: [] };
-  const request = {
-    identity,
-    now: new Date(),
-    embedding: embedText(query, DIMENSIONS)!,
-    embeddingModel: EMBEDDING_MODEL,
-    k: K,
-    minSimilarity: -1,
-    search: null,
-    scope: {},
-    exactSearchMaxTurns,
-    annRowCost,
-  };
-  const t0 = performance.now();
-  const hits = await searchTurns(db.scoped.asUser(identity), request);
-  const ms = performance.now() - t0;
-  return { similarities: hits.map((h) => h.similarity), ms };
-}
-
 /** Whether the statement for `user` (as a generic plan) ran the function that reads the HNSW index. */
 async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?: number): Promise<boolean> {
   const identity = { tenantId: TENANT, userId: user, roles: [] };
@@ -156,7 +134,7 @@ async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?:
       now: new Date(),
       embedding: embedText('How many singers are there?', DIMENSIONS)!,
       embeddingModel: EMBEDDING_MODEL,
-      k: K,
+      k: RECALL_K,
       minSimilarity: -1,
       search: null,
       scope: {},
@@ -171,28 +149,20 @@ async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?:
 
 const results = [];
 for (const [label, u] of Object.entries(users)) {
-  let found = 0;
-  let wanted = 0;
-  const exactMs: number[] = [];
-  const annMs: number[] = [];
-  for (let q = 0; q < Number(args.queries); q++) {
-    // Two questions in three about the user's own databases, the third about any.
-    const query = varyQuestion(random, pick(random, q % 3 === 2 ? questions : interactionsFor(u.dbs).flatMap((i) => i.turns)).question);
-    const exact = await nearest(u.id, query, 1_000_000);
-    const ann = await nearest(u.id, query, 1, 0);
-    // Tie-aware: an approximate hit counts when it is at least as near as the exact search's 20th
-    // (rounded as the statement returns similarities), so equally near turns are not misses.
-    const cutoff = exact.similarities.at(-1) ?? 1;
-    wanted += exact.similarities.length;
-    found += Math.min(exact.similarities.length, ann.similarities.filter((s) => s >= cutoff - 1e-9).length);
-    exactMs.push(exact.ms);
-    annMs.push(ann.ms);
-  }
+  // The HNSW path forced (threshold 1, annRowCost 0) whatever the user's share of the index.
+  const {
+    recall,
+    exactMs,
+    pathMs: annMs,
+  } = await recallAgainstExact(db, u.id, u.dbs, Number(args.queries), random, {
+    exactSearchMaxTurns: 1,
+    annRowCost: 0,
+  });
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   results.push({
     label,
     turns: u.turns,
-    recall: found / wanted,
+    recall,
     exactP50: percentile(sorted(exactMs), 50),
     annP50: percentile(sorted(annMs), 50),
     annPlan: await usesIndex(u.id, 1, 0),

@@ -26,6 +26,7 @@ import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainRetrieval } from './retrieval-plan.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
+import { recallAgainstExact } from './served-recall.js';
 import { databaseExists, databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 import { serviceTurns, startService } from './service.js';
 import { startInstantAnswerer } from './workload.js';
@@ -38,6 +39,7 @@ const { values: args } = parseArgs({
     server: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     prefix: { type: 'string', default: 'mc_bench_heavy' },
+    'recall-queries': { type: 'string', default: '200' },
   },
 });
 const HEAVY = 1;
@@ -173,6 +175,7 @@ async function measureSize(turns: number, sessions: number) {
     }
   }
   const { examined: rows } = await explainRetrieval(db.pool, { ...request(0), minSimilarity: 0 });
+  const { recall } = await recallAgainstExact(db, userId(HEAVY), HEAVY_TOPICS, Number(args['recall-queries']), rng(27));
   await db.close();
 
   const answerer = await startInstantAnswerer();
@@ -219,6 +222,7 @@ async function measureSize(turns: number, sessions: number) {
     apiSearchP95: percentile(apiSearch, 95),
     apiSearchLightP50: percentile(apiSearchLight, 50),
     rowsPerTurn: rows / (perSession * (sessions + Math.ceil(sessions / 10))),
+    recall,
     heavyP50: percentile(heavy, 50),
     heavyP95: percentile(heavy, 95),
     lightP50: percentile(light, 50),
@@ -242,12 +246,12 @@ console.log(
 );
 console.log('');
 console.log(
-  '| heavy user | search p50 ms | search p95 ms | rows examined per stored turn | /memory/search p50 / p95 ms | light /memory/search p50 ms | /memoryChat heavy p50 / p95 ms | light p50 / p95 ms | heavy ÷ light p50 |',
+  '| heavy user | search p50 ms | search p95 ms | rows examined per stored turn | recall@20 served | /memory/search p50 / p95 ms | light /memory/search p50 ms | /memoryChat heavy p50 / p95 ms | light p50 / p95 ms | heavy ÷ light p50 |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of results) {
   console.log(
-    `| ${r.turns} turns in ${r.sessions} sessions | ${f(r.searchP50, 2)} | ${f(r.searchP95, 2)} | ${f(r.rowsPerTurn, 2)} | ` +
+    `| ${r.turns} turns in ${r.sessions} sessions | ${f(r.searchP50, 2)} | ${f(r.searchP95, 2)} | ${f(r.rowsPerTurn, 2)} | ${f(r.recall, 3)} | ` +
       `${f(r.apiSearchP50, 2)} / ${f(r.apiSearchP95, 2)} | ${f(r.apiSearchLightP50, 2)} | ` +
       `${f(r.heavyP50)} / ${f(r.heavyP95)} | ${f(r.lightP50)} / ${f(r.lightP95)} | ${f(r.heavyP50 / r.lightP50, 2)} |`,
   );

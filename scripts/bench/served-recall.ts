@@ -1,0 +1,59 @@
+import type { Database } from '../../services/db/pool.js';
+import { searchTurns } from '../../services/db/repositories/turns.js';
+import { embedText } from '../../services/providers/embeddings/local-embedder.js';
+import { interactionsFor, loadSparc, pick, TENANT, varyQuestion } from './data.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
+
+export const RECALL_K = 20;
+/** A threshold no bench user reaches: exact search. */
+const EXACT = 1_000_000;
+
+/**
+ * Recall@20 of /memory/search's statement (vector only, no floor) for `user`, as `path` searches
+ * (`exactSearchMaxTurns`, `annRowCost`: the service's defaults when absent), against exact search,
+ * over `queries` questions varied from SParC: two in three about the user's own databases (`topics`),
+ * the third about any. Tie-aware: an approximate hit counts when it is at least as near as exact
+ * search's 20th (rounded as the statement returns similarities), so equally near turns are not misses.
+ */
+export async function recallAgainstExact(
+  db: Database,
+  user: string,
+  topics: readonly string[],
+  queries: number,
+  random: () => number,
+  path: { exactSearchMaxTurns?: number; annRowCost?: number } = {},
+): Promise<{ recall: number; exactMs: number[]; pathMs: number[] }> {
+  const identity = { tenantId: TENANT, userId: user, roles: [] };
+  const own = interactionsFor([...topics]).flatMap((i) => i.turns);
+  const any = loadSparc().flatMap((i) => i.turns);
+  const nearest = async (question: string, rule: typeof path) => {
+    const started = performance.now();
+    const hits = await searchTurns(db.scoped.asUser(identity), {
+      identity,
+      now: new Date(),
+      embedding: embedText(question, DIMENSIONS)!,
+      embeddingModel: EMBEDDING_MODEL,
+      k: RECALL_K,
+      minSimilarity: -1,
+      search: null,
+      scope: {},
+      ...rule,
+    });
+    return { similarities: hits.map((h) => h.similarity), ms: performance.now() - started };
+  };
+  let found = 0;
+  let wanted = 0;
+  const exactMs: number[] = [];
+  const pathMs: number[] = [];
+  for (let q = 0; q < queries; q++) {
+    const question = varyQuestion(random, pick(random, q % 3 === 2 ? any : own).question);
+    const exact = await nearest(question, { exactSearchMaxTurns: EXACT });
+    const served = await nearest(question, path);
+    const cutoff = exact.similarities.at(-1) ?? 1;
+    wanted += exact.similarities.length;
+    found += Math.min(exact.similarities.length, served.similarities.filter((s) => s >= cutoff - 1e-9).length);
+    exactMs.push(exact.ms);
+    pathMs.push(served.ms);
+  }
+  return { recall: wanted ? found / wanted : 1, exactMs, pathMs };
+}
