@@ -60,6 +60,10 @@ export class IsolationClient {
         body: options.body === undefined ? undefined : JSON.stringify(options.body),
       });
       text = await response.text();
+    } catch (err) {
+      // fetch says only "fetch failed"; what the socket did (a reset, a refusal, a timeout) is in its cause.
+      const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+      throw new Error(`P${caller.index} ${method} ${path}: ${(err as Error).message} (${cause?.code ?? ''} ${cause?.message ?? ''})`);
     } finally {
       this.inFlight -= 1;
     }
