@@ -29,10 +29,11 @@ const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }
 /**
  * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`). Its
  * relaxed-order iterative scan returns them roughly nearest first, and a short scan misses whole
- * clusters of a user's similar turns, which grow with the history: recall@20 of a 100,000-turn user
- * who holds the whole index was 0.869 reading 50 per candidate, 0.978 at 100 and 0.984 at 150; of a
- * 20,000-turn user with 81% of it 0.900 at 50 and 0.975 at 100 to 200 (scripts/bench/ann-recall.ts,
- * docs/performance.md). Reading 100 costs the function 1.6-1.7x the time of 50.
+ * clusters of a user's similar turns, which grow with the history: recall@20 over 200 questions of a
+ * 20,000-turn user who holds the whole index 0.967 reading 50 per candidate, 0.989 at 100 and 1.000
+ * at 200; of a 100,000-turn user 0.81 / 0.85 / 0.94, whose nearest clusters the graph often does
+ * not reach at all (scripts/bench/served-recall.ts, docs/performance.md). Reading 100 costs the
+ * function 1.6-1.9x the time of 50.
  */
 const ANN_SCAN = 100;
 /**
