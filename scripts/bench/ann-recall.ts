@@ -25,7 +25,7 @@ import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainScoped, type PlanNode } from './retrieval-plan.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
-import { RECALL_K, recallAgainstExact } from './served-recall.js';
+import { recallAgainstExact, vectorSearch } from './served-recall.js';
 import { dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 
 const { values: args } = parseArgs({
@@ -129,18 +129,7 @@ const { rows: size } = await db.pool.query<{ turns: number; bytes: string }>(
 async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?: number): Promise<boolean> {
   const identity = { tenantId: TENANT, userId: user, roles: [] };
   const { plan } = await explainScoped(db.pool, identity, (q) =>
-    searchTurns(q, {
-      identity,
-      now: new Date(),
-      embedding: embedText('How many singers are there?', DIMENSIONS)!,
-      embeddingModel: EMBEDDING_MODEL,
-      k: RECALL_K,
-      minSimilarity: -1,
-      search: null,
-      scope: {},
-      exactSearchMaxTurns,
-      annRowCost,
-    }),
+    searchTurns(q, vectorSearch(user, 'How many singers are there?', { exactSearchMaxTurns, annRowCost })),
   );
   const ran = (node: PlanNode): boolean =>
     (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) || (node.Plans ?? []).some(ran);

@@ -1,12 +1,30 @@
 import type { Database } from '../../services/db/pool.js';
-import { searchTurns } from '../../services/db/repositories/turns.js';
+import { type SearchRequest, searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { interactionsFor, loadSparc, pick, TENANT, varyQuestion } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 
-export const RECALL_K = 20;
+const RECALL_K = 20;
 /** A threshold no bench user reaches: exact search. */
 const EXACT = 1_000_000;
+
+/** The rule for the path (hybrid-rank.ts): the service's defaults when absent. */
+export type PathRule = Pick<SearchRequest, 'exactSearchMaxTurns' | 'annRowCost'>;
+
+/** /memory/search's request for `user`'s 20 nearest turns to `question` by vector alone, no floor, under `rule`. */
+export function vectorSearch(user: string, question: string, rule: PathRule): SearchRequest {
+  return {
+    identity: { tenantId: TENANT, userId: user, roles: [] },
+    now: new Date(),
+    embedding: embedText(question, DIMENSIONS)!,
+    embeddingModel: EMBEDDING_MODEL,
+    k: RECALL_K,
+    minSimilarity: -1,
+    search: null,
+    scope: {},
+    ...rule,
+  };
+}
 
 /**
  * Recall@20 of /memory/search's statement (vector only, no floor) for `user`, as `path` searches
@@ -21,24 +39,14 @@ export async function recallAgainstExact(
   topics: readonly string[],
   queries: number,
   random: () => number,
-  path: { exactSearchMaxTurns?: number; annRowCost?: number } = {},
+  path: PathRule = {},
 ): Promise<{ recall: number; exactMs: number[]; pathMs: number[] }> {
-  const identity = { tenantId: TENANT, userId: user, roles: [] };
   const own = interactionsFor([...topics]).flatMap((i) => i.turns);
   const any = loadSparc().flatMap((i) => i.turns);
-  const nearest = async (question: string, rule: typeof path) => {
+  const nearest = async (question: string, rule: PathRule) => {
+    const request = vectorSearch(user, question, rule);
     const started = performance.now();
-    const hits = await searchTurns(db.scoped.asUser(identity), {
-      identity,
-      now: new Date(),
-      embedding: embedText(question, DIMENSIONS)!,
-      embeddingModel: EMBEDDING_MODEL,
-      k: RECALL_K,
-      minSimilarity: -1,
-      search: null,
-      scope: {},
-      ...rule,
-    });
+    const hits = await searchTurns(db.scoped.asUser(request.identity), request);
     return { similarities: hits.map((h) => h.similarity), ms: performance.now() - started };
   };
   let found = 0;
