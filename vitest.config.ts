@@ -28,6 +28,7 @@ const CITUS = [
   'test/api/access/api-keys.test.ts',
   'test/worker/cleanup.test.ts',
   'test/worker/re-embedding.test.ts',
+  'test/api/retrieval/ann-index-upkeep.test.ts',
 ];
 
 export default defineConfig({

@@ -5,9 +5,11 @@
 // (g mod NOISE, g div NOISE) of turn number g is unique for g < NOISE², so no two turns share one,
 // and each stays near its text's embedding (cosine ~0.94), as paraphrases of one question do.
 // Only the plan (user, session, number, time, template) crosses the connection; the rows are built
-// server-side. The HNSW indexes are dropped for the load and rebuilt after it: inserting a million
-// rows one by one into HNSW costs several times a bulk build.
+// server-side. The approximate indexes are dropped for the load and built after it with lists for the
+// rows they then hold, as the retention cleanup's upkeep builds them (db/ann-index-upkeep.ts).
 import type pg from 'pg';
+import { ANN_INDEXES } from '../../services/db/repositories/hybrid-rank.js';
+import { scopedDatabase } from '../../services/db/row-security.js';
 import { rng, TENANT } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL, ensureTemplates, insertSessions, type PlannedBatch, planConversations, vectorText } from './seed.js';
 
@@ -47,47 +49,25 @@ async function ensureNoise(pool: pg.Pool): Promise<void> {
   }
 }
 
-/** The HNSW indexes of `turns`, dropped around `work` and built again with their own definitions. */
+/**
+ * The approximate indexes of `turns` dropped around `work`, then built by the upkeep of
+ * db/ann-index-upkeep.ts with lists for the rows they hold.
+ */
 export async function withoutAnnIndexes<T>(pool: pg.Pool, work: () => Promise<T>, log?: (msg: string) => void): Promise<T> {
-  const { rows } = await pool.query<{ name: string; definition: string }>(
-    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
-     WHERE schemaname = current_schema() AND tablename = 'turns' AND indexdef ILIKE '%USING hnsw%'`,
-  );
-  for (const { name } of rows) await pool.query(`DROP INDEX ${name}`);
+  for (const { index } of ANN_INDEXES.values()) await pool.query(`DROP INDEX IF EXISTS ${index}`);
   const result = await work();
-  const citus = (await pool.query("SELECT 1 FROM pg_extension WHERE extname = 'citus'")).rowCount === 1;
-  const client = await pool.connect();
-  try {
-    for (const { name, definition } of rows) {
-      const t0 = performance.now();
-      await client.query('BEGIN');
-      // Memory for the graph, or the build falls back to inserting row by row. A parallel build reserves
-      // all of it up front as shared memory, per index: on Citus the shards' indexes are built at once
-      // on the workers (the settings travel with the statement), each one serially in a shard-sized budget.
-      if (citus) {
-        await client.query("SET LOCAL citus.propagate_set_commands = 'local'");
-        await client.query("SET LOCAL maintenance_work_mem = '512MB'");
-        await client.query('SET LOCAL max_parallel_maintenance_workers = 0');
-      } else {
-        await client.query("SET LOCAL maintenance_work_mem = '2560MB'");
-      }
-      await client.query(definition);
-      await client.query('COMMIT');
-      log?.(`  built ${name} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    }
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
+  const t0 = performance.now();
+  for (const state of await scopedDatabase(pool).maintainAnnIndexes()) {
+    log?.(`  built ${state.index} with ${state.rebuiltWith} lists for ${state.rows} rows (per shard)`);
   }
+  log?.(`  approximate indexes built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return result;
 }
 
 /**
  * Seeds users [fromUser, toUser) with `turnsPerUser` turns each, in conversations of 1-5 turns of
  * the user's own SParC databases, into a migrated database (a single server, or a Citus coordinator
- * whose tables are distributed already). Does not touch the HNSW indexes: see withoutAnnIndexes.
+ * whose tables are distributed already). Does not touch the approximate indexes: see withoutAnnIndexes.
  */
 export async function bulkSeed(pool: pg.Pool, opts: BulkSeedOptions): Promise<{ turns: number; sessions: number; ms: number }> {
   const started = performance.now();

@@ -33,7 +33,7 @@ export async function openDatabase(
   const statistics = keepTableStatistics(pool);
   return {
     pool,
-    scoped: scopedDatabase(pool, { rewriteErasedTables: true }),
+    scoped: scopedDatabase(pool, { rewriteErasedTables: true, blockingIndexBuilds: true }),
     embedded: true,
     async close() {
       statistics.stop();

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { type AnnIndexState, maintainAnnIndexes } from './ann-index-upkeep.js';
 import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
@@ -26,6 +27,8 @@ export interface ScopedDatabase {
    * instead of lingering in dead tuples (docs/gdpr-storage.md).
    */
   reclaimErasedRows(): Promise<void>;
+  /** Builds again the approximate indexes whose lists are out of step with their rows (db/ann-index-upkeep.ts). */
+  maintainAnnIndexes(): Promise<AnnIndexState[]>;
 }
 
 export interface ScopedDatabaseOptions {
@@ -36,6 +39,11 @@ export interface ScopedDatabaseOptions {
    * so it gets a plain VACUUM.
    */
   rewriteErasedTables?: boolean;
+  /**
+   * Build indexes with plain CREATE INDEX, not CONCURRENTLY: for the embedded database, whose one
+   * connection serves nothing else meanwhile anyway.
+   */
+  blockingIndexBuilds?: boolean;
 }
 
 /** Every table an erase deletes from or rewrites (runGdprErase: access_audit gets a pseudonym); names from this list only, never from input. */
@@ -47,6 +55,7 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
   return {
     asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus),
     asMaintenance: () => maintenance,
+    maintainAnnIndexes: () => maintainAnnIndexes({ pool, maintenance, onCitus, blocking: options.blockingIndexBuilds ?? false }),
     // As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM
     // cannot run in one); it reads and writes no row, so no scope is taken.
     async reclaimErasedRows() {

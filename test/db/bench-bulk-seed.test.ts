@@ -57,9 +57,9 @@ describe('the bulk seeder of the Citus bench and the migration measurement', () 
     expect(terms[0]!.empty).toBe(0);
   });
 
-  it('when the load is done, then the HNSW indexes dropped for it are there again', async () => {
+  it('when the load is done, then the approximate indexes dropped for it are there again', async () => {
     const { rows } = await admin.pool.query<{ name: string }>(
-      "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'turns' AND indexdef ILIKE '%USING hnsw%' ORDER BY 1",
+      "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'turns' AND indexdef ILIKE '%USING ivfflat%' ORDER BY 1",
     );
     expect(rows.map((r) => r.name)).toEqual(['turns_ann_local_hash_v2_384', 'turns_ann_text_embedding_3_small_1536']);
   });

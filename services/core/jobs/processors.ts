@@ -49,7 +49,11 @@ function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
         batchSize: config.MEMORY_CLEANUP_BATCH_SIZE,
         accessAuditRetentionMs: config.accessAuditRetentionMs,
       });
-      return { ...cleaned, gdprRequeued: await requeueUnfinishedGdprRequests({ db, queue: deps.queue, clock, log: ctx.log }) };
+      const gdprRequeued = await requeueUnfinishedGdprRequests({ db, queue: deps.queue, clock, log: ctx.log });
+      // The periodic job is where the approximate indexes are kept in step with their rows (db/ann-index-upkeep.ts).
+      const annIndexes = await db.maintainAnnIndexes();
+      for (const state of annIndexes.filter((s) => s.rebuiltWith !== undefined)) ctx.log.info(state, 'approximate index built again');
+      return { ...cleaned, gdprRequeued, annIndexes };
     },
 
     summarize: (data, ctx) =>

@@ -14,28 +14,30 @@ const RRF_RANK_CONSTANT = 60;
 const EXACT_SEARCH_MAX_TURNS = 2000;
 
 /**
- * The embedding models whose vectors have an approximate (HNSW) index (migration 014): the function
+ * The embedding models whose vectors have an approximate (IVFFlat) index (migration 020): the function
  * that reads a user's nearest turns from it, and the index's name, whose row count (pg_class.reltuples)
- * the path is chosen by. Another model is searched exactly whatever a user's history
- * (docs/performance.md).
+ * and lists (its reloptions) the path is chosen by. Another model is searched exactly whatever a
+ * user's history (docs/performance.md).
  */
-const ANN_FUNCTIONS: ReadonlyMap<string, { nearest: SqlFragment; index: string }> = new Map([
-  ['local-hash-v2@384', { nearest: sql`nearest_turns_local_hash_v2_384`, index: 'turns_ann_local_hash_v2_384' }],
+export const ANN_INDEXES: ReadonlyMap<string, { nearest: SqlFragment; index: string; dimension: number }> = new Map([
+  ['local-hash-v2@384', { nearest: sql`nearest_turns_local_hash_v2_384`, index: 'turns_ann_local_hash_v2_384', dimension: 384 }],
   [
     'text-embedding-3-small@1536',
-    { nearest: sql`nearest_turns_text_embedding_3_small_1536`, index: 'turns_ann_text_embedding_3_small_1536' },
+    {
+      nearest: sql`nearest_turns_text_embedding_3_small_1536`,
+      index: 'turns_ann_text_embedding_3_small_1536',
+      dimension: 1536,
+    },
   ],
 ]);
 /**
- * How many of the user's turns the HNSW scan reads per candidate wanted (the function's `n`). Its
- * relaxed-order iterative scan returns them roughly nearest first, and a short scan misses whole
- * clusters of a user's similar turns, which grow with the history: recall@20 over 200 questions of a
- * 20,000-turn user who holds the whole index 0.967 reading 50 per candidate, 0.989 at 100 and 1.000
- * at 200; of a 100,000-turn user 0.81 / 0.85 / 0.94, whose nearest clusters the graph often does
- * not reach at all (scripts/bench/served-recall.ts, docs/performance.md). Reading 100 costs the
- * function 1.6-1.9x the time of 50.
+ * How many of the index's lists nearest the question the scan reads for a user who holds all of its
+ * rows; a user holding a share of them gets IVF_PROBES / √share (their turns are spread over more
+ * lists, among other users'). Recall@20 against exact search over 200 questions, lists ≈ √rows
+ * (docs/performance.md, "Recall of the approximate path"): a 100,000-turn user 0.973 at 10 probes,
+ * 0.987 at 20; a 20,000-turn user at a 16% share 0.937 at 20, 0.985 at 40.
  */
-const ANN_SCAN = 100;
+const IVF_PROBES = 20;
 /**
  * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
  * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps
@@ -48,21 +50,21 @@ const ANN_OVERFETCH = 10;
  */
 const HEAVY_USER_LEXICAL_WINDOW = 1000;
 /**
- * The HNSW path scores a user's turns not yet in the index (migration 017) exactly: taken only while
- * they are at most this many, i.e. once the appends after the user crossed the threshold marked the
- * rest (memory-store.ts, ANN_MARK_BATCH per append).
+ * The approximate path scores a user's turns not yet in the index (migration 017) exactly: taken only
+ * while they are at most this many, i.e. once the appends after the user crossed the threshold marked
+ * the rest (memory-store.ts, ANN_MARK_BATCH per append).
  */
 const UNMARKED_EXACT_MAX = 200;
 /**
- * How many exactly scored turns one row of the HNSW scan costs. The index holds the model's turns of
- * every user past the threshold (migration 017), so finding `n` of one user's reads about n / share rows of it (share: the user's turns
- * over the index's rows), where exact search reads the user's turns once: the HNSW path is taken when
- * turns >= ANN_ROW_COST * n / share, i.e. turns * turns >= ANN_ROW_COST * n * rows. Measured by
- * scripts/bench/ann-recall.ts on distinct vectors per turn (docs/performance.md, "Recall of the HNSW
- * path"): for a user with 16% of 122,600 rows one scanned row cost 6.6 exactly scored turns reading
- * 50 per candidate (the search 2x slower through the index than exactly), 9.4 reading 10.
+ * How many exactly scored turns one row the IVFFlat scan reads costs. The scan reads `probes` lists of
+ * about rows / lists rows each (the index holds the model's turns of every user past the threshold,
+ * migration 017), and the path's lexical list its HEAVY_USER_LEXICAL_WINDOW turns, where exact search
+ * reads the user's turns once: the approximate path is taken when
+ * turns >= ANN_ROW_COST * probes * rows / lists + HEAVY_USER_LEXICAL_WINDOW. At 2, the bench's
+ * 2,200-turn user (20 of 47 lists) is searched exactly: through the index their search took 10.9 ms
+ * against exact search's 8.2 (docs/performance.md, "A user's own history").
  */
-export const ANN_ROW_COST = 8;
+export const ANN_ROW_COST = 2;
 
 /**
  * A turn's lexical match with the question's terms (services/core/search-terms/lexical-terms.ts), over
@@ -101,9 +103,9 @@ export interface CandidateSearch {
    */
   annRowCost?: number;
   /**
-   * On a Citus coordinator: the index's row count is not read (the coordinator's catalog holds the
-   * shell table's empty index, and reading it would plan the statement through the coordinator), so
-   * the turn count alone chooses the path.
+   * On a Citus coordinator every user is searched exactly: the statement runs on the user's shard,
+   * where the nearest-turns function's own query on `turns` would be a distributed query from a
+   * shard query, which Citus refuses (docs/scaling.md).
    */
   distributed?: boolean;
   /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
@@ -141,11 +143,11 @@ export interface CandidateSearch {
 export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const own = sql`t.tenant_id = ${s.tenant} AND t.user_id = ${s.user}`;
   const max = s.exactSearchMaxTurns ?? EXACT_SEARCH_MAX_TURNS;
-  const ann = s.exactOnly ? undefined : ANN_FUNCTIONS.get(s.embeddingModel);
+  const ann = s.exactOnly || s.distributed ? undefined : ANN_INDEXES.get(s.embeddingModel);
   const assumeLight = s.path?.hint.assumeLight ?? false;
-  const knownEpoch = s.path?.hint.knownEpoch;
-  const knownHeavy = s.path && knownEpoch !== undefined ? sql`${s.path.epoch} = ${param(knownEpoch)}::bigint` : undefined;
-  // Below the threshold (or for a model without an HNSW index), every turn of the user is scored once,
+  const known = s.path?.hint.known;
+  const knownHeavy = s.path && known ? sql`${s.path.epoch} = ${param(known.epoch)}::bigint` : undefined;
+  // Below the threshold (or for a model without an approximate index), every turn of the user is scored once,
   // on its reference, distance and lexical match only, and both lists are taken from that: scanning
   // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
   // the unit vectors every embedder stores (docs/design.md, Search).
@@ -166,29 +168,37 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
        ${exactMatching}
      ), ${fusion(s)}`;
   }
-  // Whether the HNSW path pays for this user: more than `max` turns, as their sessions count them (all
-  // models), and enough of the index's rows (ANN_ROW_COST). The index's row count is the planner's
-  // (kept by VACUUM and ANALYZE; 0 for an index built empty and never vacuumed, which takes the path
-  // on `max` alone). A hint for the path only (both return the nearest turns), read in a few rows
-  // where counting the turns themselves read them all: sessions are summed up to as many as the
-  // decision needs turns. A one-time filter on each branch of `nearest` and `matching`, so only one
-  // of each runs (and `scored` only below the threshold).
-  const rows = s.distributed
-    ? sql`0::float8`
-    : sql`greatest(coalesce((SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(${ann.index})), 0), 0)::float8`;
-  // The HNSW scan's cost in exactly scored turns.
-  const annCost = sql`${rowCost}::float8 * ${s.depth}::integer * ${ANN_SCAN} * ${rows}`;
-  // `heavy`: the user's turns belong in the index (the append marks them, migration 017); `ann`: the
-  // HNSW path is taken, once at most UNMARKED_EXACT_MAX of them are still to be marked (those are
-  // scored exactly beside the index's nearest; more would cost what exact search does).
-  const decision = sql`x.turns > ${max} AND x.turns::float8 * x.turns >= ${annCost}`;
-  const counted = sql`FROM (SELECT coalesce(sum(x.turn_count), 0) AS turns
-             FROM (SELECT x.turn_count FROM sessions x WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT greatest(${max + 1}, ceil(sqrt(${annCost})))) x) x`;
+  // Whether the approximate path pays for this user: more than `max` turns, as their sessions count
+  // them (all models), and a scan of fewer of the index's rows than their turns (ANN_ROW_COST). The
+  // index's row count and lists are the planner's (kept by VACUUM, ANALYZE and each build; a row
+  // count of 0, never counted, takes the path on `max` alone). A hint for the path only (both return
+  // the nearest turns), read in a few rows where counting the turns themselves read them all:
+  // sessions are summed up to as many as the decision needs turns. A one-time filter on each branch
+  // of `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
+  // Lists NULL while the index is missing (between an upkeep's build and swap: db/ann-index-upkeep.ts):
+  // IVF_PROBES then, and the path taken on `max` alone.
+  const index = sql`SELECT greatest(coalesce(c.reltuples, 0), 0)::float8 AS rows,
+                 CASE WHEN c.oid IS NOT NULL THEN coalesce((SELECT o.option_value::float8 FROM pg_options_to_table(c.reloptions) o
+                                                           WHERE o.option_name = 'lists'), 100) END AS lists
+          FROM (SELECT) one LEFT JOIN pg_class c ON c.oid = to_regclass(${ann.index})`;
+  // The scan reads probes * rows / lists rows, probes = IVF_PROBES * sqrt(rows / turns) (at most
+  // every list; least() skips a NULL), and the lexical list HEAVY_USER_LEXICAL_WINDOW turns: the
+  // least turns that pay are at most that window plus rows * (cost * IVF_PROBES / lists)^(2/3), and
+  // as many sessions hold at least as many turns.
+  const needed = sql`greatest(${max + 1}, ceil(${HEAVY_USER_LEXICAL_WINDOW} + i.rows * power(${rowCost}::float8 * ${IVF_PROBES} / greatest(i.lists, 1), 2.0 / 3)))::bigint`;
+  const counted = sql`(SELECT coalesce(sum(x.turn_count), 0) FROM (SELECT x.turn_count FROM sessions x
+             WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${needed}) x)`;
   // Under a known epoch the count is an initplan: it runs only when CASE reaches it. OFFSET 0 keeps the
   // planner from pulling the CASE up into `history`, which reads it twice (and would count twice).
-  const heavy = knownHeavy
-    ? sql`SELECT CASE WHEN ${knownHeavy} THEN true ELSE (SELECT ${decision} ${counted}) END AS heavy OFFSET 0`
-    : sql`SELECT ${decision} AS heavy ${counted}`;
+  const turns = knownHeavy ? sql`CASE WHEN ${knownHeavy} THEN ${param(known!.turns)}::bigint ELSE ${counted} END` : counted;
+  const probes = sql`least(i.lists, ceil(${IVF_PROBES} * sqrt(greatest(i.rows / greatest(x.turns, 1), 1))))`;
+  const pays =
+    rowCost === 0
+      ? sql`true`
+      : sql`x.turns >= ${rowCost}::float8 * ${probes} * i.rows / greatest(i.lists, 1) + ${HEAVY_USER_LEXICAL_WINDOW}`;
+  const heavy = sql`SELECT x.turns, x.turns > ${max} AND ${pays} AS heavy,
+              ${probes}::integer AS probes
+       FROM (${index}) i CROSS JOIN LATERAL (SELECT ${turns} AS turns OFFSET 0) x`;
   if (assumeLight) {
     return sql`history AS (
        ${heavy}
@@ -199,7 +209,7 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
      ), ${fusion(s)}`;
   }
   return sql`history AS (
-       SELECT x.heavy, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
+       SELECT x.turns, x.heavy, x.probes, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
                  AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel} AND NOT u.ann_indexed
                  LIMIT ${UNMARKED_EXACT_MAX + 1}) u) <= ${UNMARKED_EXACT_MAX} ELSE false END AS ann
        FROM (${heavy}) x
@@ -263,9 +273,9 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   const heavy = sql`(SELECT ann FROM history)`;
   return sql`SELECT a.ref, a.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector, ${s.depth}::integer * ${ANN_SCAN}) n
-              WHERE ${heavy}
-              ORDER BY n.distance LIMIT ${s.depth}::integer * ${ANN_OVERFETCH})
+       FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector,
+                ${s.depth}::integer * ${ANN_OVERFETCH}, (SELECT probes FROM history)) n
+              WHERE ${heavy})
              UNION ALL
              SELECT u.ctid, 1 + (u.embedding <#> ${s.vector}::vector) FROM turns u
              WHERE u.tenant_id = ${s.tenant} AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel}
@@ -276,10 +286,16 @@ function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
 }
 
 /**
- * Whether, in the statement of `fusedCandidates(s)`, the user's turns belong in the model's HNSW index
- * (past the threshold, where the index pays): true or false in its result, for the append that follows
- * to mark them (memory-store.ts, appendTurn).
+ * What the statement of `fusedCandidates(s)` found of the user's path: `heavy`, whether their turns
+ * belong in the model's approximate index (past the threshold, where the index pays), for the append
+ * that follows to mark them (memory-store.ts, appendTurn); `turns`, the count it took the decision on,
+ * for the process to remember (path-memory.ts). NULL turns where no count is made.
  */
-export function userInAnnIndex(s: Pick<CandidateSearch, 'embeddingModel' | 'exactOnly'>): SqlFragment {
-  return !s.exactOnly && ANN_FUNCTIONS.has(s.embeddingModel) ? sql`(SELECT heavy FROM history)` : sql`false`;
+export function annHistory(s: Pick<CandidateSearch, 'embeddingModel' | 'exactOnly' | 'distributed'>): {
+  heavy: SqlFragment;
+  turns: SqlFragment;
+} {
+  return !s.exactOnly && !s.distributed && ANN_INDEXES.has(s.embeddingModel)
+    ? { heavy: sql`(SELECT heavy FROM history)`, turns: sql`(SELECT turns FROM history)` }
+    : { heavy: sql`false`, turns: sql`NULL::bigint` };
 }

@@ -5,7 +5,7 @@ import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { withEraseBarrier } from './erase-barrier.js';
 import { erasureEpoch } from './erasures.js';
-import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
+import { annHistory, FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
 import { pathHint, rememberPath } from './path-memory.js';
 import { prepared, type Queryable, type TransactionalQueryable } from './queryable.js';
@@ -96,6 +96,8 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const exactOnly = req.memoryScope === 'session';
   const hint = pathHint(req.identity, req.embeddingModel, req, exactOnly);
   const epoch = erasureEpoch(tenant, user);
+  const distributed = await db.isDistributed?.();
+  const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
@@ -139,7 +141,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        minSimilarity: req.minSimilarity,
        exactSearchMaxTurns: req.exactSearchMaxTurns,
        annRowCost: req.annRowCost,
-       distributed: await db.isDistributed?.(),
+       distributed,
        exactOnly,
        path: { hint, epoch },
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
@@ -165,11 +167,11 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
      UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
      UNION ALL SELECT 'epoch', jsonb_build_object('epoch', ${epoch},
-       'ann_indexed', ${userInAnnIndex({ embeddingModel: req.embeddingModel, exactOnly })})`,
+       'ann_indexed', ${history.heavy}, 'ann_turns', ${history.turns})`,
       // A user known past the threshold: the plan reads the HNSW path whatever the values. Left to
       // choose, Postgres planned it anew on every call for a 100,000-turn user (2.4 ms of planning
       // against 7.7 of execution, the generic plan's 7.6: EXPLAIN, docs/performance.md).
-      { genericPlan: hint.knownEpoch !== undefined },
+      { genericPlan: hint.known !== undefined },
     ),
   );
 
@@ -185,7 +187,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     else if (source === 'epoch') {
       out.eraseEpoch = Number(row.epoch);
       out.annIndexed = row.ann_indexed === true;
-      if (!exactOnly) rememberPath(hint, out.annIndexed, out.eraseEpoch);
+      if (!exactOnly) rememberPath(hint, out.annIndexed, out.eraseEpoch, Number(row.ann_turns));
     } else {
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },

@@ -16,8 +16,8 @@ const USERS_MAX = 10_000;
  * user's sessions (retention removes expired ones, a client may delete some): both move slowly.
  */
 const HEAVY_USER_RECOUNT_MS = 60_000;
-/** Below the threshold; or past it, with the erasure epoch the count read and when it counted. */
-type Known = { light: true } | { light: false; epoch: number; countedAt: number };
+/** Below the threshold; or past it, with the erasure epoch and the turns the count read, and when it counted. */
+type Known = { light: true } | { light: false; epoch: number; turns: number; countedAt: number };
 const users = new Map<string, Known>();
 
 /** The settings that decide the path (hybrid-rank.ts): one per process, but benches and tests vary them. */
@@ -37,7 +37,8 @@ export interface PathRule {
 export interface PathHint {
   key: string;
   assumeLight: boolean;
-  knownEpoch: number | undefined;
+  /** The erasure epoch and the user's turns as last counted, when the count stands. */
+  known: { epoch: number; turns: number } | undefined;
 }
 
 export function pathHint(identity: Identity, embeddingModel: string, rule: PathRule, exactOnly: boolean): PathHint {
@@ -45,13 +46,13 @@ export function pathHint(identity: Identity, embeddingModel: string, rule: PathR
     .update(`${identity.tenantId}\u0000${identity.userId}\u0000${embeddingModel}\u0000${rule.exactSearchMaxTurns}\u0000${rule.annRowCost}`)
     .digest('base64');
   const known = users.get(key);
-  if (known?.light) return { key, assumeLight: true, knownEpoch: undefined };
+  if (known?.light) return { key, assumeLight: true, known: undefined };
   const recent = known !== undefined && !exactOnly && Date.now() - known.countedAt < HEAVY_USER_RECOUNT_MS;
-  return { key, assumeLight: false, knownEpoch: recent ? known.epoch : undefined };
+  return { key, assumeLight: false, known: recent ? { epoch: known.epoch, turns: known.turns } : undefined };
 }
 
-/** What the search sent with `hint` found: the user past the threshold or not, and their erasure epoch. */
-export function rememberPath(hint: PathHint, heavy: boolean, epoch: number): void {
+/** What the search sent with `hint` found: the user past the threshold or not, their erasure epoch and turns. */
+export function rememberPath(hint: PathHint, heavy: boolean, epoch: number, turns: number): void {
   const known = users.get(hint.key);
   users.delete(hint.key);
   if (users.size >= USERS_MAX) users.delete(users.keys().next().value!);
@@ -60,7 +61,7 @@ export function rememberPath(hint: PathHint, heavy: boolean, epoch: number): voi
     return;
   }
   // Sent with the epoch it found, the statement did not count: the earlier count's time stands.
-  const counted = hint.knownEpoch !== epoch;
+  const counted = hint.known?.epoch !== epoch;
   const countedAt = !counted && known && !known.light ? known.countedAt : Date.now();
-  users.set(hint.key, { light: false, epoch, countedAt });
+  users.set(hint.key, { light: false, epoch, turns, countedAt });
 }

@@ -3,7 +3,7 @@ import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../mod
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
 import { erasureEpoch } from './erasures.js';
-import { FUSED_LIST_DEPTH, fusedCandidates, userInAnnIndex } from './hybrid-rank.js';
+import { annHistory, FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { pathHint, rememberPath } from './path-memory.js';
 import { prepared, type Queryable } from './queryable.js';
 import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
@@ -153,7 +153,9 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
   const epoch = erasureEpoch(tenant, user);
   // One row per hit, each with what the path memory keeps (path-memory.ts); one row of NULL hit
   // columns when nothing is found.
-  const { rows } = await db.query<SearchHit & { erase_epoch: string; ann_indexed: boolean }>(
+  const distributed = await db.isDistributed?.();
+  const history = annHistory({ embeddingModel: req.embeddingModel, distributed });
+  const { rows } = await db.query<SearchHit & { erase_epoch: string; ann_indexed: boolean; ann_turns: string | null }>(
     prepared(
       sql`WITH ${fusedCandidates({
         tenant,
@@ -166,7 +168,7 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
         minSimilarity: req.minSimilarity,
         exactSearchMaxTurns: req.exactSearchMaxTurns,
         annRowCost: req.annRowCost,
-        distributed: await db.isDistributed?.(),
+        distributed,
         path: { hint, epoch },
         where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
@@ -176,19 +178,19 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
       })}, found AS (
        SELECT * FROM fused WHERE usable ORDER BY score DESC, distance, session_id, turn_number LIMIT ${req.k}
      )
-     SELECT p.erase_epoch, p.ann_indexed, f.session_id::text AS session_id,
+     SELECT p.erase_epoch, p.ann_indexed, p.ann_turns, f.session_id::text AS session_id,
             (SELECT s.session_name FROM sessions s
              WHERE s.tenant_id = ${tenant} AND s.user_id = ${user} AND s.session_id = f.session_id) AS session_name,
             f.turn_number, f.created_at, f.status, f.question, f.answer, f.sql_query, f.tables_used,
             f.vdp_database_names, f.feedback_rating, 1 - f.distance AS similarity
-     FROM (SELECT ${epoch} AS erase_epoch, ${userInAnnIndex({ embeddingModel: req.embeddingModel })} AS ann_indexed) p
+     FROM (SELECT ${epoch} AS erase_epoch, ${history.heavy} AS ann_indexed, ${history.turns} AS ann_turns) p
      LEFT JOIN found f ON true
      ORDER BY f.score DESC, f.distance, f.session_id, f.turn_number`,
-      { genericPlan: hint.knownEpoch !== undefined },
+      { genericPlan: hint.known !== undefined },
     ),
   );
-  if (rows[0]) rememberPath(hint, rows[0].ann_indexed, Number(rows[0].erase_epoch));
+  if (rows[0]) rememberPath(hint, rows[0].ann_indexed, Number(rows[0].erase_epoch), Number(rows[0].ann_turns));
   return rows
     .filter((r) => r.turn_number !== null)
-    .map(({ erase_epoch: _epoch, ann_indexed: _indexed, ...hit }) => ({ ...hit, similarity: Number(hit.similarity) }));
+    .map(({ erase_epoch: _epoch, ann_indexed: _indexed, ann_turns: _turns, ...hit }) => ({ ...hit, similarity: Number(hit.similarity) }));
 }
