@@ -1,11 +1,12 @@
 // `npm run bench:ann-recall [-- --embedded] [--background-users 100] [--turns-per-user 1000]
-// [--heavy 20000] [--queries 200] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (HNSW) nearest turns against exact
+// [--heavy 20000] [--queries 200] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (IVFFlat) nearest turns against exact
 // search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
 // small user; each user's turns are SParC turns of their own databases, every one varied (turnVariant:
 // no two turns alike) and embedded with its SQL and answer as the service embeds a turn. For each of
 // the three users, the 20 nearest by /memory/search's statement (vector only, no floor) are compared
-// between exact search and the HNSW path, forced with exactSearchMaxTurns and annRowCost 0; each row
+// between exact search and the approximate path, forced with exactSearchMaxTurns and annRowCost 0 (at the
+// probes the service takes for the user's share of the index); each row
 // also says which path the service takes for that user (MEMORY_EXACT_SEARCH_MAX_TURNS and the index
 // rows it would read: hybrid-rank.ts, ANN_ROW_COST) and so the recall it serves. Prints a Markdown
 // table and the load average.
@@ -35,8 +36,6 @@ const { values: args } = parseArgs({
     'turns-per-user': { type: 'string', default: '1000' },
     heavy: { type: 'string', default: '20000' },
     queries: { type: 'string', default: '200' },
-    // To try another candidate list than migration 014's (hnsw.ef_search of the function).
-    'ef-search': { type: 'string' },
     // Leave the server database in place, to inspect its plans.
     keep: { type: 'boolean', default: false },
     // The server database's name: one per engineer on a shared server.
@@ -67,7 +66,7 @@ async function seedUser(pool: pg.Pool, user: string, dbs: string[], turns: numbe
       return { ...t, vector: pgvector.toSql(embedText(t.text, DIMENSIONS)!) };
     });
     await pool.query(
-      // Every turn in the HNSW index (migration 017's mark), so that forcing the path measures the index over all users' rows.
+      // Every turn in the approximate index (migration 017's mark), so that forcing the path measures the index over all users' rows.
       `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, sql_query, tables_used,
                           embedding, embedding_model, ann_indexed)
        SELECT $1, $2, $3, r.n, now(), 'ok', r.q, r.a, r.sql, r.tables::text[], r.v::vector, $4, true
@@ -108,24 +107,21 @@ const users = {
 };
 const index = 'turns_ann_local_hash_v2_384';
 const started = performance.now();
-// Seeded without the HNSW index, then indexed once, as a migration on an existing table builds it.
-const { rows } = await db.pool.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE indexname = $1', [index]);
+// Seeded without the approximate index, then built as the retention cleanup's upkeep builds it (√rows lists).
 await db.pool.query(`DROP INDEX ${index}`);
 for (let u = 0; u < Number(args['background-users']); u++)
   await seedUser(db.pool, `background-${u}`, userDatabases(u), Number(args['turns-per-user']));
 for (const u of Object.values(users)) await seedUser(db.pool, u.id, u.dbs, u.turns);
 const seeded = performance.now();
-await db.pool.query(rows[0]!.indexdef);
+const built = (await db.scoped.maintainAnnIndexes()).find((s) => s.index === index)!;
 const indexed = performance.now();
 if (!args.embedded) await db.pool.query('ANALYZE sessions; ANALYZE turns');
-if (args['ef-search'])
-  await db.pool.query(`ALTER FUNCTION nearest_turns_local_hash_v2_384 SET hnsw.ef_search = ${Number(args['ef-search'])}`);
 const { rows: size } = await db.pool.query<{ turns: number; bytes: string }>(
   `SELECT (SELECT count(*)::int FROM turns) AS turns, pg_size_pretty(pg_relation_size($1::regclass)) AS bytes`,
   [index],
 );
 
-/** Whether the statement for `user` (as a generic plan) ran the function that reads the HNSW index. */
+/** Whether the statement for `user` (as a generic plan) ran the function that reads the approximate index. */
 async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?: number): Promise<boolean> {
   const identity = { tenantId: TENANT, userId: user, roles: [] };
   const { plan } = await explainScoped(db.pool, identity, (q) =>
@@ -138,7 +134,7 @@ async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?:
 
 const results = [];
 for (const [label, u] of Object.entries(users)) {
-  // The HNSW path forced (threshold 1, annRowCost 0) whatever the user's share of the index.
+  // The approximate path forced (threshold 1, annRowCost 0) whatever the user's share of the index.
   const {
     recall,
     exactMs,
@@ -155,7 +151,7 @@ for (const [label, u] of Object.entries(users)) {
     exactP50: percentile(sorted(exactMs), 50),
     annP50: percentile(sorted(annMs), 50),
     annPlan: await usesIndex(u.id, 1, 0),
-    servicePath: (await usesIndex(u.id, THRESHOLD)) ? 'HNSW' : 'exact',
+    servicePath: (await usesIndex(u.id, THRESHOLD)) ? 'IVFFlat' : 'exact',
   });
 }
 await db.close();
@@ -164,16 +160,16 @@ await done();
 const loadavg = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(
   `database: ${args.embedded ? 'embedded PGlite' : 'PostgreSQL server'}; ${size[0]!.turns} turns of ${Number(args['background-users']) + 3} users; ` +
-    `seeded in ${((seeded - started) / 1000).toFixed(0)} s, HNSW index built in ${((indexed - seeded) / 1000).toFixed(1)} s (${size[0]!.bytes}); ` +
-    `${args.queries} queries per user; hnsw.ef_search ${args['ef-search'] ?? 'as migrated'}; load average ${loadavg}`,
+    `seeded in ${((seeded - started) / 1000).toFixed(0)} s, IVFFlat index built with ${built.rebuiltWith} lists in ${((indexed - seeded) / 1000).toFixed(1)} s (${size[0]!.bytes}); ` +
+    `${args.queries} queries per user; load average ${loadavg}`,
 );
 console.log('');
 console.log(
-  '| user | turns | recall@20, HNSW vs exact | exact p50 ms | HNSW p50 ms | HNSW path read the index | path the service takes | recall@20 served |',
+  '| user | turns | recall@20, IVFFlat vs exact | exact p50 ms | IVFFlat p50 ms | IVFFlat path read the index | path the service takes | recall@20 served |',
 );
 console.log('| --- | ---: | ---: | ---: | ---: | --- | --- | ---: |');
 for (const r of results) {
   console.log(
-    `| ${r.label} | ${r.turns} | ${r.recall.toFixed(3)} | ${r.exactP50.toFixed(2)} | ${r.annP50.toFixed(2)} | ${r.annPlan ? 'yes' : 'NO'} | ${r.servicePath} | ${(r.servicePath === 'HNSW' ? r.recall : 1).toFixed(3)} |`,
+    `| ${r.label} | ${r.turns} | ${r.recall.toFixed(3)} | ${r.exactP50.toFixed(2)} | ${r.annP50.toFixed(2)} | ${r.annPlan ? 'yes' : 'NO'} | ${r.servicePath} | ${(r.servicePath === 'IVFFlat' ? r.recall : 1).toFixed(3)} |`,
   );
 }

@@ -77,7 +77,7 @@ const load = (): Load => loadavg().map((x) => Math.round(x * 100) / 100) as Load
 
 /**
  * Seeds users [fromUser, toUser) into `pool`'s migrated database: as the single-server bench does, or
- * with `--turns` by bulk-seed.ts, its HNSW indexes built after the load.
+ * with `--turns` by bulk-seed.ts, its approximate indexes built after the load.
  */
 async function seedInto(pool: pg.Pool, opts: CitusBenchOptions, fromUser: number, toUser: number): Promise<number> {
   const { log, turnsPerUser } = opts;

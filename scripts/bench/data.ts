@@ -68,8 +68,8 @@ const REGIONS = ['north', 'south', 'east', 'west', 'central', 'coastal', 'alpine
  * year, region or threshold a follow-up adds, in both its question and its SQL. Real users' turns
  * differ in exactly these (and the answer follows the question: answerFor), so every turn's
  * embedded text is its own while it stays close to its siblings'; repeating a few texts instead
- * left thousands of identical vectors, which no real history has and which an HNSW graph cannot
- * tell apart (docs/performance.md, "Recall of the HNSW path").
+ * left thousands of identical vectors, which no real history has and which an approximate index cannot
+ * tell apart (docs/performance.md, "Recall of the approximate path").
  */
 export function turnVariant(r: () => number, t: SparcTurn): SparcTurn {
   const { phrase, condition } = narrowing(r);

@@ -111,7 +111,8 @@ async function upkeep(db: Awaited<ReturnType<typeof openBenchDatabase>>): Promis
   const started = performance.now();
   const state = (await db.scoped.maintainAnnIndexes()).find((s) => s.index === ANN_INDEX)!;
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  if (state.rebuiltWith !== undefined) console.error(`[heavy-user] ${ANN_INDEX} built with ${state.rebuiltWith} lists for ${state.rows} rows in ${seconds} s`);
+  if (state.rebuiltWith !== undefined)
+    console.error(`[heavy-user] ${ANN_INDEX} built with ${state.rebuiltWith} lists for ${state.rows} rows in ${seconds} s`);
   else console.error(`[heavy-user] ${ANN_INDEX}: ${state.lists} lists for ${state.rows} rows, in step`);
 }
 

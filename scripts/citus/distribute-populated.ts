@@ -277,9 +277,10 @@ async function allowCitusOutputPlugin(cluster: CitusCluster): Promise<void> {
 }
 
 /**
- * The workers build the shards' HNSW indexes after copying their rows: with too little
- * maintenance_work_mem for a shard's graph a build falls back to inserting row by row. Serial builds
- * (a parallel one reserves its whole budget as shared memory, and a worker builds several shards at once).
+ * The workers build the shards' indexes after copying their rows, within maintenance_work_mem (an HNSW
+ * graph that did not fit fell back to inserting row by row; the IVFFlat indexes of migration 020 need
+ * only their k-means sample). Serial builds (a parallel one reserves its whole budget as shared memory,
+ * and a worker builds several shards at once).
  */
 async function setWorkerMaintenanceMemory(cluster: CitusCluster, budget: string): Promise<void> {
   for (const worker of cluster.workers) {

@@ -54,7 +54,7 @@ export const ConfigSchema = Type.Object({
   MEMORY_SEMANTIC_SEARCH_K: Type.Integer({ minimum: 0, maximum: 50, default: 3 }),
   MEMORY_MIN_SIMILARITY: Type.Number({ minimum: -1, maximum: 1, default: 0.25 }),
   // Up to this many turns a user's memory is searched exactly; past it, approximately when the user
-  // holds enough of the index's rows (an HNSW index per embedding model, and lexical matches among the
+  // holds enough of the index's rows (an IVFFlat index per embedding model, and lexical matches among the
   // newest 1,000 turns; hybrid-rank.ts, ANN_ROW_COST): docs/performance.md.
   MEMORY_EXACT_SEARCH_MAX_TURNS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 2000 }),
   // Unset: 2000 with an upstream answerer (the Denodo AI SDK sends custom_instructions, and so the

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { Queryable } from './repositories/queryable.js';
 import { ANN_INDEXES } from './repositories/hybrid-rank.js';
+import type { Queryable } from './repositories/queryable.js';
 
 /**
  * Keeps each approximate index's lists in step with its rows (migration 020). An IVFFlat index's lists

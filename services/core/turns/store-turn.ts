@@ -25,7 +25,7 @@ export interface TurnTarget {
   now: Date;
   /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
   eraseEpoch: number;
-  /** The request's retrieval searched the user's turns through the HNSW index (AppendTurnRequest.annIndexed). */
+  /** The request's retrieval searched the user's turns through the approximate index (AppendTurnRequest.annIndexed). */
   annIndexed?: boolean;
 }
 

@@ -93,12 +93,12 @@ export interface CandidateSearch {
   minSimilarity: number;
   /**
    * MEMORY_EXACT_SEARCH_MAX_TURNS: up to this many turns of the model a user is searched exactly;
-   * past it, the nearest come from the model's HNSW index (when it has one), and the lexical
+   * past it, the nearest come from the model's approximate index (when it has one), and the lexical
    * candidates from the user's newest HEAVY_USER_LEXICAL_WINDOW turns.
    */
   exactSearchMaxTurns?: number;
   /**
-   * ANN_ROW_COST (its default when absent); 0 takes the HNSW path on MEMORY_EXACT_SEARCH_MAX_TURNS
+   * ANN_ROW_COST (its default when absent); 0 takes the approximate path on MEMORY_EXACT_SEARCH_MAX_TURNS
    * alone (benches and tests that compare the two paths).
    */
   annRowCost?: number;
@@ -108,16 +108,16 @@ export interface CandidateSearch {
    * shard query, which Citus refuses (docs/scaling.md).
    */
   distributed?: boolean;
-  /** Search exactly whatever the user's history (within one session the HNSW path's nearest may lie elsewhere). */
+  /** Search exactly whatever the user's history (within one session the approximate path's nearest may lie elsewhere). */
   exactOnly?: boolean;
   /**
    * What the process knows of the user's path (path-memory.ts, pathHint), with the statement's
    * expression of their erasure epoch. Assumed light (below the threshold at their last search):
-   * search exactly, in a statement without the HNSW path's branches (planned and started on every
+   * search exactly, in a statement without the approximate path's branches (planned and started on every
    * call, they cost the database more than a light user's search itself), and only tell whether the
-   * user has crossed it since (userInAnnIndex). A known epoch (counted past the threshold a short
-   * while ago, not erased since): take the user as past it without counting their sessions' turns;
-   * the count runs only when the epoch moved.
+   * user has crossed it since (annHistory). A known count (past the threshold a short while ago,
+   * not erased since): decide on it without counting their sessions' turns again; the count runs
+   * only when the epoch moved.
    */
   path?: { hint: PathHint; epoch: SqlFragment };
   /** Which of the user's turns `t` may be found, besides tenant, user and model. */
@@ -265,9 +265,9 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 }
 
 /**
- * The nearest of a heavy user's turns: those in the model's HNSW index (migration 014's function; the
+ * The nearest of a heavy user's turns: those in the model's approximate index (migration 020's function; the
  * scan's nearest ANN_OVERFETCH per candidate), and those not yet in it (migration 017: a user's turns
- * enter it once the HNSW path serves them) scored exactly through turns_not_ann_indexed; then the
+ * enter it once the approximate path serves them) scored exactly through turns_not_ann_indexed; then the
  * statement's conditions on them.
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {

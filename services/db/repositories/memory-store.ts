@@ -29,7 +29,7 @@ export interface RetrievalRequest {
   search?: { query: string; terms: string[] } | null;
   /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
   exactSearchMaxTurns?: number;
-  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the HNSW path by turn count alone. */
+  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the approximate path by turn count alone. */
   annRowCost?: number;
   scope: DatabaseScope;
   /** Also read the window turns' message chains (the memory API replays them). */
@@ -67,7 +67,7 @@ export interface Retrieved {
    */
   eraseEpoch: number;
   /**
-   * The user is past the threshold where the model's HNSW index pays (hybrid-rank.ts, userInAnnIndex): the
+   * The user is past the threshold where the model's approximate index pays (hybrid-rank.ts, annHistory): the
    * turn the request stores goes into the index, with a batch of the user's older turns (appendTurn).
    */
   annIndexed: boolean;
@@ -168,7 +168,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
      UNION ALL SELECT 'epoch', jsonb_build_object('epoch', ${epoch},
        'ann_indexed', ${history.heavy}, 'ann_turns', ${history.turns})`,
-      // A user known past the threshold: the plan reads the HNSW path whatever the values. Left to
+      // A user known past the threshold: the plan reads the approximate path whatever the values. Left to
       // choose, Postgres planned it anew on every call for a 100,000-turn user (2.4 ms of planning
       // against 7.7 of execution, the generic plan's 7.6: EXPLAIN, docs/performance.md).
       { genericPlan: hint.known !== undefined },
@@ -249,16 +249,16 @@ export interface AppendTurnRequest {
   /** The user's erasure epoch when the request started (readEraseEpoch): nothing is stored if it moved since. */
   eraseEpoch: number;
   /**
-   * The request's retrieval found the user past the HNSW threshold (Retrieved.annIndexed): the turn goes
-   * into its model's HNSW index (migration 017), and so does a batch of the user's turns not yet in it.
+   * The request's retrieval found the user past the threshold (Retrieved.annIndexed): the turn goes
+   * into its model's approximate index (migration 017), and so does a batch of the user's turns not yet in it.
    */
   annIndexed?: boolean;
 }
 
 /**
- * How many of a user's turns not yet in the HNSW index one append of theirs puts there: a user who
- * crosses MEMORY_EXACT_SEARCH_MAX_TURNS (2,000 by default) is indexed over their next ten turns,
- * each paying a bounded share (an HNSW insert costs about 1 ms of database CPU at 100k turns).
+ * How many of a user's turns not yet in the approximate index one append of theirs puts there: a user
+ * who crosses MEMORY_EXACT_SEARCH_MAX_TURNS (2,000 by default) is indexed over their next ten turns,
+ * each paying a bounded share of the index inserts.
  */
 const ANN_MARK_BATCH = 200;
 

@@ -3,7 +3,7 @@ import type { Identity } from '../../model/identity.js';
 
 /*
  * What a process remembers of each user's search path (hybrid-rank.ts), for /memoryChat's retrieval
- * and /memory/search alike: whether their last search found them below the HNSW threshold, or counted
+ * and /memory/search alike: whether their last search found them below the threshold, or counted
  * them past it. A hint only (both paths return the nearest turns), kept by a digest of the ids, never
  * the ids.
  */
@@ -28,11 +28,12 @@ export interface PathRule {
 
 /**
  * What the process knows before a user's search. `assumeLight`: their last search found them below
- * the threshold, so this one is sent without the HNSW path's branches; it still says whether they
- * have crossed it since. `knownEpoch`: it counted them past the threshold less than
- * HEAVY_USER_RECOUNT_MS ago with this erasure epoch, so this search takes them as past it without
- * counting their sessions' turns again (22,000 rows at 100,000 turns) unless the epoch moved (an
- * erasure removed their history). Never for a search that is exact whatever the history.
+ * the threshold, so this one is sent without the approximate path's branches; it still says whether they
+ * have crossed it since. `known`: it counted them past the threshold less than
+ * HEAVY_USER_RECOUNT_MS ago with this erasure epoch, so this search decides on that count (the path,
+ * and the probes for their share of the index: hybrid-rank.ts) without counting their sessions' turns
+ * again (22,000 rows at 100,000 turns) unless the epoch moved (an erasure removed their history).
+ * Never for a search that is exact whatever the history.
  */
 export interface PathHint {
   key: string;

@@ -123,7 +123,7 @@ export interface SearchRequest {
   scope: DatabaseScope;
   /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
   exactSearchMaxTurns?: number;
-  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the HNSW path by turn count alone. */
+  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the approximate path by turn count alone. */
   annRowCost?: number;
 }
 

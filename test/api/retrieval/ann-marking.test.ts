@@ -20,11 +20,11 @@ function ranAnnFunction(node: PlanNode): boolean {
 }
 
 /**
- * Migration 017: the HNSW index holds only the turns of users past the threshold, marked by their
- * appends; a light user's turn costs no HNSW insert, and a heavy user's turns not yet marked are
+ * Migration 017: the approximate index holds only the turns of users past the threshold, marked by their
+ * appends; a light user's turn costs no index insert, and a heavy user's turns not yet marked are
  * still found.
  */
-describe('which turns the HNSW index holds', () => {
+describe('which turns the approximate index holds', () => {
   let testDatabase: TestDatabase;
   let database: Database;
   let admin: ReturnType<typeof adminPool>;
@@ -37,7 +37,7 @@ describe('which turns the HNSW index holds', () => {
     database = await openDatabase({ ...testDatabase.env, DATABASE_POOL_MAX: 1 });
     admin = adminPool(testDatabase, database);
     await seedSession(admin.pool, { userId: light.userId, turns: 3, expiresAt });
-    // Past the threshold, none of it marked yet: 250 turns, more than the HNSW path scores exactly (200).
+    // Past the threshold, none of it marked yet: 250 turns, more than the approximate path scores exactly (200).
     await seedSession(admin.pool, { userId: heavy.userId, turns: 250, expiresAt });
   });
   afterAll(async () => {
@@ -96,14 +96,14 @@ describe('which turns the HNSW index holds', () => {
       )
     ).rows.map((r) => `${r.ann_indexed}: ${r.n}`);
 
-  it("when a light user's turn is stored after their retrieval, then it stays out of the HNSW index", async () => {
+  it("when a light user's turn is stored after their retrieval, then it stays out of the approximate index", async () => {
     const retrieved = await retrieveMemory(database.scoped.asUser(light), retrieval(light, 'How many orders?'));
     expect(retrieved.annIndexed).toBe(false);
     await store(light, 'How many orders?', retrieved.annIndexed);
     expect(await marked(light.userId)).toEqual(['false: 4']);
   });
 
-  it('when a heavy user has more unmarked turns than the HNSW path scores exactly, then they are searched exactly, and their appends mark them', async () => {
+  it('when a heavy user has more unmarked turns than the approximate path scores exactly, then they are searched exactly, and their appends mark them', async () => {
     const question = 'Question 17 from marked-heavy about sales in region 3';
     const before = await explainScoped(database.pool, heavy, (db) => retrieveMemory(db, retrieval(heavy, question)));
     expect(ranAnnFunction(before.plan)).toBe(false);
@@ -113,7 +113,7 @@ describe('which turns the HNSW index holds', () => {
     await store(heavy, 'How many invoices were paid?', retrieved.annIndexed);
     expect(await marked(heavy.userId)).toEqual(['false: 50', 'true: 201']);
 
-    // Now the HNSW path is taken, and a turn still unmarked is found by it as by exact search.
+    // Now the approximate path is taken, and a turn still unmarked is found by it as by exact search.
     const unmarked = await admin.pool.query<{ turn_number: number; session_id: string }>(
       'SELECT session_id, turn_number FROM turns WHERE user_id = $1 AND NOT ann_indexed ORDER BY turn_number LIMIT 1',
       [heavy.userId],

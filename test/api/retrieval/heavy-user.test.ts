@@ -26,7 +26,7 @@ describe('memory retrieval for a user with a long history', () => {
     database = await openDatabase({ ...testDatabase.env, DATABASE_POOL_MAX: 1 });
     admin = adminPool(testDatabase, database);
     const expiresAt = new Date(Date.now() + 86_400_000);
-    // In the HNSW index, as the user's appends leave their turns once past the threshold (migration 017).
+    // In the approximate index, as the user's appends leave their turns once past the threshold (migration 017).
     const annIndexed = true;
     for (let s = 0; s < 400; s++) await seedSession(admin.pool, { userId: user.userId, turns: 5, expiresAt, annIndexed });
     // Expired sessions are skipped by memory but still stored until cleanup.

@@ -18,7 +18,7 @@ export async function seedSession(
     createdAt?: Date;
     model?: string;
     summary?: string;
-    /** The turns are in their model's HNSW index (migration 017), as a heavy user's are once marked. */
+    /** The turns are in their model's approximate index (migration 017), as a heavy user's are once marked. */
     annIndexed?: boolean;
   },
 ): Promise<string> {
