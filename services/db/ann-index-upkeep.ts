@@ -42,6 +42,20 @@ export function listsFor(rows: number): number {
   return Math.max(1, Math.round(Math.sqrt(rows)));
 }
 
+/**
+ * maintenance_work_mem (kB) that building an index of `lists` lists of `dimension`-dimensional vectors
+ * needs, as pgvector counts it before refusing the build ("memory required is …"): its k-means
+ * sample (50 rows per list, at least 10,000) with, per sampled row, a bound to each list; the lists'
+ * centres several times over; a tenth more. The embedded database's default of 16 MB refused 148
+ * lists of 384 dimensions (22 MB), a server's 64 MB would refuse 1,536 dimensions at any size.
+ */
+export function buildMemoryKb(lists: number, dimension: number): number {
+  const item = 8 + 4 * dimension;
+  const samples = Math.max(10_000, lists * 50);
+  const bytes = samples * (item + 4 * lists + 12) + lists * (3 * item + 4 * lists + 16);
+  return Math.ceil((bytes * 1.1) / 1024) + 1024;
+}
+
 /** Within 2x of √rows either way: left as it is, so a rebuild follows a 4x change of the rows. */
 function inStep(lists: number, rows: number): boolean {
   const target = listsFor(rows);
@@ -114,10 +128,19 @@ async function rebuild(
   const retired = `${target.index}_retired`;
   await client.query(`DROP INDEX ${concurrently} IF EXISTS ${next}`);
   await client.query(`DROP INDEX ${concurrently} IF EXISTS ${retired}`);
-  await client.query(
-    `CREATE INDEX ${concurrently} ${next} ON turns USING ivfflat ((embedding::vector(${target.dimension})) vector_ip_ops)
-     WITH (lists = ${target.lists}) WHERE embedding_model = ${client.escapeLiteral(target.model)} AND ann_indexed`,
-  );
+  // For this session's build only (CONCURRENTLY runs outside a transaction, so not SET LOCAL); Citus
+  // sends the setting on with the shards' builds.
+  const { rows } = await client.query<{ kb: string }>(`SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'`);
+  const before = Number(rows[0]!.kb);
+  await client.query(`SET maintenance_work_mem = '${Math.max(before, buildMemoryKb(target.lists, target.dimension))}kB'`);
+  try {
+    await client.query(
+      `CREATE INDEX ${concurrently} ${next} ON turns USING ivfflat ((embedding::vector(${target.dimension})) vector_ip_ops)
+       WITH (lists = ${target.lists}) WHERE embedding_model = ${client.escapeLiteral(target.model)} AND ann_indexed`,
+    );
+  } finally {
+    await client.query(`SET maintenance_work_mem = '${before}kB'`);
+  }
   await client.query('BEGIN');
   try {
     await client.query(`ALTER INDEX IF EXISTS ${target.index} RENAME TO ${retired}`);

@@ -24,6 +24,8 @@ DECLARE
   model record;
   indexed bigint;
   shards bigint := 1;
+  lists bigint;
+  item bigint;
 BEGIN
   PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
   IF to_regclass('pg_dist_shard') IS NOT NULL THEN
@@ -34,11 +36,17 @@ BEGIN
       ('text-embedding-3-small@1536', 'text_embedding_3_small_1536', 1536)) m (id, name, dimension)
   LOOP
     EXECUTE format('SELECT count(*) FROM turns WHERE embedding_model = %L AND ann_indexed', model.id) INTO indexed;
+    lists := greatest(1, round(sqrt(indexed::float8 / shards)));
+    -- The build's k-means needs this much maintenance_work_mem (db/ann-index-upkeep.ts, buildMemoryKb):
+    -- the embedded database's default of 16 MB refused 148 lists of 384 dimensions (22 MB).
+    item := 8 + 4 * model.dimension;
+    PERFORM set_config('maintenance_work_mem', greatest((SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'),
+      ceil((greatest(10000, lists * 50) * (item + 4 * lists + 12) + lists * (3 * item + 4 * lists + 16)) * 1.1 / 1024) + 1024)::text, true);
     EXECUTE format('DROP INDEX turns_ann_%s', model.name);
     EXECUTE format($sql$
 CREATE INDEX turns_ann_%1$s ON turns USING ivfflat ((embedding::vector(%2$s)) vector_ip_ops) WITH (lists = %3$s)
   WHERE embedding_model = %4$L AND ann_indexed
-    $sql$, model.name, model.dimension, greatest(1, round(sqrt(indexed::float8 / shards))), model.id);
+    $sql$, model.name, model.dimension, lists, model.id);
     EXECUTE format('DROP FUNCTION nearest_turns_%s(text, text, vector, integer)', model.name);
     EXECUTE format($sql$
 CREATE FUNCTION nearest_turns_%1$s(tenant text, usr text, query vector, n integer, probes integer)

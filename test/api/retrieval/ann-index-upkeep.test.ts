@@ -39,6 +39,15 @@ describe('the approximate index kept in step with its rows', () => {
     testDatabase = await freshTestDatabase();
     database = await openDatabase({ ...testDatabase.env, DATABASE_POOL_MAX: 2 });
     admin = adminPool(testDatabase, database);
+    // Less maintenance_work_mem than the builds below need (1 MB, the least Postgres takes): the
+    // upkeep raises it for its own build (buildMemoryKb). The service's sessions start with it.
+    if (testDatabase.server) {
+      await admin.pool.query(`ALTER DATABASE "${testDatabase.server.database}" SET maintenance_work_mem = '1MB'`);
+      await database.close();
+      database = await openDatabase({ ...testDatabase.env, DATABASE_POOL_MAX: 2 });
+    } else {
+      await admin.pool.query(`SET maintenance_work_mem = '1MB'`);
+    }
     const sessionId = randomUUID();
     await admin.pool.query(
       `INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at, turn_count, last_turn_number)
@@ -84,7 +93,7 @@ describe('the approximate index kept in step with its rows', () => {
     annRowCost: 0,
   });
 
-  it('when the cleanup job runs over an index whose rows outgrew its lists, then it builds it again with √rows lists, and not again on the next run', async () => {
+  it('when the cleanup job runs over an index whose rows outgrew its lists, then it builds it again with √rows lists, in the memory the build needs, and not again on the next run', async () => {
     const config = loadConfig({ ...testDatabase.env });
     const processors = createProcessors({
       config,
@@ -94,6 +103,8 @@ describe('the approximate index kept in step with its rows', () => {
       queue: { enqueue: async () => {}, removeUserJobs: async () => 0 },
     });
     const ctx = { jobId: 'x', attempt: 1, finalAttempt: true, log: silentLog };
+    const workMem = async () => (await database.pool.query('SHOW maintenance_work_mem')).rows[0].maintenance_work_mem;
+    expect(await workMem()).toBe('1MB');
     expect(await lists()).toBe(1);
     const first = (await processors.cleanup({}, ctx)) as {
       annIndexes: { index: string; rows: number; lists: number; rebuiltWith?: number }[];
@@ -106,6 +117,8 @@ describe('the approximate index kept in step with its rows', () => {
       : 1;
     expect(state).toEqual({ index: INDEX, rows: Math.ceil(TURNS / shards), lists: 1, rebuiltWith: Math.round(Math.sqrt(TURNS / shards)) });
     expect(await lists()).toBe(state.rebuiltWith);
+    // Raised for the build only.
+    expect(await workMem()).toBe('1MB');
     // The other model's index holds no row: one list, in step.
     expect(first.annIndexes.find((s) => s.index !== INDEX)).toMatchObject({ rows: 0, lists: 1 });
     expect(first.annIndexes.find((s) => s.index !== INDEX)?.rebuiltWith).toBeUndefined();
