@@ -33,11 +33,13 @@ export const ANN_INDEXES: ReadonlyMap<string, { nearest: SqlFragment; index: str
 /**
  * How many of the index's lists nearest the question the scan reads for a user who holds all of its
  * rows; a user holding a share of them gets IVF_PROBES / √share (their turns are spread over more
- * lists, among other users'). Recall@20 against exact search over 200 questions, lists ≈ √rows
- * (docs/performance.md, "Recall of the approximate path"): a 100,000-turn user 0.973 at 10 probes,
- * 0.987 at 20; a 20,000-turn user at a 16% share 0.937 at 20, 0.985 at 40.
+ * lists, among other users'). Recall@20 of the function against exact search, 200 questions, lists ≈
+ * √rows (scripts/bench/heavy-user.ts's users, docs/performance.md, "Recall of the approximate path"):
+ * 20,000 turns in 149 lists 0.942 / 0.980 / 0.994 / 0.997 at 10 / 20 / 30 / 40 probes; 100,000 turns
+ * in 332 lists 0.967 / 0.980 / 0.990 / 0.992. At 20 another build of the same rows (the embedded
+ * database's k-means) served 0.967: 30 leaves room for the build's draw, at 1.3-1.4x the scan's time.
  */
-const IVF_PROBES = 20;
+const IVF_PROBES = 30;
 /**
  * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
  * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps
