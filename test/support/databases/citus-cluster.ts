@@ -92,8 +92,8 @@ async function startInstance(dir: string, name: string): Promise<Instance> {
       "listen_addresses = '127.0.0.1'",
       `port = ${port}`,
       "unix_socket_directories = ''",
-      // pgvector too: Citus creates migration 014's functions on the workers over connections that
-      // have not loaded it yet, and a login that is no superuser may not SET an hnsw.* setting then.
+      // pgvector too: Citus creates the nearest-turns functions on the workers over connections that
+      // have not loaded it yet, and a login that is no superuser may not SET an ivfflat.* setting then.
       "shared_preload_libraries = 'citus,vector'",
       // The nodes talk over loopback without TLS (Citus's default asks for it).
       "citus.node_conninfo = 'sslmode=disable'",
