@@ -63,8 +63,8 @@ const UNMARKED_EXACT_MAX = 200;
  * migration 017), and the path's lexical list its HEAVY_USER_LEXICAL_WINDOW turns, where exact search
  * reads the user's turns once: the approximate path is taken when
  * turns >= ANN_ROW_COST * probes * rows / lists + HEAVY_USER_LEXICAL_WINDOW. At 2, the bench's
- * 2,200-turn user (20 of 47 lists) is searched exactly: through the index their search took 10.9 ms
- * against exact search's 8.2 (docs/performance.md, "A user's own history").
+ * 2,200-turn user (47 lists) is searched exactly: through the index, at 20 probes, their search took
+ * 10.9 ms against exact search's 8.2 (docs/performance.md, "A user's own history").
  */
 export const ANN_ROW_COST = 2;
 
@@ -172,13 +172,12 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   }
   // Whether the approximate path pays for this user: more than `max` turns, as their sessions count
   // them (all models), and a scan of fewer of the index's rows than their turns (ANN_ROW_COST). The
-  // index's row count and lists are the planner's (kept by VACUUM, ANALYZE and each build; a row
-  // count of 0, never counted, takes the path on `max` alone). A hint for the path only (both return
+  // index's row count and lists are the planner's (kept by VACUUM, ANALYZE and each build; with a row
+  // count of 0, never counted, the turn count alone decides). A hint for the path only (both return
   // the nearest turns), read in a few rows where counting the turns themselves read them all:
   // sessions are summed up to as many as the decision needs turns. A one-time filter on each branch
   // of `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
-  // Lists NULL while the index is missing (between an upkeep's build and swap: db/ann-index-upkeep.ts):
-  // IVF_PROBES then, and the path taken on `max` alone.
+  // No row when the index is missing (dropped by hand or by a bench's load): 0 rows, NULL lists.
   const index = sql`SELECT greatest(coalesce(c.reltuples, 0), 0)::float8 AS rows,
                  CASE WHEN c.oid IS NOT NULL THEN coalesce((SELECT o.option_value::float8 FROM pg_options_to_table(c.reloptions) o
                                                            WHERE o.option_name = 'lists'), 100) END AS lists
