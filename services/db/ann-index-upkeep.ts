@@ -103,6 +103,33 @@ export async function maintainAnnIndexes(options: AnnIndexUpkeepOptions): Promis
   }
 }
 
+/**
+ * Runs `work` on `client` with the maintenance_work_mem that building the approximate indexes as they
+ * are needs (or more, when the session has more), then gives the session its setting back: for a
+ * build of one index, and for statements that rebuild all of a table's indexes (VACUUM FULL after an
+ * erase on the embedded database). Outside a transaction as CONCURRENTLY is, so a session setting.
+ */
+export async function withBuildMemory<T>(client: pg.PoolClient, kb: number, work: () => Promise<T>): Promise<T> {
+  const { rows } = await client.query<{ kb: string }>(`SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'`);
+  const before = Number(rows[0]!.kb);
+  await client.query(`SET maintenance_work_mem = '${Math.max(before, Math.ceil(kb))}kB'`);
+  try {
+    return await work();
+  } finally {
+    await client.query(`SET maintenance_work_mem = '${before}kB'`);
+  }
+}
+
+/** What building every approximate index again, with the lists it has now, needs (buildMemoryKb): the largest. */
+export async function rebuildMemoryKb(client: pg.PoolClient): Promise<number> {
+  let kb = 0;
+  for (const { index, dimension } of ANN_INDEXES.values()) {
+    const lists = await listsOf(client, index);
+    if (lists !== null) kb = Math.max(kb, buildMemoryKb(lists, dimension));
+  }
+  return kb;
+}
+
 async function listsOf(client: pg.PoolClient, index: string): Promise<number | null> {
   const { rows } = await client.query<{ lists: string | null }>(
     `SELECT coalesce((SELECT o.option_value FROM pg_options_to_table(c.reloptions) o WHERE o.option_name = 'lists'), '100') AS lists
@@ -128,19 +155,13 @@ async function rebuild(
   const retired = `${target.index}_retired`;
   await client.query(`DROP INDEX ${concurrently} IF EXISTS ${next}`);
   await client.query(`DROP INDEX ${concurrently} IF EXISTS ${retired}`);
-  // For this session's build only (CONCURRENTLY runs outside a transaction, so not SET LOCAL); Citus
-  // sends the setting on with the shards' builds.
-  const { rows } = await client.query<{ kb: string }>(`SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'`);
-  const before = Number(rows[0]!.kb);
-  await client.query(`SET maintenance_work_mem = '${Math.max(before, buildMemoryKb(target.lists, target.dimension))}kB'`);
-  try {
-    await client.query(
+  // Citus sends the setting on with the shards' builds.
+  await withBuildMemory(client, buildMemoryKb(target.lists, target.dimension), () =>
+    client.query(
       `CREATE INDEX ${concurrently} ${next} ON turns USING ivfflat ((embedding::vector(${target.dimension})) vector_ip_ops)
        WITH (lists = ${target.lists}) WHERE embedding_model = ${client.escapeLiteral(target.model)} AND ann_indexed`,
-    );
-  } finally {
-    await client.query(`SET maintenance_work_mem = '${before}kB'`);
-  }
+    ),
+  );
   await client.query('BEGIN');
   try {
     await client.query(`ALTER INDEX IF EXISTS ${target.index} RENAME TO ${retired}`);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { type AnnIndexState, maintainAnnIndexes } from './ann-index-upkeep.js';
+import { type AnnIndexState, maintainAnnIndexes, rebuildMemoryKb, withBuildMemory } from './ann-index-upkeep.js';
 import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
@@ -64,7 +64,14 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
         await pool.query(`VACUUM (ANALYZE) ${ERASED_TABLES}`);
         return;
       }
-      await pool.query(`VACUUM FULL ${ERASED_TABLES}`);
+      // A rewrite builds every index again, the approximate ones too, whose k-means needs more than
+      // the embedded database's 16 MB of maintenance_work_mem (db/ann-index-upkeep.ts).
+      const client = await pool.connect();
+      try {
+        await withBuildMemory(client, await rebuildMemoryKb(client), () => client.query(`VACUUM FULL ${ERASED_TABLES}`));
+      } finally {
+        client.release();
+      }
       // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
       // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
       await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [ERASED_TABLES.split(', ')]);
