@@ -24,7 +24,7 @@ import { embedText } from '../../services/providers/embeddings/local-embedder.js
 import { distinctTurn, interactionsFor, rng, TENANT, userDatabases } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
-import { explainScoped, type PlanNode } from './retrieval-plan.js';
+import { explainScoped, ranAnnFunction } from './retrieval-plan.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 import { recallAgainstExact, vectorSearch } from './served-recall.js';
 import { dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
@@ -127,9 +127,7 @@ async function usesIndex(user: string, exactSearchMaxTurns: number, annRowCost?:
   const { plan } = await explainScoped(db.pool, identity, (q) =>
     searchTurns(q, vectorSearch(user, 'How many singers are there?', { exactSearchMaxTurns, annRowCost })),
   );
-  const ran = (node: PlanNode): boolean =>
-    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) || (node.Plans ?? []).some(ran);
-  return ran(plan);
+  return ranAnnFunction(plan);
 }
 
 const results = [];

@@ -1,5 +1,5 @@
 // The work of a scoped statement (the retrieval statement, /memory/search's) as Postgres plans it:
-// used by `bench:heavy-user` and by test/api/retrieval/heavy-user.test.ts, which bounds it.
+// used by the benches and by test/api/retrieval/'s tests, which bound it and tell which path it took.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';
@@ -12,6 +12,14 @@ export interface PlanNode {
   'Rows Removed by Filter'?: number;
   'Rows Removed by Join Filter'?: number;
   Plans?: PlanNode[];
+}
+
+/** Whether the plan ran the local model's nearest-turns function, which reads its approximate index (migration 020). */
+export function ranAnnFunction(node: PlanNode): boolean {
+  return (
+    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) ||
+    (node.Plans ?? []).some(ranAnnFunction)
+  );
 }
 
 /** Every row any node of the plan produced or threw away, over all its loops: the work the statement did. */

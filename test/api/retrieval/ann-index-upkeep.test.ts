@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { explainScoped, type PlanNode } from '../../../scripts/bench/retrieval-plan.js';
+import { explainScoped, ranAnnFunction } from '../../../scripts/bench/retrieval-plan.js';
 import { LOCAL_MODEL, loadConfig } from '../../../services/config/config.js';
 import { createProcessors } from '../../../services/core/jobs/processors.js';
 import { type Database, openDatabase } from '../../../services/db/pool.js';
@@ -16,13 +16,6 @@ const INDEX = 'turns_ann_local_hash_v2_384';
 const TOPICS = ['singers', 'concerts', 'stadiums', 'pets', 'students', 'countries', 'languages', 'cities', 'orders', 'invoices'];
 const REGIONS = ['north', 'south', 'east', 'west', 'centre', 'coast', 'hills'];
 const TURNS = 1200;
-
-function ranAnnFunction(node: PlanNode): boolean {
-  return (
-    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) ||
-    (node.Plans ?? []).some(ranAnnFunction)
-  );
-}
 
 /**
  * Migration 020's IVFFlat index is built over the rows present; the retention cleanup job builds it

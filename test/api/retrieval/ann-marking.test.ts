@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { explainScoped, type PlanNode } from '../../../scripts/bench/retrieval-plan.js';
+import { explainScoped, ranAnnFunction } from '../../../scripts/bench/retrieval-plan.js';
 import { LOCAL_MODEL } from '../../../services/config/config.js';
 import { type Database, openDatabase } from '../../../services/db/pool.js';
 import { appendTurn, type RetrievalRequest, retrieveMemory } from '../../../services/db/repositories/memory-store.js';
@@ -11,13 +11,6 @@ import { seedSession } from '../../support/service/seed-memory.js';
 const MODEL = `${LOCAL_MODEL}@384`;
 /** A few dozen turns make a user heavy here (MEMORY_EXACT_SEARCH_MAX_TURNS). */
 const THRESHOLD = 20;
-
-function ranAnnFunction(node: PlanNode): boolean {
-  return (
-    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) ||
-    (node.Plans ?? []).some(ranAnnFunction)
-  );
-}
 
 /**
  * Migration 017: the approximate index holds only the turns of users past the threshold, marked by their

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pgvector from 'pgvector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { explainScoped, type PlanNode } from '../../../scripts/bench/retrieval-plan.js';
+import { explainScoped, type PlanNode, ranAnnFunction } from '../../../scripts/bench/retrieval-plan.js';
 import { LOCAL_MODEL } from '../../../services/config/config.js';
 import { type Database, openDatabase } from '../../../services/db/pool.js';
 import { retrieveMemory } from '../../../services/db/repositories/memory-store.js';
@@ -11,14 +11,6 @@ import { adminPool, freshTestDatabase, type TestDatabase } from '../../support/d
 
 const MODEL = `${LOCAL_MODEL}@384`;
 const TOPICS = ['singers', 'concerts', 'stadiums', 'pets', 'students', 'countries', 'languages', 'cities', 'orders', 'invoices'];
-
-/** Whether the statement ran the model's nearest-turns function, which reads its approximate index (migration 020). */
-function ranAnnFunction(node: PlanNode): boolean {
-  return (
-    (node['Function Name'] === 'nearest_turns_local_hash_v2_384' && (node['Actual Loops'] ?? 0) > 0) ||
-    (node.Plans ?? []).some(ranAnnFunction)
-  );
-}
 
 /** Whether the statement holds the nearest-turns function at all, run or not. */
 function plansAnnFunction(node: PlanNode): boolean {
