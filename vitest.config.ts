@@ -102,6 +102,7 @@ export default defineConfig({
             'test/api/privacy/erase-leaves-no-trace.test.ts',
             'test/worker/embedded-with-redis.test.ts',
             'test/db/embedded-connection-handover.test.ts',
+            'test/db/demo-engine-start.test.ts',
             'test/db/cluster-template.test.ts',
             'test/db/table-statistics.test.ts',
             // About Redis (a cluster of its own): the embedded project runs it.

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { type PgliteProcess, startPgliteProcess } from '../embedded/embedded-postgres.js';
+import { type PgliteProcess, START_TIMEOUT_MS, startPgliteProcess } from '../embedded/embedded-postgres.js';
 import { DEMO_READER_ROLE, loadDemoEngine } from './demo-dataset.js';
 
 /**
@@ -85,15 +85,19 @@ export async function startDemoEngine(options: { waitMs: number; log?: { warn(ob
       const process = await startPgliteProcess({ vector: false });
       enginePid = process.pid;
       try {
+        // Loaded over a connection of its own: a fresh engine on a busy machine can take longer than
+        // SQL_POOL_WAIT_MS (1 s in a test) to answer its first connection; the load is part of the start, and
+        // that wait is for statements.
+        const loader = new pg.Client({ ...process.connection, connectionTimeoutMillis: START_TIMEOUT_MS });
+        await loader.connect();
+        try {
+          await loadDemoEngine(loader);
+        } finally {
+          await loader.end();
+        }
         const pool = new pg.Pool({ ...process.connection, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: waitMs });
         // The kill breaks the idle connection too; the pool drops it, and is replaced with the engine.
         pool.on('error', () => {});
-        const client = await pool.connect();
-        try {
-          await loadDemoEngine(client);
-        } finally {
-          client.release();
-        }
         return { process, pool };
       } catch (err) {
         await process.kill();

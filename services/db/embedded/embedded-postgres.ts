@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { copyClusterTemplate, initialiseCluster } from './cluster-template.mjs';
 
 const CHILD = fileURLToPath(new URL('./pglite-process.mjs', import.meta.url));
-const START_TIMEOUT_MS = 120_000;
+export const START_TIMEOUT_MS = 120_000;
 
 export interface EmbeddedPostgres {
   /** `pg` connection settings for the socket (host is the socket's directory). */
