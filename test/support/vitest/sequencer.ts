@@ -12,18 +12,13 @@ export default class CitusApartSequencer extends BaseSequencer {
     const sorted = await super.sort(files);
     const largeExport = takeCitusFile(sorted, 'test/api/privacy/gdpr-large-export.test.ts');
     const property = takeCitusFile(sorted, 'test/api/access/isolation-property.test.ts');
-    if (largeExport) sorted.splice(Math.max(0, sorted.findIndex(isCitus)), 0, largeExport);
-    if (property) {
-      const afterCitus = sorted.reduce((after, spec, i) => (isCitus(spec) ? i + 1 : after), 0);
-      sorted.splice(afterCitus, 0, property);
-    }
-    return sorted;
+    // Vitest sorts all files at once, then splits them into groups in this order: the Citus group
+    // (groupOrder 1) starts with the export and ends with the property.
+    return [...(largeExport ? [largeExport] : []), ...sorted, ...(property ? [property] : [])];
   }
 }
 
-const isCitus = (spec: TestSpecification) => spec.project.name === 'citus';
-
 function takeCitusFile(specs: TestSpecification[], file: string): TestSpecification | undefined {
-  const index = specs.findIndex((spec) => isCitus(spec) && spec.moduleId.endsWith(file));
+  const index = specs.findIndex((spec) => spec.project.name === 'citus' && spec.moduleId.endsWith(file));
   return index < 0 ? undefined : specs.splice(index, 1)[0];
 }
