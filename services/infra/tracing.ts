@@ -1,3 +1,4 @@
+import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -21,9 +22,17 @@ export function startTracing(config: Config, processor?: SpanProcessor, serviceN
   tracingState.enabled = true;
   tracingState.captureContent = config.OTEL_CAPTURE_CONTENT;
   return {
+    /**
+     * Ends the spans' export and takes back what register() set for the whole process (the tracer
+     * provider, the propagator, the context manager): OpenTelemetry's API refuses a second registration
+     * while one stands, so a later startTracing in the same process (tests) would export nothing.
+     */
     async shutdown() {
       tracingState.enabled = false;
       await provider.shutdown();
+      trace.disable();
+      propagation.disable();
+      context.disable();
     },
   };
 }

@@ -55,4 +55,16 @@ describe('LLM and job spans', () => {
     // Without a carried context the job's span starts a trace of its own.
     expect(exporter.getFinishedSpans()[0]?.parentSpanContext).toBeUndefined();
   });
+
+  it("when tracing is shut down and started again in the same process, then the new start's spans are exported", async () => {
+    await tracing?.shutdown();
+    const again = new InMemorySpanExporter();
+    const restarted = startTracing(loadConfig({}), new SimpleSpanProcessor(again));
+    try {
+      await llm.complete(request);
+      expect(again.getFinishedSpans().map((s) => s.name)).toEqual(['chat gpt-4o-mini']);
+    } finally {
+      await restarted?.shutdown();
+    }
+  });
 });
