@@ -57,10 +57,21 @@ export function hostileReplies(limits: { maxReplyBytes: number; timeoutMs: numbe
 const MB_CHUNK = Buffer.alloc(1 << 20, 'x');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Writes `chunk` while the client is there, waiting for it to drain. */
+/**
+ * Writes `chunk` while the client is there, waiting for it to drain. Whichever of drain and close
+ * comes first removes both listeners: a huge reply waits on many drains, and each left-over close
+ * listener stayed on the response (Node's MaxListenersExceededWarning past ten).
+ */
 async function write(res: ServerResponse, chunk: string | Buffer) {
   if (res.destroyed) return;
-  if (!res.write(chunk)) await new Promise((r) => res.once('drain', r).once('close', r));
+  if (res.write(chunk)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.once('drain', done).once('close', done);
+  });
 }
 
 /** Sends `reply` as an answerQuestion reply. */
