@@ -9,6 +9,11 @@ const UNIT = [
   'test/db/sql.test.ts',
   'test/architecture/**/*.test.ts',
 ];
+// Files that read this process's memory (its RSS, with the service in process) and bound its growth:
+// each runs in a fresh process, in a project of its own that isolates (`embedded-own-process`,
+// `server-own-process`). In a process that ran other files before, RSS already holds the heap they
+// grew: the byte-bounds file measured +2 to +5 MB there where a fresh process shows +29 to +35 MB.
+const OWN_PROCESS = ['test/api/http/fuzz.test.ts', 'test/api/providers/sql-answerer-byte-bounds.test.ts'];
 // The chat bots of examples/ against local fakes of Slack and Telegram and the service on the embedded database.
 const EXAMPLES = ['test/examples/**/*.test.ts'];
 // The `citus` project's files: the server project's tests of what is stored, and the cluster's own.
@@ -38,14 +43,18 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Each file starts its own embedded Postgres process; two cores run two files at a time (all projects share them).
     maxWorkers: 2,
+    // A worker process runs one file after another and keeps the modules it imported: importing the
+    // service again in a fresh process for each file was 500 of the suite's 3,400 worker-seconds. Each
+    // file still makes its own app, database and fakes; the services' module state is caches keyed by
+    // their content or by tenant and user (docs/development.md, "One process, many files"). OWN_PROCESS
+    // files are the exception.
+    isolate: false,
     // Keeps the Citus isolation property away from the large export (why: the sequencer's comment).
     sequence: { sequencer: CitusApartSequencer },
     projects: [
       {
-        // Pure code keeps no state between files, so the files of a worker share one module graph:
-        // each file importing the same services again was most of the project's time.
         extends: true,
-        test: { name: 'unit', include: UNIT, isolate: false },
+        test: { name: 'unit', include: UNIT },
       },
       {
         extends: true,
@@ -64,7 +73,17 @@ export default defineConfig({
             // The bench's 1M-turn seeder, for servers: it stores ~9.6k turn texts first, which the
             // embedded database parses for most of a minute.
             'test/db/bench-bulk-seed.test.ts',
+            ...OWN_PROCESS,
           ],
+          globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'embedded-own-process',
+          include: OWN_PROCESS,
+          isolate: true,
           globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
         },
       },
@@ -110,7 +129,17 @@ export default defineConfig({
             'test/db/table-statistics.test.ts',
             // About Redis (a cluster of its own): the embedded project runs it.
             'test/worker/redis-cluster.test.ts',
+            ...OWN_PROCESS,
           ],
+          globalSetup: ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'server-own-process',
+          include: OWN_PROCESS,
+          isolate: true,
           globalSetup: ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'],
         },
       },
