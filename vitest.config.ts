@@ -14,6 +14,10 @@ const UNIT = [
 // `server-own-process`). In a process that ran other files before, RSS already holds the heap they
 // grew: the byte-bounds file measured +2 to +5 MB there where a fresh process shows +29 to +35 MB.
 const OWN_PROCESS = ['test/api/http/fuzz.test.ts', 'test/api/providers/sql-answerer-byte-bounds.test.ts'];
+// Global setups: a migrated embedded template, or a login and template database on the PostgreSQL
+// server; and the build of dist/. A project runs its own, so an -own-process project makes its template again.
+const EMBEDDED_SETUP = ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'];
+const SERVER_SETUP = ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'];
 // The chat bots of examples/ against local fakes of Slack and Telegram and the service on the embedded database.
 const EXAMPLES = ['test/examples/**/*.test.ts'];
 // The `citus` project's files: the server project's tests of what is stored, and the cluster's own.
@@ -75,7 +79,7 @@ export default defineConfig({
             'test/db/bench-bulk-seed.test.ts',
             ...OWN_PROCESS,
           ],
-          globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
+          globalSetup: EMBEDDED_SETUP,
         },
       },
       {
@@ -84,7 +88,7 @@ export default defineConfig({
           name: 'embedded-own-process',
           include: OWN_PROCESS,
           isolate: true,
-          globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
+          globalSetup: EMBEDDED_SETUP,
         },
       },
       {
@@ -93,7 +97,7 @@ export default defineConfig({
         test: {
           name: 'examples',
           include: EXAMPLES,
-          globalSetup: ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'],
+          globalSetup: EMBEDDED_SETUP,
         },
       },
       {
@@ -131,7 +135,7 @@ export default defineConfig({
             'test/worker/redis-cluster.test.ts',
             ...OWN_PROCESS,
           ],
-          globalSetup: ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'],
+          globalSetup: SERVER_SETUP,
         },
       },
       {
@@ -140,7 +144,7 @@ export default defineConfig({
           name: 'server-own-process',
           include: OWN_PROCESS,
           isolate: true,
-          globalSetup: ['test/support/vitest/global-setup-server.ts', 'test/support/vitest/build-setup.ts'],
+          globalSetup: SERVER_SETUP,
         },
       },
       {
