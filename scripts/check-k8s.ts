@@ -40,8 +40,9 @@ export async function checkK8s(k8sDir: string, projectRoot: string): Promise<K8s
   }
   // One TypeScript program for every object: building it is the slow part.
   errors.push(...checkUnknownFields(all, projectRoot));
-  // A manifest that no kustomization reads would never be deployed, nor checked.
-  for (const file of files.filter((f) => /\.ya?ml$/.test(f) && !read.has(f))) {
+  // A manifest (or a file a generator reads, like the Grafana dashboard) that no kustomization reads
+  // would never be deployed, nor checked.
+  for (const file of files.filter((f) => /\.(ya?ml|json)$/.test(f) && !read.has(f))) {
     errors.push(`${path.relative(projectRoot, file)}: no kustomization uses this file`);
   }
   // Base and overlay both carry the base's objects: report each problem once.

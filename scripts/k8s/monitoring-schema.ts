@@ -1,7 +1,7 @@
 // kubernetes-models has no schemas for the Prometheus Operator's custom resources, so the PodMonitor
-// in k8s/monitoring is validated against this schema of our own: the part of the CRD
-// monitoring.coreos.com/v1 PodMonitor that memorychat uses, with field names and types as the CRD
-// defines them (prometheus-operator's Documentation/api.md). Unlike the API server, which prunes unknown
+// and the PrometheusRule in k8s/monitoring are validated against these schemas of our own: the parts
+// of the CRDs monitoring.coreos.com/v1 PodMonitor and PrometheusRule that memorychat uses, with field
+// names and types as the CRDs define them (prometheus-operator's Documentation/api.md). Unlike the API server, which prunes unknown
 // fields of a custom resource silently, it refuses them, so that a misspelt field cannot pass unnoticed.
 import Type, { type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -61,7 +61,44 @@ const PodMonitor = Type.Object({
   ),
 });
 
-const SCHEMAS: Record<string, TSchema> = { 'monitoring.coreos.com/v1 PodMonitor': PodMonitor };
+// A rule records or alerts (the policy checks it is one of the two); expr is the CRD's IntOrString.
+const Rule = Type.Object(
+  {
+    alert: Type.Optional(Type.String({ minLength: 1 })),
+    record: Type.Optional(Type.String({ minLength: 1 })),
+    expr: Type.Union([Type.String({ minLength: 1 }), Type.Integer()]),
+    for: Type.Optional(Duration),
+    keep_firing_for: Type.Optional(Duration),
+    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    annotations: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  strict,
+);
+
+const RuleGroup = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    interval: Type.Optional(Duration),
+    query_offset: Type.Optional(Duration),
+    limit: Type.Optional(Type.Integer({ minimum: 0 })),
+    partial_response_strategy: Type.Optional(Type.Union([Type.Literal('abort'), Type.Literal('warn')])),
+    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    rules: Type.Array(Rule, { minItems: 1 }),
+  },
+  strict,
+);
+
+const PrometheusRule = Type.Object({
+  apiVersion: Type.Literal('monitoring.coreos.com/v1'),
+  kind: Type.Literal('PrometheusRule'),
+  metadata: Type.Object({ name: Type.String({ minLength: 1 }) }),
+  spec: Type.Object({ groups: Type.Array(RuleGroup, { minItems: 1 }) }, strict),
+});
+
+const SCHEMAS: Record<string, TSchema> = {
+  'monitoring.coreos.com/v1 PodMonitor': PodMonitor,
+  'monitoring.coreos.com/v1 PrometheusRule': PrometheusRule,
+};
 
 /** The schema of ours for this object's kind, if it is one of the custom resources above. */
 export function customResourceSchema(body: Record<string, any>): TSchema | undefined {

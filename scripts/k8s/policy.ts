@@ -19,6 +19,9 @@ export interface PolicyOptions {
 export function checkPolicy(resources: Resource[], options: PolicyOptions): string[] {
   const errors: string[] = [];
   const workloads = resources.filter((r) => WORKLOAD_KINDS.has(r.body.kind));
+  const environmentConfigMaps = new Set(
+    workloads.flatMap((w) => podContainers(w.body)).flatMap((c) => (c.envFrom ?? []).map((from: Body) => from.configMapRef?.name)),
+  );
   const find = (kind: string, name: string) => resources.find((r) => r.body.kind === kind && r.body.metadata?.name === name);
 
   for (const { source, body } of workloads) {
@@ -57,6 +60,7 @@ export function checkPolicy(resources: Resource[], options: PolicyOptions): stri
       }
     }
     if (body.kind === 'PodMonitor') errors.push(...checkPodMonitor(body, workloads, at));
+    if (body.kind === 'PrometheusRule') errors.push(...checkAlertRules(body, at));
     if (body.kind === 'HorizontalPodAutoscaler') {
       const target = find(body.spec?.scaleTargetRef?.kind, body.spec?.scaleTargetRef?.name);
       if (!target) errors.push(`${at}: scaleTargetRef names no resource here`);
@@ -65,7 +69,55 @@ export function checkPolicy(resources: Resource[], options: PolicyOptions): stri
           `${target.source}: ${target.body.kind}/${target.body.metadata.name} sets replicas, which would reset ${at}'s count on every apply`,
         );
     }
-    if (body.kind === 'ConfigMap') errors.push(...unknownVariables(Object.keys(body.data ?? {}), at));
+    // A ConfigMap that a container takes its environment from holds variables of the service's config
+    // (others, such as the Grafana dashboard's, hold files).
+    if (body.kind === 'ConfigMap' && environmentConfigMaps.has(body.metadata?.name)) {
+      errors.push(...unknownVariables(Object.keys(body.data ?? {}), at));
+    }
+    if (body.kind === 'ConfigMap' && configMapBytes(body) > CONFIG_MAP_MAX_BYTES) {
+      errors.push(`${at}: holds ${configMapBytes(body)} bytes, over the API server's 1 MiB for a ConfigMap`);
+    }
+  }
+  return errors;
+}
+
+const CONFIG_MAP_MAX_BYTES = 1024 * 1024;
+
+function configMapBytes(body: Body): number {
+  return Object.entries({ ...body.data, ...body.binaryData }).reduce(
+    (n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(String(v)),
+    0,
+  );
+}
+
+const SEVERITIES = ['critical', 'warning', 'info'];
+
+/**
+ * Every rule records or alerts, not both; alert names are unique, so a route or a silence means one
+ * alert; each alert says how bad it is and what it means (docs/monitoring.md lists them). Whether the
+ * expressions are valid PromQL over metrics the service exports is the tests' (test/k8s/monitoring.test.ts).
+ */
+function checkAlertRules(body: Body, at: string): string[] {
+  const errors: string[] = [];
+  const seen = new Set<string>();
+  const groups = new Set<string>();
+  for (const group of body.spec?.groups ?? []) {
+    if (groups.has(group.name)) errors.push(`${at}: group "${group.name}" appears twice`);
+    groups.add(group.name);
+    for (const rule of group.rules ?? []) {
+      const name = rule.alert ?? rule.record;
+      if ((rule.alert === undefined) === (rule.record === undefined)) {
+        errors.push(`${at}: a rule of group "${group.name}" must have either alert or record`);
+        continue;
+      }
+      if (rule.record !== undefined) continue;
+      if (seen.has(name)) errors.push(`${at}: alert ${name} appears twice`);
+      seen.add(name);
+      if (!SEVERITIES.includes(rule.labels?.severity)) errors.push(`${at}: alert ${name} needs labels.severity (${SEVERITIES.join(', ')})`);
+      for (const key of ['summary', 'description']) {
+        if (!rule.annotations?.[key]) errors.push(`${at}: alert ${name} needs annotations.${key}`);
+      }
+    }
   }
   return errors;
 }

@@ -1,7 +1,8 @@
 // A small kustomize subset, enough to render k8s/ without the kustomize binary (not installed here):
-// `resources` (files and directories), `namespace`, `labels` (without selectors), `images`, and
-// `patches` given by `path` (strategic merge, simplified: maps merge, lists whose items all have a
-// `name` merge by name, other lists are replaced, null deletes).
+// `resources` (files and directories), `configMapGenerator` from `files` (with
+// `options.disableNameSuffixHash: true`: kustomize's name hash is not computed here), `namespace`,
+// `labels` (without selectors), `images`, and `patches` given by `path` (strategic merge, simplified:
+// maps merge, lists whose items all have a `name` merge by name, other lists are replaced, null deletes).
 // Anything else in a kustomization.yaml is reported as unsupported rather than silently ignored.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -20,7 +21,7 @@ export interface Rendered {
   files: string[];
 }
 
-const SUPPORTED_KEYS = new Set(['apiVersion', 'kind', 'resources', 'namespace', 'labels', 'images', 'patches']);
+const SUPPORTED_KEYS = new Set(['apiVersion', 'kind', 'resources', 'configMapGenerator', 'namespace', 'labels', 'images', 'patches']);
 
 export function readYamlDocuments(file: string, display: string): { docs: Record<string, any>[]; errors: string[] } {
   const docs: Record<string, any>[] = [];
@@ -66,6 +67,13 @@ export function renderKustomization(dir: string, root: string): Rendered {
     }
   }
 
+  for (const generator of (k.configMapGenerator ?? []) as Array<Record<string, any>>) {
+    const generated = generateConfigMap(generator, dir, show(file));
+    errors.push(...generated.errors);
+    files.push(...generated.files);
+    if (generated.body) resources.push({ source: `${show(file)}#configMapGenerator/${generator.name}`, body: generated.body });
+  }
+
   for (const patch of (k.patches ?? []) as Array<Record<string, unknown>>) {
     if (typeof patch.path !== 'string' || patch.patch !== undefined || patch.target !== undefined) {
       errors.push(`${show(file)}: only patches given by "path" (strategic merge) are supported`);
@@ -105,6 +113,41 @@ export function renderKustomization(dir: string, root: string): Rendered {
     for (const r of resources) r.body.metadata = { ...r.body.metadata, namespace: k.namespace };
   }
   return { resources, errors, files };
+}
+
+/** A ConfigMap whose data are files, each under its base name or the key given as `key=path`. */
+function generateConfigMap(
+  generator: Record<string, any>,
+  dir: string,
+  at: string,
+): { body?: Record<string, any>; errors: string[]; files: string[] } {
+  const { name, files = [], options = {}, ...rest } = generator;
+  const errors = Object.keys(rest).map((key) => `${at}: configMapGenerator "${key}" is not supported by scripts/k8s/render.ts`);
+  if (typeof name !== 'string' || !name) errors.push(`${at}: a configMapGenerator needs a name`);
+  if (options.disableNameSuffixHash !== true) {
+    errors.push(
+      `${at}: configMapGenerator ${name} needs options.disableNameSuffixHash: true (scripts/k8s/render.ts does not compute the name hash)`,
+    );
+  }
+  const data: Record<string, string> = {};
+  const read: string[] = [];
+  for (const entry of files as string[]) {
+    const [key, relative] = entry.includes('=') ? entry.split('=', 2) : [path.basename(entry), entry];
+    const source = path.resolve(dir, relative!);
+    if (!existsSync(source)) {
+      errors.push(`${at}: configMapGenerator ${name}: file "${relative}" does not exist`);
+      continue;
+    }
+    data[key!] = readFileSync(source, 'utf8');
+    read.push(source);
+  }
+  if (errors.length) return { errors, files: read };
+  const metadata = {
+    name,
+    ...(options.labels ? { labels: options.labels } : {}),
+    ...(options.annotations ? { annotations: options.annotations } : {}),
+  };
+  return { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata, data }, errors, files: read };
 }
 
 /** Kustomize matches a patch to a resource by group, kind and name. */

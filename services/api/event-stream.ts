@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatStream } from '../core/chat/chat-request.js';
+import { recordRefusal } from '../core/metrics.js';
 import type { AppError } from '../model/errors.js';
 import { problemDocument, toAppError } from './plugins/problem-errors.js';
 
@@ -59,6 +60,7 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply) {
     fail(err: unknown) {
       const problem: AppError = toAppError(err as AppError);
       if (problem.status >= 500) request.log.error({ err, code: problem.code }, 'streamed request failed');
+      recordRefusal(request.server.metrics, problem.code);
       send('error', problemDocument(problem, request.url));
       if (!raw.writableEnded) raw.end();
     },

@@ -16,7 +16,7 @@ import { downloadExport, requestGdpr, viewRequest } from './gdpr/requests.js';
 import type { IdempotencyClaim } from './idempotency/idempotency.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from './jobs/summarization.js';
-import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse } from './metrics.js';
+import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse, recordTurnStored } from './metrics.js';
 import { createPiiMasker } from './privacy/pii.js';
 import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from './recall/sql-recall.js';
 import { createVqlExecutor } from './recall/vql-execution.js';
@@ -67,6 +67,7 @@ export function createMemory(parts: MemoryParts) {
     pii: createPiiMasker({ mode: config.piiMode, secret: config.MEMORY_PII_SECRET, custom: config.piiPatterns }),
     log: parts.log,
     afterTurnStored: (event) => enqueueSummarizationIfDue(queue, summarization, parts.log, event),
+    ...(metrics ? { turnWritten: (turn) => recordTurnStored(metrics, turn) } : {}),
   };
   const execute = createVqlExecutor(config);
   const gdpr = { db, queue, clock };
@@ -80,6 +81,8 @@ export function createMemory(parts: MemoryParts) {
       const response = await runMemoryChat(deps, req, stream);
       const used = response.memory_context_used;
       metrics?.memoryApplied.inc({ applied: String(used.applied), reason: used.reason });
+      // The read failed and the question was answered without memory (question-memory.ts).
+      if (used.reason === 'memory_unavailable') metrics?.storeFailures.inc({ effect: 'degraded' });
       if (metrics && used.applied) {
         recordMemoryUse(metrics, {
           retrievalSeconds: response.memory_retrieval_time,

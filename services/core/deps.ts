@@ -2,6 +2,7 @@ import { answererIdentity } from '../config/answerer-identity.js';
 import type { Config } from '../config/config.js';
 import type { ScopedDatabase } from '../db/row-security.js';
 import type { Identity } from '../model/identity.js';
+import type { TurnStatus } from '../model/turns.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
@@ -120,4 +121,6 @@ export interface MemoryDeps {
   log: { warn(obj: object, msg: string): void };
   /** Called once a turn is stored: queues summarization when the session is due (docs/design.md §7). */
   afterTurnStored?: (event: TurnStoredEvent) => Promise<unknown>;
+  /** Told of every turn written, whatever its status (metrics: store growth, conversation length). */
+  turnWritten?: (turn: { status: TurnStatus; sessionTurns: number }) => void;
 }

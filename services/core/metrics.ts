@@ -2,7 +2,7 @@ import client from 'prom-client';
 import { AppError } from '../model/errors.js';
 import type { Answer, Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
-import type { JobKind, Processors } from './job-queue.js';
+import { JOB_KINDS, type JobContext, type JobKind, PermanentJobError, type Processors } from './job-queue.js';
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -41,6 +41,30 @@ export function createMetrics() {
       labelNames: ['hit'],
       ...opts,
     }),
+    storeFailures: new client.Counter({
+      name: 'memorychat_memory_store_failures_total',
+      help: 'Memory store reads and writes that failed: effect="degraded" when /memoryChat answered without memory, "failed" when a request was refused with 503 memory-store-unavailable',
+      labelNames: ['effect'],
+      ...opts,
+    }),
+    turnsStored: new client.Counter({
+      name: 'memorychat_turns_stored_total',
+      help: 'Turns written to the memory store, by turn status',
+      labelNames: ['status'],
+      ...opts,
+    }),
+    turnsDeleted: new client.Counter({
+      name: 'memorychat_turns_deleted_total',
+      help: 'Turns deleted by the retention cleanup (reason="retention") and by GDPR erasure (reason="erasure")',
+      labelNames: ['reason'],
+      ...opts,
+    }),
+    conversationTurns: new client.Histogram({
+      name: 'memorychat_conversation_turns',
+      help: 'Turns in the session once a turn is stored in it (conversation length)',
+      buckets: [1, 2, 3, 5, 10, 15, 20, 30, 50, 100, 200, 500, 1000],
+      ...opts,
+    }),
     memoryApplied: new client.Counter({
       name: 'memorychat_memory_applied_total',
       help: '/memoryChat answers by whether memory was used, and why not (reason: applied, use_memory_false, memory_disabled, outside_rollout, memory_unavailable)',
@@ -69,7 +93,7 @@ export function createMetrics() {
     }),
     jobs: new client.Counter({
       name: 'memorychat_jobs_total',
-      help: 'Background jobs by kind and outcome',
+      help: 'Background job attempts by kind and outcome: completed, retried (failed, another attempt follows) or failed (no attempt follows)',
       labelNames: ['kind', 'outcome'],
       ...opts,
     }),
@@ -135,11 +159,27 @@ export function recordMemoryUse(
   metrics.memoryRequests.inc({ hit: String(used.historyCount + used.similarCount > 0) });
 }
 
-/** Counts and times every job by kind and outcome. */
+/** A turn written to the store: store growth, and the length its conversation reached. */
+export function recordTurnStored(metrics: Metrics, turn: { status: string; sessionTurns: number }) {
+  metrics.turnsStored.inc({ status: turn.status });
+  metrics.conversationTurns.observe(turn.sessionTurns);
+}
+
+/** A request refused because the memory store failed (its problem code is `memory-store-unavailable`). */
+export function recordRefusal(metrics: Metrics | undefined, code: string) {
+  if (code === 'memory-store-unavailable') metrics?.storeFailures.inc({ effect: 'failed' });
+}
+
+/**
+ * Counts and times every job attempt by kind and outcome. An attempt that fails with another to follow
+ * is `retried`; `failed` means the job gave up. Every kind's series start at 0, so that "no cleanup
+ * completed in 3 h" is a series at 0, not a missing one (docs/monitoring.md).
+ */
 export function instrumentProcessors(processors: Processors, metrics: Metrics): Processors {
-  const wrapped = {} as Record<JobKind, (data: unknown, ctx: never) => Promise<unknown>>;
+  for (const kind of JOB_KINDS) for (const outcome of JOB_OUTCOMES) metrics.jobs.inc({ kind, outcome }, 0);
+  const wrapped = {} as Record<JobKind, (data: unknown, ctx: JobContext) => Promise<unknown>>;
   for (const kind of Object.keys(processors) as JobKind[]) {
-    const run = processors[kind] as (data: unknown, ctx: never) => Promise<unknown>;
+    const run = processors[kind] as (data: unknown, ctx: JobContext) => Promise<unknown>;
     wrapped[kind] = async (data, ctx) => {
       const stop = metrics.jobDuration.startTimer({ kind });
       try {
@@ -147,7 +187,8 @@ export function instrumentProcessors(processors: Processors, metrics: Metrics): 
         metrics.jobs.inc({ kind, outcome: 'completed' });
         return result;
       } catch (err) {
-        metrics.jobs.inc({ kind, outcome: 'failed' });
+        const gaveUp = ctx.finalAttempt || err instanceof PermanentJobError;
+        metrics.jobs.inc({ kind, outcome: gaveUp ? 'failed' : 'retried' });
         throw err;
       } finally {
         stop();
@@ -156,3 +197,5 @@ export function instrumentProcessors(processors: Processors, metrics: Metrics): 
   }
   return wrapped as unknown as Processors;
 }
+
+const JOB_OUTCOMES = ['completed', 'retried', 'failed'] as const;

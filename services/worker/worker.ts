@@ -3,6 +3,7 @@
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
+import { watchBacklog } from '../core/backlog-metrics.js';
 import { createProcessors } from '../core/jobs/processors.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
 import { createMetrics } from '../core/metrics.js';
@@ -55,6 +56,7 @@ const embedder = createEmbedder(config);
 // The outbox: an erase removes the user's jobs held in Postgres, and held jobs are handed to Redis from here too.
 const queue = new BullJobQueue(config, { outboxDb: database.scoped.asMaintenance(), log });
 const metrics = createMetrics();
+watchBacklog(metrics, { queue, db: database.scoped.asMaintenance() });
 // The same processors as the API's in-process queue, made by the same factory; the worker needs no memory façade.
 const processors = createProcessors({
   config,

@@ -159,6 +159,47 @@ describe('the Kubernetes manifests', () => {
     expect(checkUnknownFields([monitor], ROOT)).toEqual([]);
   }, 30_000);
 
+  it('when the PrometheusRule has a misspelt field, a rule neither alerting nor recording, or an alert without severity, then the check names each', async () => {
+    const { resources } = renderKustomization(path.join(ROOT, 'k8s/monitoring'), ROOT);
+    const rule = resources.find((r) => r.body.kind === 'PrometheusRule')!;
+    expect(await validateSchemas([rule])).toEqual([]);
+    expect(checkPolicy(resources, { projectRoot: ROOT, complete: false })).toEqual([]);
+    const [first, second, third] = rule.body.spec.groups[0].rules;
+    first.fro = first.for;
+    second.for = 5;
+    delete third.labels;
+    rule.body.spec.groups[0].rules.push({ ...first, expr: 'vector(1)' }, { expr: 'vector(1)' });
+
+    const schemaErrors = (await validateSchemas([rule])).join('\n');
+    expect(schemaErrors).toMatch(/PrometheusRule\/memorychat: \/spec\/groups\/0\/rules\/0: must not have additional properties \(fro\)/);
+    expect(schemaErrors).toMatch(/\/spec\/groups\/0\/rules\/1\/for: must be string/);
+    expect(checkPolicy(resources, { projectRoot: ROOT, complete: false })).toEqual([
+      `k8s/monitoring/prometheus-rule.yaml#0: PrometheusRule/memorychat: alert ${third.alert} needs labels.severity (critical, warning, info)`,
+      `k8s/monitoring/prometheus-rule.yaml#0: PrometheusRule/memorychat: alert ${first.alert} appears twice`,
+      'k8s/monitoring/prometheus-rule.yaml#0: PrometheusRule/memorychat: a rule of group "memorychat-memory" must have either alert or record',
+    ]);
+  });
+
+  it('when the monitoring variant is rendered, then the Grafana dashboard is a labelled ConfigMap of the JSON file, and a generator that would need a name hash is refused', async () => {
+    const { resources, files } = renderKustomization(path.join(ROOT, 'k8s/monitoring'), ROOT);
+    const dashboard = resources.find((r) => r.body.kind === 'ConfigMap' && r.body.metadata.name === 'memorychat-grafana-dashboard')!.body;
+    expect(dashboard.metadata.labels).toEqual({ grafana_dashboard: '1' });
+    expect(JSON.parse(dashboard.data['grafana-dashboard.json']).uid).toBe('memorychat');
+    expect(files).toContain(path.join(ROOT, 'k8s/monitoring/grafana-dashboard.json'));
+    const dir = await tempDir({
+      'kustomization.yaml': 'configMapGenerator: [{ name: d, files: [d.json, missing.json] }]\n',
+      'd.json': '{}',
+    });
+    try {
+      expect(renderKustomization(dir, dir).errors).toEqual([
+        'kustomization.yaml: configMapGenerator d needs options.disableNameSuffixHash: true (scripts/k8s/render.ts does not compute the name hash)',
+        'kustomization.yaml: configMapGenerator d: file "missing.json" does not exist',
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('when a kustomization names a missing file or a patch targets no resource, then rendering reports both', async () => {
     const dir = await tempDir({
       'kustomization.yaml': 'resources: [missing.yaml, cm.yaml]\npatches: [{ path: patch.yaml }]\n',

@@ -2,6 +2,7 @@ import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Config, loadConfig } from '../../services/config/config.js';
 import { createProcessors } from '../../services/core/jobs/processors.js';
+import { createMetrics } from '../../services/core/metrics.js';
 import { type Database, openDatabase } from '../../services/db/pool.js';
 import { BullJobQueue, CLEANUP_SCHEDULER_ID } from '../../services/infra/queue/bull-queue.js';
 import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
@@ -108,12 +109,24 @@ describe('retention cleanup job', () => {
     expect(await liveAndExpiredCounts()).toEqual({ expired_sessions: 0, expired_turns: 0, live_sessions: 2, live_turns: 20 });
   });
 
-  it('when the cleanup runs again over a clean database, then it deletes nothing', async () => {
+  it('when the cleanup runs again over a clean database, then it deletes nothing, and the metrics count what each run deleted', async () => {
     await seedMix(2, 5);
-    const processors = createProcessors({ config, db: database.scoped, embedder: createEmbedder(config), clock: () => new Date(), queue });
+    const metrics = createMetrics();
+    const processors = createProcessors({
+      config,
+      db: database.scoped,
+      embedder: createEmbedder(config),
+      clock: () => new Date(),
+      queue,
+      metrics,
+    });
     const ctx = { jobId: 'x', attempt: 1, finalAttempt: true, log: silentLog };
     expect(await processors.cleanup({}, ctx)).toMatchObject({ turns: 10, sessions: 2 });
     expect(await processors.cleanup({}, ctx)).toMatchObject({ turns: 0, sessions: 0, exports: 0 });
+    const counted = async (metric: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, labels: object) =>
+      (await metric.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value;
+    expect(await counted(metrics.turnsDeleted, { reason: 'retention' })).toBe(10);
+    expect(await counted(metrics.jobs, { kind: 'cleanup', outcome: 'completed' })).toBe(2);
   });
 
   it('when the queue starts, then the repeatable cleanup is scheduled every MEMORY_CLEANUP_INTERVAL and runs by itself', async () => {

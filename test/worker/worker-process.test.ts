@@ -15,7 +15,7 @@ describe('the worker process (`npm run worker`)', () => {
     await testDatabase?.remove();
   });
 
-  it('when started, then it serves probes and job metrics, and SIGTERM closes it cleanly', async () => {
+  it('when started, then it serves probes, job and backlog metrics, and SIGTERM closes it cleanly', async () => {
     testDatabase = await freshTestDatabase();
     const child = spawn(process.execPath, ['dist/services/worker/worker.js'], {
       env: {
@@ -43,7 +43,11 @@ describe('the worker process (`npm run worker`)', () => {
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ checks: { database: 'ok', redis: 'ok' } });
-    expect(await (await fetch(`${base}/metrics`)).text()).toContain('# HELP memorychat_jobs_total');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toContain('# HELP memorychat_jobs_total');
+    // The backlog the alerts watch, read from Redis and the database (services/core/backlog-metrics.ts).
+    expect(metrics).toMatch(/^memorychat_queue_jobs\{state="waiting"\} 0$/m);
+    expect(metrics).toMatch(/^memorychat_gdpr_unfinished_requests\{action="erase"\} 0$/m);
 
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');

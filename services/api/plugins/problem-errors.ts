@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
+import { recordRefusal } from '../../core/metrics.js';
 import { AppError, ERROR_CATALOG, type ErrorCode, type FieldError } from '../../model/errors.js';
 
 /**
@@ -12,6 +13,7 @@ export default fp(
   async function problemErrors(app: FastifyInstance) {
     app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
       const problem = toAppError(error);
+      recordRefusal(app.metrics, problem.code);
       if (problem.status >= 500) {
         request.log.error({ err: error, code: problem.code }, 'request failed');
       } else {

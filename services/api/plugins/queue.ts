@@ -1,6 +1,7 @@
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { watchBacklog } from '../../core/backlog-metrics.js';
 import type { JobQueue } from '../../core/job-queue.js';
 import { createProcessors, type ProcessorDeps } from '../../core/jobs/processors.js';
 import { createJobQueue } from '../../infra/queue/create-queue.js';
@@ -45,6 +46,7 @@ export default fp(
       });
     }
     app.decorate('queue', queue);
+    watchBacklog(app.metrics, { queue, db: app.db.asMaintenance(), clock });
     app.addHook('onClose', async () => {
       await worker?.close();
       await queue.close();

@@ -49,6 +49,7 @@ function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
         batchSize: config.MEMORY_CLEANUP_BATCH_SIZE,
         accessAuditRetentionMs: config.accessAuditRetentionMs,
       });
+      deps.metrics?.turnsDeleted.inc({ reason: 'retention' }, cleaned.turns);
       const gdprRequeued = await requeueUnfinishedGdprRequests({ db, queue: deps.queue, clock, log: ctx.log });
       // The periodic job is where the approximate indexes are kept in step with their rows (db/ann-index-upkeep.ts).
       const annIndexes = await db.maintainAnnIndexes();
@@ -67,13 +68,16 @@ function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
         runGdprExport({ db, clock, log: ctx.log, exportTtlMs: config.gdprExportTtlMs }, requireIds(data, ['tenantId', 'requestId'])),
       ),
 
-    'gdpr-erase': (data, ctx) =>
-      failingAuditOnLastAttempt(deps, data, ctx, () =>
+    'gdpr-erase': async (data, ctx) => {
+      const erased = await failingAuditOnLastAttempt(deps, data, ctx, () =>
         runGdprErase(
           { db, clock, log: ctx.log, batchSize: ERASE_BATCH, removeQueuedJobs: (t, u) => deps.queue.removeUserJobs(t, u) },
           requireIds(data, ['tenantId', 'requestId']),
         ),
-      ),
+      );
+      deps.metrics?.turnsDeleted.inc({ reason: 'erasure' }, erased.turns);
+      return erased;
+    },
 
     're-embed': (data, ctx) =>
       runReEmbedding(

@@ -49,7 +49,7 @@ export interface TurnWrite<R> {
 }
 
 /** What the turn writer uses of the memory's collaborators. */
-export type TurnWriterDeps = Pick<MemoryDeps, 'db' | 'embedder' | 'settings' | 'pii' | 'log' | 'afterTurnStored'>;
+export type TurnWriterDeps = Pick<MemoryDeps, 'db' | 'embedder' | 'settings' | 'pii' | 'log' | 'afterTurnStored' | 'turnWritten'>;
 
 /** Turns that answer nothing (a memory command, a failed or abandoned answer) never make a summary due. */
 const NOT_SUMMARIZED: ReadonlySet<TurnStatus> = new Set(['memory_command', 'incomplete', 'upstream_error']);
@@ -95,6 +95,7 @@ export async function storeTurn<R>(
     appendWithClaim(deps.db, request, write.claim, (stored) => write.respond(stored, turn)),
   );
   if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
+  deps.turnWritten?.({ status: turn.status, sessionTurns: result.stored.session.turn_count });
   if (NOT_SUMMARIZED.has(turn.status)) return result;
   try {
     await deps.afterTurnStored?.({

@@ -69,6 +69,18 @@ export async function listUnfinishedAuditRows(db: Queryable, before: Date, limit
 }
 
 /**
+ * How many requests of every tenant are still queued or running, per action, and when the oldest of
+ * them was made: a cross-tenant maintenance read for the metrics (services/core/backlog-metrics.ts).
+ */
+export async function countUnfinishedRequests(db: Queryable): Promise<{ action: GdprAction; count: number; oldest: Date }[]> {
+  const { rows } = await db.query<{ action: GdprAction; count: number; oldest: Date }>(
+    `SELECT action, count(*)::int AS count, min(requested_at) AS oldest FROM gdpr_audit
+     WHERE status IN ('queued', 'running') GROUP BY action`,
+  );
+  return rows;
+}
+
+/**
  * The user's live sessions (expired data is invisible, docs/design.md §7), oldest first. Every column is
  * exported (to_jsonb), so columns added later are exported without touching this code.
  */

@@ -29,6 +29,12 @@ export async function insertHeldJob(db: Queryable, job: HeldJob): Promise<boolea
   return rowCount === 1;
 }
 
+/** Jobs held, of every user: the queue's backlog while Redis is away (services/core/backlog-metrics.ts). */
+export async function countHeldJobs(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ held: number }>('SELECT count(*)::int AS held FROM job_outbox');
+  return rows[0]?.held ?? 0;
+}
+
 /**
  * Claims up to `limit` of the oldest unclaimed (or abandoned) jobs of every user for `leaseMs`: the
  * dispatcher's scan, the one cross-user statement here. SKIP LOCKED and the lease keep two

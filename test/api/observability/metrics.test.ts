@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SAMPLE_EVERY_MS } from '../../../services/core/backlog-metrics.js';
+import { waitFor } from '../../support/databases/redis.js';
 import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { seedSession } from '../../support/service/seed-memory.js';
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../support/service/test-app.js';
 
@@ -49,6 +52,40 @@ describe('GET /metrics', () => {
     expect(sample(after, 'memorychat_embedding_duration_seconds_count', 'model="local-hash-v2@384"')).toBeGreaterThanOrEqual(3);
     expect(after).toMatch(/memorychat_http_request_duration_seconds_count\{method="POST",route="\/memoryChat",status_code="200"\} 2/);
     expect(after).toMatch(/memorychat_db_pool_connections\{state="total"\} 1/);
+    // Store growth and conversation length: the two turns made a session of 1, then of 2 turns.
+    expect(
+      sample(after, 'memorychat_turns_stored_total', 'status="ok"') - sample(before, 'memorychat_turns_stored_total', 'status="ok"'),
+    ).toBe(2);
+    expect(sample(after, 'memorychat_conversation_turns_count') - sample(before, 'memorychat_conversation_turns_count')).toBe(2);
+    expect(sample(after, 'memorychat_conversation_turns_sum') - sample(before, 'memorychat_conversation_turns_sum')).toBe(3);
+  });
+
+  it('when GDPR requests wait and an erasure runs, then the backlog gauges show them and the erased turns count as deleted', async () => {
+    // Recorded three hours ago and never run, as a request whose job was lost.
+    await t.admin.query(
+      `INSERT INTO gdpr_audit (tenant_id, request_id, action, actor_user_id, subject_user_id, status, requested_at)
+       VALUES ('default', gen_random_uuid(), 'erase', 'stuck', 'stuck', 'queued', $1)`,
+      [new Date(t.clock.now.getTime() - 3 * 3_600_000)],
+    );
+    // A scrape reuses the last reading until the clock moved on by SAMPLE_EVERY_MS.
+    t.clock.advance(SAMPLE_EVERY_MS);
+    const waiting = await scrape();
+    expect(sample(waiting, 'memorychat_gdpr_unfinished_requests', 'action="erase"')).toBe(1);
+    expect(sample(waiting, 'memorychat_gdpr_unfinished_requests', 'action="export"')).toBe(0);
+    expect(sample(waiting, 'memorychat_gdpr_oldest_unfinished_request_age_seconds', 'action="erase"')).toBe(
+      3 * 3600 + SAMPLE_EVERY_MS / 1000,
+    );
+    expect(sample(waiting, 'memorychat_queue_held_jobs')).toBe(0);
+    expect(waiting).toMatch(/^memorychat_queue_jobs\{state="waiting"\} \d+$/m);
+
+    await seedSession(t.admin, { userId: 'erased', turns: 3, expiresAt: new Date(t.clock.now.getTime() + 3_600_000) });
+    const token = t.token('erased');
+    const erase = await t.request('DELETE', '/me', { token });
+    await waitFor(async () => (await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { token })).body.status === 'completed');
+    const erased = await scrape();
+    expect(sample(erased, 'memorychat_turns_deleted_total', 'reason="erasure"')).toBe(3);
+    expect(sample(erased, 'memorychat_jobs_total', 'kind="gdpr-erase",outcome="completed"')).toBe(1);
+    expect(sample(erased, 'memorychat_jobs_total', 'kind="gdpr-erase",outcome="failed"')).toBe(0);
   });
 
   it('when the upstream fails, then the error counter names the problem code', async () => {

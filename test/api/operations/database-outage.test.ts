@@ -18,12 +18,17 @@ describe('a database outage', () => {
   });
   afterAll(() => stopServiceWithUpstream({ t, upstream }));
 
-  it('when the database goes away, then turns, reads and GDPR requests answer 503 and /readyz says so; when it returns, the service recovers without a restart', async () => {
+  it('when the database goes away, then turns, reads and GDPR requests answer 503, count as store failures and /readyz says so; when it returns, the service recovers without a restart', async () => {
     const token = t.token('outage');
     const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
     expect(first.status).toBe(200);
     const sessionId = first.body.conversation_metadata.conversation_id;
 
+    const refusals = async () => {
+      const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
+      return Number(/^memorychat_memory_store_failures_total\{effect="failed"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const refusedBefore = await refusals();
     proxy.down();
     const during = await t.request('POST', '/memoryChat', { token, body: { question: 'What about 2023?', session_id: sessionId } });
     expect(during.status).toBe(503);
@@ -45,6 +50,8 @@ describe('a database outage', () => {
 
     proxy.up();
     expect((await t.request('GET', '/readyz')).status).toBe(200);
+    // Each of the four refusals counts as a memory store failure (the alert MemorychatMemoryStoreFailing).
+    expect((await refusals()) - refusedBefore).toBe(4);
     const after = await t.request('POST', '/memoryChat', { token, body: { question: 'What about 2022?', session_id: sessionId } });
     expect(after.status).toBe(200);
     // The turn refused during the outage was not half-written: only the two answered turns exist.
