@@ -1,4 +1,4 @@
-// `npm run bench:ann-recall [-- --embedded] [--background-users 100] [--turns-per-user 1000]
+// `npm run bench -- ann-recall [--embedded] [--background-users 100] [--turns-per-user 1000]
 // [--heavy 20000] [--queries 200] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (IVFFlat) nearest turns against exact
 // search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a

@@ -1,4 +1,4 @@
-// `npm run bench -- --citus`: /memoryChat on a Citus cluster (a coordinator and two workers on this
+// `npm run bench -- citus`: /memoryChat on a Citus cluster (a coordinator and two workers on this
 // machine, test/support/databases/citus-cluster.ts) next to the same service on the machine's single
 // PostgreSQL server, in one interleaved run on the same seeded data, and the per-user search latency
 // on the cluster. One machine cannot show what more hardware gives; the ratio shows what routing

@@ -1,6 +1,6 @@
 // Cleanup throughput on the embedded Postgres: inserts N expired turns (plus live ones that must
 // survive), runs the retention cleanup as the job does, and prints rows deleted per second.
-//   npx tsx scripts/bench/cleanup-throughput.ts [turns=100000] [turnsPerSession=50] [batch=1000]
+//   npm run bench -- cleanup [turns=100000] [turnsPerSession=50] [batch=1000]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

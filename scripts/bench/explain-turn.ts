@@ -1,4 +1,4 @@
-// `node --import tsx scripts/bench/explain-turn.ts --database NAME [--user N] [--follow-up]`: EXPLAIN
+// `npm run bench -- explain-turn --database NAME [--user N] [--follow-up]`: EXPLAIN
 // (ANALYZE, BUFFERS) of /memoryChat's two statements for one seeded user (as the floor sends them,
 // under the user's row-security scope, generic plan as a prepared statement ends with), rolled back.
 import { randomUUID } from 'node:crypto';

@@ -1,7 +1,7 @@
-// A new user's first run: `node --import tsx scripts/bench/first-start.ts [--runs 3] [--idle-seconds 30]
-// [--ref HEAD]`. Each run clones the repository at --ref into a temporary directory, gives it this
+// A new user's first run: `npm run bench -- first-start [--runs 3] [--idle-seconds 30]`. Each run
+// clones this checkout's HEAD (committed code only) into a temporary directory, gives it this
 // checkout's node_modules (hard links: `npm ci` is not what is measured) and runs the install step
-// that `npm ci` ends with (`npm run postinstall`, timed apart, when --ref has one), and times `npm start`
+// that `npm ci` ends with (`npm run postinstall`, timed apart), and times `npm start`
 // (its build included) from spawn to the first 200 of /readyz on a fresh embedded database. Then,
 // after --idle-seconds without requests, the resident memory of the API process and of its embedded
 // Postgres child (VmRSS from /proc). The load average is printed with every run: on a shared machine
@@ -21,7 +21,6 @@ const { values: args } = parseArgs({
   options: {
     runs: { type: 'string', default: '3' },
     'idle-seconds': { type: 'string', default: '30' },
-    ref: { type: 'string', default: 'HEAD' },
   },
 });
 
@@ -69,31 +68,19 @@ function processesUnder(pid: number): { api?: number; database?: number } {
 
 const cleanEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
 
-function hasPostinstall(checkout: string): boolean {
-  return Boolean(JSON.parse(readFileSync(path.join(checkout, 'package.json'), 'utf8')).scripts?.postinstall);
-}
-
 const results: { seconds: number; apiMb: number; databaseMb: number }[] = [];
 for (let run = 1; run <= Number(args.runs); run++) {
   const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-first-start-'));
   const checkout = path.join(dir, 'memorychat');
   try {
     execFileSync('git', ['clone', '--quiet', '--no-checkout', ROOT, checkout]);
-    execFileSync('git', [
-      '-C',
-      checkout,
-      'checkout',
-      '--quiet',
-      execFileSync('git', ['-C', ROOT, 'rev-parse', args.ref!]).toString().trim(),
-    ]);
+    execFileSync('git', ['-C', checkout, 'checkout', '--quiet', execFileSync('git', ['-C', ROOT, 'rev-parse', 'HEAD']).toString().trim()]);
     execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(checkout, 'node_modules')]);
     // A template left in this checkout's node_modules would not be the clone's own install's.
     await rm(path.join(checkout, 'node_modules', '.cache', 'memorychat'), { recursive: true, force: true });
     const installStarted = performance.now();
-    const install = hasPostinstall(checkout)
-      ? execFileSync('npm', ['run', '-s', 'postinstall'], { cwd: checkout, env: cleanEnv() })
-      : undefined;
-    const installSeconds = install ? (performance.now() - installStarted) / 1000 : NaN;
+    execFileSync('npm', ['run', '-s', 'postinstall'], { cwd: checkout, env: cleanEnv() });
+    const installSeconds = (performance.now() - installStarted) / 1000;
     const port = await freePort();
     const t0 = performance.now();
     const child = spawn('npm', ['start'], {

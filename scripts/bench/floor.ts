@@ -2,40 +2,16 @@
 // window + search in one statement, then the insert in one), issued directly with `pg` over the
 // same connection setup as the service (db/pool.ts: one connection to the embedded database), with
 // the same embeddings computed for their parameters. No HTTP, no auth, no context building.
-import type pg from 'pg';
 import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
 import { appendTurn, retrieveMemory } from '../../services/db/repositories/memory-store.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
-import { DIMENSIONS, EMBEDDING_MODEL, vectorText } from './seed.js';
+import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 import type { TurnFn } from './workload.js';
 
 /** The service's defaults (services/config/config.ts). */
 export const SETTINGS = { windowSize: 10, k: 3, minSimilarity: 0.25, ttlMs: 7 * 86_400_000 };
-
-/**
- * The same statements as plain (unnamed) queries, parsed and planned on every call: the floor as it
- * was before memory-store.ts prepared its statements, kept to show what preparing gained.
- */
-export function unpreparedStatements(pool: pg.Pool): Queryable {
-  return { query: (config: pg.QueryConfig) => pool.query(config.text, config.values) } as unknown as Queryable;
-}
-
-/**
- * The shipped (prepared) statements with vectors sent at float4 precision (what pgvector stores
- * anyway): `pgvector.toSql` prints doubles, ~19 characters per dimension, ~7.5 KB per 384-d vector.
- */
-export function shortVectors(pool: pg.Pool): Queryable {
-  return {
-    query(config: pg.QueryConfig) {
-      const values = config.values?.map((v) =>
-        typeof v === 'string' && v.length > 1000 && v.startsWith('[') ? vectorText(JSON.parse(v) as number[]) : v,
-      );
-      return pool.query({ ...config, values });
-    },
-  } as unknown as Queryable;
-}
 
 /** `dbFor` gives the statements' connection for the turn's user: a plain pool, or a row-security scope. */
 export function floorTurns(dbFor: (owner: { tenantId: string; userId: string }) => Queryable): TurnFn {

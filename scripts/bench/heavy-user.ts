@@ -1,4 +1,4 @@
-// `npm run bench:heavy-user [-- --server]`: memory for users with a long history (docs/performance.md,
+// `npm run bench -- heavy-user [--server]`: memory for users with a long history (docs/performance.md,
 // "A user's own history"). For each size (turns in live sessions, plus a tenth as many expired
 // sessions, which memory skips), on the embedded database or with --server on the PostgreSQL server:
 //   - the retrieval statement alone (session + window + top-3 search, under the user's scope) for the

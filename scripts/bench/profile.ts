@@ -1,4 +1,4 @@
-// `node --import tsx scripts/bench/profile.ts [--clients N] [--seconds S] [--warmup S] [--data DIR | --server] [--perf]`:
+// `npm run bench -- profile [--clients N] [--seconds S] [--warmup S] [--data DIR | --server] [--perf]`:
 // runs the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded
 // server database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints
 // where the service process spends its CPU (self time by function, by package and by area:

@@ -1,12 +1,12 @@
-// `npm run bench` / `npm run bench:scale`: memory overhead of /memoryChat vs the SQL floor vs a
-// LangChain JS peer, search latency against stored volume, and RSS, in ONE run on the same seeded
-// embedded database. Options (all optional):
+// `npm run bench -- memory-chat` (the default suite; `citus` runs it with --citus): memory overhead of
+// /memoryChat vs the SQL floor vs a LangChain JS peer, search latency against stored volume, and RSS,
+// in ONE run on the same seeded embedded database. Options (all optional):
 //   --users N            users in the main database (default 1000; 100 turns each -> 100k turns)
 //   --turns-per-user N   (default 100)
 //   --seconds S          measured seconds per slice (default 2)
 //   --rounds R           slices per system and concurrency, alternating systems (default 4)
 //   --clients 1,10,50    concurrency levels
-//   --scale              also build and measure 1M stored turns (bench:scale)
+//   --scale              also build and measure 1M stored turns
 //   --fresh              reseed instead of reusing the cached seeded directories
 //   --json FILE          also write every number as JSON
 //   --server             the databases on a PostgreSQL server with pgvector (BENCH_DATABASE_URL, default
@@ -33,11 +33,11 @@ import { embedText } from '../../services/providers/embeddings/local-embedder.js
 import { citusBench } from './citus.js';
 import { answerFor, turnEmbeddingText, userId } from './data.js';
 import { copyDataDir, openBenchDatabase } from './database.js';
-import { floorTurns, shortVectors, unpreparedStatements } from './floor.js';
+import { floorTurns } from './floor.js';
 import { addLangchainIndexes, createLangchainTables, dropLangchainIndexes, langchainTurn, vectorStore } from './langchain-peer.js';
 import type { LoadResult } from './load.js';
 import { childrenOf, commandLineIncludes, cpuMsOf, type Memory, memoryOf, RssSampler } from './rss.js';
-import { measureSearch, type OwnerSearchScale } from './scale.js';
+import { measureSearch, type SearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
 import {
   databaseCpuMs,
@@ -281,8 +281,6 @@ async function main() {
       turnFor: (c) => serviceTurns(service.baseUrl, c),
     },
     { name: 'floor', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => floorDb.pool) }) },
-    { name: 'floorPlain', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => unpreparedStatements(floorDb.pool)) }) },
-    { name: 'floorLean', cpu: [benchCpu, floorCpu], turnFor: () => ({ turn: floorTurns(() => shortVectors(floorDb.pool)) }) },
     {
       name: 'floorScoped',
       cpu: [benchCpu, floorCpu],
@@ -337,16 +335,14 @@ async function main() {
   const embedMs = (performance.now() - t0) / 2000;
 
   // --- d: search against stored volume ---
-  const scale: OwnerSearchScale[] = [];
+  const scale: SearchScale[] = [];
   // Read-only, so each stage's cached directory or database is opened in place (no copy of up to ~10 GB);
   // migrated in place first when it predates the latest migration.
   for (const stage of built) {
     const sdb = SERVER ? await openServerDatabase(stage.ref, 1, true) : await openBenchDatabase(stage.ref, true);
     const s = await measureSearch(sdb.pool, 440);
     await sdb.close();
-    log(
-      `search @ ${s.turns} turns: p50 ${s.search.p50.toFixed(2)} p95 ${s.search.p95.toFixed(2)} ms; as plain queries p50 ${s.plain.p50.toFixed(2)} p95 ${s.plain.p95.toFixed(2)} ms`,
-    );
+    log(`search @ ${s.turns} turns: p50 ${s.search.p50.toFixed(2)} p95 ${s.search.p95.toFixed(2)} ms`);
     scale.push(s);
   }
   answerer.server.close();
@@ -361,8 +357,6 @@ async function main() {
     data: main.manifest,
     service: combined.get('service')!,
     floor: combined.get('floor')!,
-    floorPlain: combined.get('floorPlain')!,
-    floorLean: combined.get('floorLean')!,
     floorScoped: combined.get('floorScoped')!,
     langchainShipped: combined.get('langchainShipped') ?? [],
     langchainIndexed: combined.get('langchainIndexed') ?? [],
@@ -384,8 +378,6 @@ type Results = {
   data: Manifest;
   service: LoadResult[];
   floor: LoadResult[];
-  floorPlain: LoadResult[];
-  floorLean: LoadResult[];
   floorScoped: LoadResult[];
   langchainShipped: LoadResult[];
   langchainIndexed: LoadResult[];
@@ -393,7 +385,7 @@ type Results = {
   rounds: Record<string, LoadResult[][]>;
   cpuPerTurn: Record<string, { app: number; db: number }[]>;
   embedMsPerTurn: number;
-  scale: OwnerSearchScale[];
+  scale: SearchScale[];
   rss: {
     idle: { service?: Memory; db?: Memory };
     idleWarm: { service?: Memory; db?: Memory };
@@ -425,8 +417,6 @@ function report(r: Results): string {
   const groups: [string, LoadResult[]][] = [
     ['a. /memoryChat (HTTP, JWT, instant answerer)', r.service],
     ['b. floor: same SQL with pg (2 round trips)', r.floor],
-    ["b'. floor before prepared statements (plain queries)", r.floorPlain],
-    ["b''. floor + float4-precision vector text", r.floorLean],
     ["b'''. floor under row-level security (each statement in a scoped transaction)", r.floorScoped],
     [
       'c. fair peer: LangChain JS + 2 indexes served like the service (fastify, JWT, body schema, HTTP answerer client; own process)',
@@ -467,13 +457,6 @@ function report(r: Results): string {
     ratio('service ÷ in-process peer as shipped, median of rounds', perRound('service', 'langchainShipped'), '≥ 8');
     ratio('service ÷ in-process peer + indexes, median of rounds', perRound('service', 'langchainIndexed'), '');
   }
-  ratio(
-    'floor before prepared statements ÷ floor, p50',
-    (i) => at(r.floorPlain, i)!.p50 / at(r.floor, i)!.p50,
-    '(> 1: preparing made it faster)',
-  );
-  ratio('floor ÷ floor before prepared statements, throughput, median of rounds', perRound('floor', 'floorPlain'), '');
-  ratio('floor + float4 vectors ÷ floor, throughput, median of rounds', perRound('floorLean', 'floor'), '');
   ratio('floor under row-level security ÷ floor, p50', (i) => at(r.floorScoped, i)!.p50 / at(r.floor, i)!.p50, '(the cost of RLS)');
   ratio('floor under row-level security ÷ floor, throughput, median of rounds', perRound('floorScoped', 'floor'), '');
   lines.push('');
@@ -494,16 +477,13 @@ function report(r: Results): string {
   lines.push('');
   lines.push(`local embedder inside each turn (question + turn text): ${f(r.embedMsPerTurn, 2)} ms`);
   lines.push('');
-  lines.push(
-    'Per-user retrieval (session + window + top-3 search, one statement, one client), prepared (as shipped) and as plain queries:',
-  );
+  lines.push('Per-user retrieval (session + window + top-3 search, one statement, one client), as the service sends it (prepared):');
   lines.push('');
-  lines.push('| stored turns | users | turns/user | p50 ms | p95 ms | p99 ms | plain p50 ms | plain p95 ms | plain p99 ms | hits/search |');
-  lines.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  lines.push('| stored turns | users | turns/user | p50 ms | p95 ms | p99 ms | hits/search |');
+  lines.push('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const s of r.scale) {
     lines.push(
-      `| ${s.turns} | ${s.users} | ${f(s.turnsPerUser, 0)} | ${f(s.search.p50, 2)} | ${f(s.search.p95, 2)} | ${f(s.search.p99, 2)} | ` +
-        `${f(s.plain.p50, 2)} | ${f(s.plain.p95, 2)} | ${f(s.plain.p99, 2)} | ${f(s.hits, 2)} |`,
+      `| ${s.turns} | ${s.users} | ${f(s.turnsPerUser, 0)} | ${f(s.search.p50, 2)} | ${f(s.search.p95, 2)} | ${f(s.search.p99, 2)} | ${f(s.hits, 2)} |`,
     );
   }
   lines.push('');

@@ -7,7 +7,7 @@ import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { scopedDatabase } from '../../services/db/row-security.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { conversationStream, TENANT } from './data.js';
-import { SETTINGS, unpreparedStatements } from './floor.js';
+import { SETTINGS } from './floor.js';
 import { type LoadResult, summarise } from './load.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 
@@ -15,27 +15,18 @@ export interface SearchScale {
   turns: number;
   users: number;
   turnsPerUser: number;
-  /** The service's statement as sent today (unnamed: parsed and planned on every call). */
+  /** The service's retrieval statement. */
   search: LoadResult;
-  /** The same statement as a plain query, parsed and planned on every call (before preparing); owner mode only. */
-  plain?: LoadResult;
   /** Mean hits per search (k = 3; a lexical match, or similarity >= 0.25). */
   hits: number;
 }
 
-/** measureSearch's figures in owner mode, which measures the plain twin too. */
-export type OwnerSearchScale = SearchScale & { plain: LoadResult };
-
 /**
- * `owner`: the service's statement as the pool's login, and beside it the same statement as a plain
- * query. `scoped`: as the service runs it, as memorychat_app in the caller's row-level-security scope
- * (on Citus its own transaction, db/citus-scope.ts, whose statement is unnamed: parsed and planned on
- * every call already), with no plain twin. On a Citus coordinator the owner's statement fails ("a
- * column definition list is required for functions returning \"record\"", docs/scaling.md), so the
- * Citus benches measure scoped.
+ * `owner`: the service's statement, prepared, as the pool's login. `scoped`: as the service runs it,
+ * as memorychat_app in the caller's row-level-security scope (on Citus its own transaction,
+ * db/citus-scope.ts). On a Citus coordinator the owner's statement fails ("a column definition list
+ * is required for functions returning \"record\"", docs/scaling.md), so the Citus benches measure scoped.
  */
-export async function measureSearch(pool: pg.Pool, queries: number, seed?: number, mode?: 'owner'): Promise<OwnerSearchScale>;
-export async function measureSearch(pool: pg.Pool, queries: number, seed: number, mode: 'scoped'): Promise<SearchScale>;
 export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, mode: 'owner' | 'scoped' = 'owner'): Promise<SearchScale> {
   const turns = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
   const users = Number((await pool.query<{ n: string }>('SELECT count(DISTINCT user_id) AS n FROM sessions')).rows[0]!.n);
@@ -57,40 +48,28 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, m
     });
   }
   const { asUser } = scopedDatabase(pool);
-  const variants: [string, (user: string) => Queryable][] =
-    mode === 'scoped'
-      ? [['search', (user) => asUser({ tenantId: TENANT, userId: user })]]
-      : [
-          ['search', () => pool],
-          ['plain', () => unpreparedStatements(pool)],
-        ];
-  const latencies = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+  const db = (user: string): Queryable => (mode === 'scoped' ? asUser({ tenantId: TENANT, userId: user }) : pool);
+  const latencies: number[] = [];
   let hits = 0;
   const started = performance.now();
   for (const [i, c] of cases.entries()) {
-    // Both variants on every case, alternating which goes first.
-    for (const [name, db] of i % 2 ? [...variants].reverse() : variants) {
-      const t0 = performance.now();
-      const r = await retrieveMemory(db(c.user), {
-        identity: { tenantId: TENANT, userId: c.user, roles: [] },
-        sessionId: c.session,
-        now: new Date(),
-        windowSize: SETTINGS.windowSize,
-        k: SETTINGS.k,
-        minSimilarity: SETTINGS.minSimilarity,
-        embedding: c.vector,
-        embeddingModel: EMBEDDING_MODEL,
-        search: c.search,
-        scope: { requested: [c.database] },
-      });
-      if (i < 40) continue; // the first 40 cases warm the cache
-      latencies.get(name)!.push(performance.now() - t0);
-      if (name === 'search') hits += r.similar.length;
-    }
+    const t0 = performance.now();
+    const r = await retrieveMemory(db(c.user), {
+      identity: { tenantId: TENANT, userId: c.user, roles: [] },
+      sessionId: c.session,
+      now: new Date(),
+      windowSize: SETTINGS.windowSize,
+      k: SETTINGS.k,
+      minSimilarity: SETTINGS.minSimilarity,
+      embedding: c.vector,
+      embeddingModel: EMBEDDING_MODEL,
+      search: c.search,
+      scope: { requested: [c.database] },
+    });
+    if (i < 40) continue; // the first 40 cases warm the cache
+    latencies.push(performance.now() - t0);
+    hits += r.similar.length;
   }
-  const seconds = (performance.now() - started) / 1000;
-  const search = summarise(latencies.get('search')!, 1, seconds);
-  const plain = mode === 'owner' ? summarise(latencies.get('plain')!, 1, seconds) : undefined;
-  const measured = latencies.get('search')!.length;
-  return { turns, users, turnsPerUser: turns / Math.max(1, users), search, plain, hits: hits / Math.max(1, measured) };
+  const search = summarise(latencies, 1, (performance.now() - started) / 1000);
+  return { turns, users, turnsPerUser: turns / Math.max(1, users), search, hits: hits / Math.max(1, latencies.length) };
 }

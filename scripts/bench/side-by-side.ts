@@ -1,5 +1,5 @@
 // Systems measured side by side on the shared machine: short slices, alternating systems within
-// each round, so that the machine's noise falls on all of them alike (`npm run bench`, `--citus`).
+// each round, so that the machine's noise falls on all of them alike (`npm run bench -- memory-chat`, `citus`).
 import { combine, type LoadResult, runLoad } from './load.js';
 import { conversationClient, type TurnFn } from './workload.js';
 

@@ -1,4 +1,4 @@
-// `node --import tsx scripts/bench/statement-cpu.ts --databases a,b [--turns N] [--rounds R]`: the
+// `npm run bench -- statement-cpu --databases a,b [--turns N] [--rounds R]`: the
 // database CPU of each of /memoryChat's two statements (retrieval, append), read from the backend's own
 // scheduler clock (/proc/<pid>/schedstat, ns) around each statement, as the service sends them (under
 // the caller's row-security scope, prepared). Each database named is a copy of the seeded server data

@@ -10,7 +10,7 @@
 // copy is distributed one way. Prints each step's time, the writer's turns and failures and its
 // longest wait (what a request would have waited).
 //
-//   node --import tsx scripts/citus/distribute-populated.ts [--users 10000] [--turns-per-user 100] [--mode both]
+//   npm run bench -- citus-move [--users 10000] [--turns-per-user 100] [--mode both]
 //     [--writer service|plain|none]   (none: the time of a maintenance window, nothing writing)
 //     [--blocking-writer service|plain|none]   (the writer beside the blocking way; --writer's by default)
 //     [--worker-maintenance-work-mem 512MB]   (the workers' budget for building the shards' indexes;

@@ -13,7 +13,7 @@
 // 10 s and flushes whatever it writes. With --stall-wal-writer the source worker's WAL writer is also
 // stopped (SIGSTOP) for 400 ms of every 500 during each move, as a WAL writer starved of CPU would be.
 //
-//   node --import tsx scripts/citus/lost-write-repro.ts [--runs 3] [--moves 4] [--writers 1] [--pause-ms 100]
+//   npm run bench -- citus-lost-write [--runs 3] [--moves 4] [--writers 1] [--pause-ms 100]
 //     [--wal-writer-delay 10s] [--wal-writer-flush-after 0] [--stall-wal-writer]
 // Prints, for each run and setting, acknowledged / stored / lost (and how many of the lost rows were
 // on the dropped placement), then the totals per setting.

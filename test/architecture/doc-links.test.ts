@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SUITES } from '../../scripts/bench/suites.js';
 
 /**
  * Docs point at each other and code comments point at docs; a renamed heading or a moved file must
@@ -116,5 +117,32 @@ describe('links to docs', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('when a doc, a comment or CI names a script file, an npm script or a bench suite, then it exists', () => {
+    // The examples and the client packages are workspaces of their own, with their own scripts.
+    const files = [
+      ...filesUnder(ROOT, (f) => f.endsWith('.md') && !/\/(examples|packages|clients)\//.test(f)),
+      ...['services', 'scripts', 'test', 'k8s'].flatMap((dir) => filesUnder(path.join(ROOT, dir), (f) => /\.(ts|mjs|js|sh|yaml)$/.test(f))),
+      ...['package.json', '.ci/run', 'Dockerfile'].map((name) => path.join(ROOT, name)),
+    ];
+    const scripts = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts as Record<string, string>;
+    const broken: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      const where = path.relative(ROOT, file);
+      for (const [, named = ''] of text.matchAll(/(?<![\w./-])(scripts\/[\w./-]+\.(?:ts|mjs|js|sh|sql))\b/g)) {
+        if (!existsSync(path.join(ROOT, named))) broken.push(`${where}: ${named}`);
+      }
+      for (const [, name = ''] of text.matchAll(/\bnpm run (?:-s )?([a-z][\w:.-]*)/g)) {
+        if (!(name in scripts)) broken.push(`${where}: npm run ${name}`);
+      }
+      for (const [, suite = ''] of text.matchAll(/\bnpm run bench -- ([a-z][\w-]*)/g)) {
+        if (!(suite in SUITES)) broken.push(`${where}: npm run bench -- ${suite}`);
+      }
+    }
+    expect(broken).toEqual([]);
+    // Every suite's script is there to run.
+    for (const suite of Object.values(SUITES)) expect(existsSync(path.join(ROOT, 'scripts/bench', suite.script)), suite.script).toBe(true);
   });
 });
