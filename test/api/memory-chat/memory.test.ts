@@ -38,6 +38,10 @@ describe('memory in /memoryChat', () => {
     const reply = await chat(app, 'faulty', { question: second, session_id: asked.body.conversation_metadata.conversation_id });
     expect(reply.status).toBe(200);
     expect(reply.body.warnings.join(' ')).toMatch(/memory is unavailable/);
+    expect(reply.body.memory_context_used.reason).toBe('memory_unavailable');
+    // A memory store failure that degraded the answer (docs/monitoring.md).
+    const metrics = await (await fetch(`${app.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^memorychat_memory_store_failures_total\{effect="degraded"\} 1$/m);
     return reply;
   }
 
