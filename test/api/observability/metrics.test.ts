@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SAMPLE_EVERY_MS } from '../../../services/core/backlog-metrics.js';
 import { waitFor } from '../../support/databases/redis.js';
 import type { FakeUpstream } from '../../support/fakes/fake-upstream.js';
+import { alertRules, dashboardQueries, exportedSeriesNames, metricNamesIn } from '../../support/monitoring.js';
 import { seedSession } from '../../support/service/seed-memory.js';
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../support/service/test-app.js';
@@ -86,6 +87,24 @@ describe('GET /metrics', () => {
     expect(sample(erased, 'memorychat_turns_deleted_total', 'reason="erasure"')).toBe(3);
     expect(sample(erased, 'memorychat_jobs_total', 'kind="gdpr-erase",outcome="completed"')).toBe(1);
     expect(sample(erased, 'memorychat_jobs_total', 'kind="gdpr-erase",outcome="failed"')).toBe(0);
+  });
+
+  it('when an alert rule or a dashboard panel names a metric, then the service exports it (k8s/monitoring)', async () => {
+    const exported = exportedSeriesNames(await scrape());
+    const { panels, variableMetrics } = dashboardQueries();
+    const named = [
+      ...alertRules().map((a) => ({ where: `alert ${a.alert}`, names: metricNamesIn(a.expr) })),
+      ...panels.map((q) => ({ where: `panel ${q.panel}`, names: metricNamesIn(q.expr) })),
+      { where: 'the namespace variable', names: variableMetrics },
+    ];
+    for (const { where, names } of named) {
+      expect([where, names.length > 0]).toEqual([where, true]);
+      expect([where, names.filter((n) => !exported.has(n))]).toEqual([where, []]);
+    }
+    // The check sees what it should: names are found where they are, and a histogram is no series of its own.
+    expect(metricNamesIn('sum by (le) (rate(a_bucket{x="y"}[5m])) / on (z) b offset 1h > 0.1')).toEqual(['a_bucket', 'b']);
+    expect(exported.has('memorychat_memory_retrieval_seconds_bucket')).toBe(true);
+    expect(exported.has('memorychat_memory_retrieval_seconds')).toBe(false);
   });
 
   it('when the upstream fails, then the error counter names the problem code', async () => {

@@ -1,7 +1,42 @@
-// The metric names a PromQL expression selects, and the series names a /metrics scrape exposes, so that
-// alert rules and dashboard panels can be held to what the service exports (test/k8s/monitoring.test.ts).
-// A lexer's worth of PromQL, not a parser: promtool checks the syntax; this only has to find every
-// selector's name in the expressions k8s/monitoring holds.
+// What k8s/monitoring holds (the PrometheusRule's alerts, the Grafana dashboard's queries), the metric
+// names a PromQL expression selects, and the series names a /metrics scrape exposes: so that alerts and
+// panels can be held to what the service exports (test/api/observability/metrics.test.ts) and the rules
+// tested with promtool (test/k8s/monitoring.test.ts). A lexer's worth of PromQL, not a parser: promtool
+// checks the syntax; this only has to find every selector's name in the expressions k8s/monitoring holds.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+const MONITORING = fileURLToPath(new URL('../../k8s/monitoring/', import.meta.url));
+
+export interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  annotations?: Record<string, string>;
+}
+
+/** The PrometheusRule's groups, as a Prometheus rule file holds them. */
+export function ruleGroups(): { name: string; rules: Rule[] }[] {
+  return parse(readFileSync(`${MONITORING}prometheus-rule.yaml`, 'utf8')).spec.groups;
+}
+
+export function alertRules(): (Rule & { alert: string })[] {
+  return ruleGroups()
+    .flatMap((g) => g.rules)
+    .filter((r): r is Rule & { alert: string } => r.alert !== undefined);
+}
+
+/** Every panel's query, and the metric the namespace picker's `label_values(<metric>, <label>)` reads. */
+export function dashboardQueries(): { panels: { panel: string; expr: string }[]; variableMetrics: string[] } {
+  const dashboard = JSON.parse(readFileSync(`${MONITORING}grafana-dashboard.json`, 'utf8'));
+  return {
+    panels: dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => ({ panel: `${p.title} (${t.refId})`, expr: t.expr }))),
+    variableMetrics: dashboard.templating.list
+      .map((v: any) => /^label_values\(\s*([\w:]+)/.exec(v.query?.query ?? '')?.[1])
+      .filter(Boolean),
+  };
+}
 
 const KEYWORDS = new Set([
   'and',
