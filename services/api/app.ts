@@ -11,6 +11,7 @@ import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import accountLinks, { answererWithLinkedAccounts } from './plugins/account-links.js';
 import apiKeys from './plugins/api-keys.js';
 import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
@@ -29,6 +30,7 @@ import shutdownRefusal from './plugins/shutdown-refusal.js';
 import tracing from './plugins/tracing.js';
 import { requestIdOf } from './request-id.js';
 import { requestValidatorFactory } from './request-validator.js';
+import accountLinkRoutes from './routes/account-link.js';
 import adminApiKeyRoutes from './routes/admin-api-keys.js';
 import adminAuditRoutes from './routes/admin-audit.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
@@ -121,7 +123,13 @@ export async function buildApp(deps: AppDeps) {
     consume: deps.consumeOwnQueue,
     processorParts: { embedder: deps.embedder, summaryLlm: deps.summaryLlm ?? createSummaryLlm(config), clock: deps.clock },
   });
-  await app.register(memoryPlugin, { embedder: deps.embedder, answerer: deps.answerer, llm: deps.llm, clock: deps.clock });
+  await app.register(accountLinks, { clock: deps.clock });
+  await app.register(memoryPlugin, {
+    embedder: deps.embedder,
+    answerer: answererWithLinkedAccounts(app, deps.answerer),
+    llm: deps.llm,
+    clock: deps.clock,
+  });
   await app.register(idempotency);
   await app.register(healthRoutes);
   await app.register(memoryChatRoutes);
@@ -134,6 +142,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(adminJobsRoutes);
   await app.register(adminAuditRoutes);
   await app.register(adminApiKeyRoutes);
+  await app.register(accountLinkRoutes);
   // Beyond it, Node closes new connections at once: keep it under the process's descriptor limit
   // (`ulimit -n`) less the database pool and Redis connections.
   app.server.maxConnections = config.MAX_CONNECTIONS || Number.POSITIVE_INFINITY;

@@ -47,7 +47,7 @@ export interface ScopedDatabaseOptions {
 }
 
 /** Every table an erase deletes from or rewrites (runGdprErase: access_audit gets a pseudonym); names from this list only, never from input. */
-const ERASED_TABLES = 'turns, sessions, gdpr_exports, gdpr_export_parts, idempotency_keys, job_outbox, access_audit';
+const ERASED_TABLES = 'turns, sessions, gdpr_exports, gdpr_export_parts, idempotency_keys, job_outbox, access_audit, linked_identities';
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const onCitus = citusCheck(pool);

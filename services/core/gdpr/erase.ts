@@ -9,6 +9,7 @@ import {
   markAuditRunning,
 } from '../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../db/repositories/idempotency.js';
+import { deleteUserLinkedIdentities } from '../../db/repositories/linked-identities.js';
 import { userPseudonym } from '../../model/identity.js';
 import { PermanentJobError } from '../job-queue.js';
 import type { GdprJobDeps } from './export.js';
@@ -19,12 +20,14 @@ export interface EraseCounts {
   exports: number;
   /** Stored Idempotency-Key responses: they hold questions, answers and SQL. */
   idempotency_keys: number;
+  /** The user's linked account and its sealed tokens (docs/account-linking.md). */
+  linked_identities: number;
   queued_jobs: number;
 }
 
 /**
  * Erases a user (docs/design.md §7): turns (with their embeddings), sessions (with their summaries), stored
- * exports and Idempotency-Key responses, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
+ * exports, Idempotency-Key responses and a linked account's tokens, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
  * each batch its own short transaction, so a large user never holds a long lock; a retried job
  * simply continues. The audit row is kept, with counts only.
  */
@@ -42,7 +45,15 @@ export async function runGdprErase(
   // Everything else acts for the subject only: row-level security confines it to their rows.
   const subject = deps.db.asUser({ tenantId: job.tenantId, userId });
   // Counts accumulate across attempts so the audit row reports the whole erasure.
-  const counts: EraseCounts = { turns: 0, sessions: 0, exports: 0, idempotency_keys: 0, queued_jobs: 0, ...audit.counts };
+  const counts: EraseCounts = {
+    turns: 0,
+    sessions: 0,
+    exports: 0,
+    idempotency_keys: 0,
+    linked_identities: 0,
+    queued_jobs: 0,
+    ...audit.counts,
+  };
   // The barrier before any deletion: a request already running for this user (an answer can take
   // minutes) either stored before this returns, and is deleted below, or stores nothing (migration 011).
   await raiseEraseEpoch(subject, job.tenantId, userId);
@@ -54,6 +65,7 @@ export async function runGdprErase(
     ['sessions', deleteUserSessions],
     ['exports', deleteUserExports],
     ['idempotency_keys', deleteUserIdempotencyKeys],
+    ['linked_identities', deleteUserLinkedIdentities],
   ];
   for (const [what, deleteBatch] of tables) {
     for (;;) {

@@ -5,6 +5,7 @@ import {
   deleteExpiredIdempotencyKeys,
   deleteExpiredTurns,
 } from '../../db/repositories/cleanup.js';
+import { deleteStaleLinkedIdentities } from '../../db/repositories/linked-identities.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import type { JobLogger } from '../job-queue.js';
 
@@ -23,22 +24,34 @@ export interface CleanupResult {
   exports: number;
   idempotencyKeys: number;
   accessAudit: number;
+  /** Abandoned sign-ins and linked accounts that can give no token (docs/account-linking.md). */
+  linkedIdentities: number;
   batches: number;
   ms: number;
 }
 
 /**
  * Deletes expired data in bounded batches (docs/design.md §7): the turns of expired sessions, then the
- * emptied sessions, then expired exports and idempotency keys, then access-audit entries past their retention. Reads already hide expired data, so
+ * emptied sessions, then expired exports and idempotency keys, then access-audit entries past their retention,
+ * then abandoned sign-ins and linked accounts that can give no token. Reads already hide expired data, so
  * this only reclaims space; it is idempotent and safe to run on two workers at once (see services/db/repositories/cleanup.ts).
  * "Now" is fixed at the start so that a long run cannot chase sessions expiring while it runs.
  */
 export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupResult> {
   const started = performance.now();
   const now = deps.clock();
-  const result: CleanupResult = { turns: 0, sessions: 0, exports: 0, idempotencyKeys: 0, accessAudit: 0, batches: 0, ms: 0 };
+  const result: CleanupResult = {
+    turns: 0,
+    sessions: 0,
+    exports: 0,
+    idempotencyKeys: 0,
+    accessAudit: 0,
+    linkedIdentities: 0,
+    batches: 0,
+    ms: 0,
+  };
   const steps: [
-    keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys' | 'accessAudit'>,
+    keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys' | 'accessAudit' | 'linkedIdentities'>,
     typeof deleteExpiredTurns,
   ][] = [
     ['turns', deleteExpiredTurns],
@@ -46,6 +59,7 @@ export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupRes
     ['exports', deleteExpiredExports],
     ['idempotencyKeys', deleteExpiredIdempotencyKeys],
     ['accessAudit', (db, at, limit) => deleteOldAccessAudit(db, new Date(at.getTime() - deps.accessAuditRetentionMs), limit)],
+    ['linkedIdentities', deleteStaleLinkedIdentities],
   ];
   for (const [what, deleteBatch] of steps) {
     for (;;) {

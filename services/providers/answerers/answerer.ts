@@ -14,8 +14,8 @@ export interface AnswerMemory {
 
 export interface AnswerRequest {
   question: string;
-  /** Who asks: the sql answerer bounds its concurrent questions per user and per tenant. */
-  identity?: Pick<Identity, 'tenantId' | 'userId'>;
+  /** Who asks: the sql answerer bounds its concurrent questions per user and per tenant; a linked account is the user's (core/linking). */
+  identity?: Pick<Identity, 'tenantId' | 'userId' | 'apiKeyId'>;
   customInstructions?: string;
   /** The views the answerer must consider (`use_views`): the caller's and those memory relies on. */
   useViews?: string;

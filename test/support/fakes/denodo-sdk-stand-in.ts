@@ -49,6 +49,11 @@ export interface StandInOptions {
    * Undefined: no SQL, the SDK's "not something I can help you with".
    */
   writeSql?: (question: string, views: string[], instructions: string) => WrittenSql | undefined;
+  /**
+   * Bearer tokens of an OpenID provider, as VDP's OAuth authentication takes them
+   * (jwks-bearer-verifier.ts): the VDP user a valid token names, or undefined (401). Unset: `token`s of `users`.
+   */
+  verifyBearer?: (token: string) => Promise<string | undefined>;
 }
 
 /** The SQL written for a question and the views it reads (the reply's `tables_used`). */
@@ -374,12 +379,16 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     return { input_tokens: input, output_tokens: 200, total_tokens: input + 200 };
   }
 
-  const handler = (req: RecordedRequest, res: ServerResponse) => {
+  const handler = async (req: RecordedRequest, res: ServerResponse) => {
     const path = req.path.split('?')[0]!;
     if (req.method !== 'POST' || (path !== '/answerQuestion' && path !== '/streamAnswerQuestion')) {
       return sendJson(res, 404, { detail: 'Not Found' });
     }
-    const who = authenticate(req.headers.authorization, users);
+    const bearer = /^bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    const who =
+      bearer && options.verifyBearer
+        ? ((await options.verifyBearer(bearer)) ?? { status: 401, detail: 'Unauthorized' })
+        : authenticate(req.headers.authorization, users);
     if (typeof who !== 'string') {
       // 0.5's HTTPBasic(auto_error) answers a missing header itself, with its own words.
       const detail = version === '0.5' && who.detail === 'Authentication required' ? 'Not authenticated' : who.detail;
@@ -392,7 +401,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     const { request, problems } = validate(req.body);
     if (!request) return sendJson(res, 422, { detail: problems });
 
-    const permitted = new Set(users[who]!.views);
+    const permitted = new Set(users[who]?.views ?? []);
     if (!permitted.size) {
       return fail(res, 404, "You don't have permission to access any views in Denodo. Please contact your administrator.");
     }

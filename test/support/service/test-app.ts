@@ -48,7 +48,14 @@ export interface TestApp {
  */
 export async function startTestApp(
   env: Record<string, string | undefined> = {},
-  options: { testDatabase?: TestDatabase; database?: Database; logger?: AppDeps['logger']; keepTestDatabase?: boolean } = {},
+  options: {
+    testDatabase?: TestDatabase;
+    database?: Database;
+    logger?: AppDeps['logger'];
+    keepTestDatabase?: boolean;
+    /** Where to listen, when a setting must name the service's own address before it starts (ACCOUNT_LINK_REDIRECT_URL); default a free port. */
+    port?: number;
+  } = {},
 ): Promise<TestApp> {
   const testDatabase = options.testDatabase ?? (await freshTestDatabase());
   const config = loadConfig({
@@ -88,7 +95,7 @@ export async function startTestApp(
     clock: () => clock.now,
     logger: options.logger,
   });
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   const address = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   const sign = createSigner({ key: config.JWT_SECRET ?? TEST_JWT_SECRET, algorithm: 'HS256', expiresIn: 3_600_000 });

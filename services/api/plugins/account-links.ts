@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { type AccountLinks, createAccountLinks } from '../../core/linking/account-links.js';
+import { withLinkedAccounts } from '../../core/linking/linked-answerer.js';
+import type { Answerer } from '../../providers/answerers/answerer.js';
+import { createOpenIdProvider } from '../../providers/identity/openid-provider.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Account linking (docs/account-linking.md); undefined when ACCOUNT_LINK_ISSUER is not set. */
+    accountLinks: AccountLinks | undefined;
+  }
+}
+
+/** Decorates `accountLinks`, made from ACCOUNT_LINK_* when set. Register before the memory plugin. */
+export default fp(
+  async function accountLinksPlugin(app: FastifyInstance, options: { clock?: () => Date }) {
+    const settings = app.config.accountLinking;
+    app.decorate(
+      'accountLinks',
+      settings
+        ? createAccountLinks({
+            db: app.db,
+            provider: createOpenIdProvider(settings),
+            settings,
+            clock: options.clock ?? (() => new Date()),
+            log: app.log,
+          })
+        : undefined,
+    );
+  },
+  { name: 'account-links' },
+);
+
+/**
+ * The answerer /memoryChat asks: with ANSWER_AUTH=forward and account linking on, a question without
+ * X-Upstream-Authorization goes with the asker's linked token (core/linking/linked-answerer.ts).
+ */
+export function answererWithLinkedAccounts(app: FastifyInstance, answerer: Answerer): Answerer {
+  const { config, accountLinks } = app;
+  return accountLinks && config.answerBackend === 'upstream' && config.answerAuth === 'forward'
+    ? withLinkedAccounts(answerer, accountLinks)
+    : answerer;
+}
