@@ -3,7 +3,9 @@
 # the command). It runs the JavaScript that `npm run build:service` writes (esbuild to dist/), as
 # `npm start` does; TypeScript, tsx and esbuild stay in the build stage.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 22 LTS: Node 20 left maintenance in April 2026. The service still runs and is tested on 20.19+
+# (README), the first 20 that loads ES-module-only dependencies from CommonJS without a flag.
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 # Production dependencies only, from the lock file. --ignore-scripts: no install script runs at build
 # time; msgpackr falls back to JS.
