@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type AccountLinks, createAccountLinks } from '../../core/linking/account-links.js';
 import { withLinkedAccounts } from '../../core/linking/linked-answerer.js';
@@ -41,4 +41,15 @@ export function answererWithLinkedAccounts(app: FastifyInstance, answerer: Answe
   return accountLinks && config.answerBackend === 'upstream' && config.answerAuth === 'forward'
     ? withLinkedAccounts(answerer, accountLinks)
     : answerer;
+}
+
+/**
+ * X-Upstream-Authorization, or the caller's linked token when account linking is on with
+ * ANSWER_AUTH=forward: for calls outside /memoryChat's answerer (`result.csv?fresh=true`).
+ */
+export async function upstreamAuthorizationOf(app: FastifyInstance, request: FastifyRequest): Promise<string | undefined> {
+  const sent = request.headers['x-upstream-authorization'];
+  if (typeof sent === 'string' || !app.accountLinks || app.config.answerAuth !== 'forward')
+    return typeof sent === 'string' ? sent : undefined;
+  return (await app.accountLinks.authorizationFor(request.identity))?.authorization;
 }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { upstreamAuthorizationOf } from '../plugins/account-links.js';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams } from '../schemas/sessions.js';
 import { CsvResponse, ResultCsvHeaders, ResultCsvQuery, SqlSearchQuery, TurnRefParams, TurnSql } from '../schemas/sql-recall.js';
@@ -39,12 +40,11 @@ const sqlRecallRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { id, ref } = request.params;
       const { fresh, limit } = request.query;
-      const upstreamAuthorization = request.headers['x-upstream-authorization'];
       const { turnNumber, csv, truncated } = await sql.resultCsv(
         request.identity,
         id,
         ref,
-        fresh ? { limit, upstreamAuthorization } : undefined,
+        fresh ? { limit, upstreamAuthorization: await upstreamAuthorizationOf(app, request) } : undefined,
       );
       if (truncated) {
         reply.header('x-result-truncated', 'true').header('x-result-rows-stored', String(truncated.rows_stored));

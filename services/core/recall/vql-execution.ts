@@ -1,6 +1,7 @@
 import type { Config } from '../../config/config.js';
 import { AppError } from '../../model/errors.js';
 import { readBoundedText } from '../../providers/answerers/bounded-body.js';
+import { shownUrl } from '../../providers/answerers/upstream-errors.js';
 
 /**
  * Re-runs stored SQL on a Denodo-AI-SDK-compatible `POST /executeVQL` (`{vql, limit}` →
@@ -35,7 +36,9 @@ export function createVqlExecutor(
     } catch (err) {
       if ((err as Error).name === 'TimeoutError')
         throw new AppError('upstream-timeout', 'the SQL execution endpoint did not answer in time');
-      throw new AppError('upstream-failed', 'the SQL execution endpoint could not be reached', { cause: err });
+      throw new AppError('upstream-failed', `the SQL execution endpoint at ${shownUrl(config.ANSWER_EXECUTE_URL)} could not be reached`, {
+        cause: err,
+      });
     }
     if (response.status >= 500) throw new AppError('upstream-failed', `the SQL execution endpoint failed with HTTP ${response.status}`);
     if (response.status >= 400)

@@ -3,7 +3,7 @@ import { Agent, type Dispatcher, request } from 'undici';
 import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
 import { readBoundedText } from './bounded-body.js';
-import { isNoRelevantViews, readUpstreamDetail, upstreamProblem } from './upstream-errors.js';
+import { connectionProblem, isNoRelevantViews, readUpstreamDetail, upstreamProblem } from './upstream-errors.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 
 export interface UpstreamOptions {
@@ -66,7 +66,7 @@ async function post(agent: Agent, options: UpstreamOptions, url: string, answerR
     if ((err as Error).name === 'TimeoutError') {
       throw new AppError('upstream-timeout', `the answering backend did not answer within ${options.timeoutMs} ms`);
     }
-    throw new AppError('upstream-failed', 'the answering backend could not be reached', { cause: err });
+    throw connectionProblem(url, err);
   }
 }
 
@@ -137,7 +137,7 @@ async function readReply(response: Dispatcher.ResponseData, options: UpstreamOpt
     );
     const detail = readUpstreamDetail(json);
     if (response.statusCode === 404 && isNoRelevantViews(detail.message)) return noRelevantViewsReply(detail.message);
-    throw upstreamProblem(response.statusCode, detail, options.auth === 'forward');
+    throw upstreamProblem(response.statusCode, detail, options.auth === 'forward', options.url);
   }
   if (!json) throw new AppError('upstream-bad-response', 'the answering backend did not reply with a JSON object');
   return normaliseUpstreamReply(json);

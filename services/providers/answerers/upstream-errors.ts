@@ -37,7 +37,7 @@ export function isNoRelevantViews(message: string | undefined): message is strin
  * why (no permission to any views, metadata not synchronized, the LLM's rate limit) instead of a
  * status number; `forwarded` says whether the refused credentials were the caller's.
  */
-export function upstreamProblem(status: number, detail: UpstreamDetail, forwarded: boolean): AppError {
+export function upstreamProblem(status: number, detail: UpstreamDetail, forwarded: boolean, calledUrl: string): AppError {
   const said = detail.message ? `: ${detail.message}` : '';
   const message = detail.message ?? '';
   if (/rate limit/i.test(message) || status === 429) {
@@ -53,14 +53,64 @@ export function upstreamProblem(status: number, detail: UpstreamDetail, forwarde
     return new AppError('upstream-views-not-synchronized', `the answering backend${said}`);
   }
   if (status >= 500) return new AppError('upstream-failed', `the answering backend failed with HTTP ${status}${said}`);
-  if (status === 404 && !detail.message) {
-    return new AppError('upstream-rejected', 'the answering backend answered 404: check ANSWER_URL');
+  // FastAPI's own 404 for a path it has no route for: ANSWER_URL names the server, not its endpoint.
+  if (status === 404 && (!detail.message || /^not found$/i.test(detail.message))) {
+    return new AppError('upstream-rejected', `POST ${shownUrl(calledUrl)} answered 404 Not Found: ${endpointHint(calledUrl)}`);
   }
   return new AppError(
     'upstream-rejected',
     `the answering backend rejected the request (HTTP ${status})${said}`,
     detail.fieldErrors.length ? { errors: detail.fieldErrors } : {},
   );
+}
+
+/**
+ * The answerer could not be reached, or broke the connection before its reply: which URL, and what the
+ * network said (ECONNREFUSED, ENOTFOUND, …), so an operator sees a wrong ANSWER_URL or a stopped service.
+ */
+export function connectionProblem(calledUrl: string, err: unknown): AppError {
+  const code = networkCode(err);
+  const what =
+    code === 'ECONNREFUSED'
+      ? 'refused the connection'
+      : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+        ? 'has a host name that does not resolve'
+        : code === 'ECONNRESET' || code === 'UND_ERR_SOCKET'
+          ? 'closed the connection before it answered'
+          : 'could not be reached';
+  return new AppError(
+    'upstream-failed',
+    `the answering backend at ${shownUrl(calledUrl)} ${what}${code ? ` (${code})` : ''}: check ANSWER_URL and that the service is up`,
+    { cause: err },
+  );
+}
+
+/** A URL as problems show it: without credentials, query or fragment (answerer-identity.ts shows it so too). */
+export function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return '(an invalid URL)';
+  }
+}
+
+/** What ANSWER_URL should have been: the Denodo AI SDK serves answerQuestion at `/answerQuestion`. */
+function endpointHint(url: string): string {
+  const shown = shownUrl(url);
+  if (/\/answerQuestion$/i.test(shown)) {
+    return 'the server has no answerQuestion there; check the Denodo AI SDK version and any path prefix of its proxy in ANSWER_URL';
+  }
+  return `ANSWER_URL must name the answerQuestion endpoint itself, e.g. ${shown.replace(/\/+$/, '')}/answerQuestion`;
+}
+
+/** The system error code of a failed request, on undici's error or its cause. */
+function networkCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -65,11 +65,15 @@ describe('the upstream answerQuestion backend', () => {
     expect(sent.custom_instructions).not.toMatch(/SQL:/);
   });
 
-  it('when the upstream answers another 404, then it is a 502 problem (ANSWER_URL is wrong)', async () => {
+  it('when the upstream answers FastAPI’s own 404, then a 502 names the URL called and the path it must have', async () => {
     answerWith(404, { detail: 'Not Found' });
     const reply = await ask('sales 2024');
     expect(reply.status).toBe(502);
     expect(reply.body.code).toBe('upstream-rejected');
+    // The fake's ANSWER_URL ends in /answerQuestion: the hint is about the server behind it.
+    expect(reply.body.detail).toBe(
+      `POST ${upstream.answerUrl} answered 404 Not Found: the server has no answerQuestion there; check the Denodo AI SDK version and any path prefix of its proxy in ANSWER_URL`,
+    );
   });
 
   it('when the upstream fails with 5xx, then 502 and no successful turn is stored', async () => {
@@ -190,6 +194,8 @@ describe('the upstream answerQuestion backend', () => {
     const reply = await app.request('POST', '/memoryChat', { token: app.token('x'), body: { question: 'sales 2024' } });
     expect(reply.status).toBe(503);
     expect(reply.body.code).toBe('answerer-not-configured');
-    expect(reply.body.detail).toMatch(/ANSWER_URL/);
+    // What ANSWER_URL alone means: the callers' own credentials, not a setting still to be made.
+    expect(reply.body.detail).toMatch(/with ANSWER_URL alone every caller sends its own Denodo credentials in X-Upstream-Authorization/);
+    expect(reply.body.detail).toMatch(/ANSWER_BACKEND=sql with SQL_DATABASE_URL and LLM_PROVIDER/);
   });
 });

@@ -82,7 +82,12 @@ export async function startTestOpenIdProvider(options: {
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
-      revocation: { enabled: true },
+      // The client revokes only tokens issued to it.
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) =>
+          token.clientId === client.clientId,
+      },
       introspection: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -102,7 +107,15 @@ export async function startTestOpenIdProvider(options: {
     },
     pkce: { required: () => true },
     rotateRefreshToken: true,
-    ttl: { RefreshToken: 86_400, Session: 3600, Interaction: 600, Grant: 86_400, AuthorizationCode: 60, IdToken: 300 },
+    ttl: {
+      AccessToken: options.accessTokenTtlS ?? 300,
+      RefreshToken: 86_400,
+      Session: 3600,
+      Interaction: 600,
+      Grant: 86_400,
+      AuthorizationCode: 60,
+      IdToken: 300,
+    },
   });
 
   /** The login and consent pages: what a real provider shows, as plain forms. */
