@@ -179,6 +179,42 @@ describe('the Slack bot example', () => {
     expect(JSON.stringify(second.custom_instructions ?? '')).not.toContain(question);
   });
 
+  it('when a user says "start over" in a thread, then the thread’s conversation is emptied and the next question starts afresh', async () => {
+    const threadTs = '1700000800.000100';
+    const inThread = async (text: string, ts: string) => {
+      const since = slack.calls.length;
+      await slack.sendEvent(eventsUrl, {
+        type: 'message',
+        channel_type: 'channel',
+        user: 'U0000ALICE',
+        text,
+        ts,
+        thread_ts: threadTs,
+        channel: CHANNEL,
+      });
+      return (await nextCall('chat.postMessage', since)).args.text;
+    };
+    const since = slack.calls.length;
+    await slack.sendEvent(eventsUrl, {
+      type: 'app_mention',
+      user: 'U0000ALICE',
+      text: `<@${BOT_USER_ID}> Total sales by region for 2018`,
+      ts: threadTs,
+      channel: CHANNEL,
+    });
+    await nextCall('chat.postMessage', since);
+    const upstreamCalls = upstream.requests.length;
+
+    expect(await inThread('start over', '1700000800.000200')).toBe(
+      'Done: I have forgotten this conversation. Ask a new question whenever you like.',
+    );
+    // A memory command: answered from memory, the answerer not asked.
+    expect(upstream.requests.length).toBe(upstreamCalls);
+    expect(await inThread('What about 2017?', '1700000800.000300')).toBe('Total sales by region for 2017: EMEA 100, AMER 200.');
+    // The follow-up went upstream without the forgotten question.
+    expect(JSON.stringify(upstream.lastBody())).not.toContain('2018');
+  });
+
   it('when a message in a thread comes from someone who never talked to the bot there, then the bot stays silent', async () => {
     const since = slack.calls.length;
     const upstreamCalls = upstream.requests.length;

@@ -49,20 +49,44 @@ class Memorychat:
 
     # --- asking -----------------------------------------------------------------------------------
 
-    def ask(self, question: str, *, session_id: str | None = None, session_key: str | None = None, **options: Any) -> JSON:
-        """POST /memoryChat: the answer, with memory. `options`: any field of the request (vdp_database_names, ...)."""
-        return self._json("POST", "/memoryChat", body=_without_none({"question": question, "session_id": session_id, "session_key": session_key, **options}))
+    def ask(
+        self,
+        question: str,
+        *,
+        session_id: str | None = None,
+        session_key: str | None = None,
+        upstream_authorization: str | None = None,
+        **options: Any,
+    ) -> JSON:
+        """
+        POST /memoryChat: the answer, with memory. `options`: any field of the request (vdp_database_names, ...).
+        `upstream_authorization`: the asking user's own Denodo credentials for this call ("Basic …" or
+        "Bearer …", sent as X-Upstream-Authorization); not needed once the user has linked their account.
+        """
+        body = _without_none({"question": question, "session_id": session_id, "session_key": session_key, **options})
+        return self._json("POST", "/memoryChat", body=body, headers=_upstream(upstream_authorization))
 
     def follow_up(self, previous: JSON, question: str, **options: Any) -> JSON:
         """Asks in the conversation of a previous reply of `ask`."""
         return self.ask(question, session_id=previous["conversation_metadata"]["conversation_id"], **options)
 
-    def stream(self, question: str, *, session_id: str | None = None, session_key: str | None = None, **options: Any) -> Iterator[StreamEvent]:
+    def stream(
+        self,
+        question: str,
+        *,
+        session_id: str | None = None,
+        session_key: str | None = None,
+        upstream_authorization: str | None = None,
+        **options: Any,
+    ) -> Iterator[StreamEvent]:
         """POST /memoryChat as Server-Sent Events: `memory`, `answer` pieces, then `reply` (or `error`)."""
         body = _without_none({"question": question, "session_id": session_id, "session_key": session_key, **options})
-        response = self._send("POST", "/memoryChat", body=body, accept="text/event-stream")
+        response = self._send("POST", "/memoryChat", body=body, accept="text/event-stream", headers=_upstream(upstream_authorization))
         with response:
-            yield from read_events(response)
+            try:
+                yield from read_events(response)
+            except ValueError as err:  # a data line that is not JSON, or not UTF-8
+                raise MemorychatError.unusable_reply(response.status, str(err)) from None
 
     # --- sessions and turns -----------------------------------------------------------------------
 
@@ -121,17 +145,26 @@ class Memorychat:
     def find_sql(self, session_id: str, keywords: str) -> JSON:
         return self._json("GET", f"/sessions/{_seg(session_id)}/sql", query={"q": keywords})
 
-    def result_csv(self, session_id: str, ref: str | int = "last", *, fresh: bool | None = None, limit: int | None = None) -> str:
-        """A turn's result as CSV text (stored, or re-run with `fresh=True` where the service can)."""
+    def result_csv(
+        self,
+        session_id: str,
+        ref: str | int = "last",
+        *,
+        fresh: bool | None = None,
+        limit: int | None = None,
+        upstream_authorization: str | None = None,
+    ) -> str:
+        """A turn's result as CSV text (stored, or re-run with `fresh=True` where the service can, with the user's credentials)."""
         query = {"fresh": None if fresh is None else str(fresh).lower(), "limit": limit}
-        with self._send("GET", f"/sessions/{_seg(session_id)}/turns/{_seg(str(ref))}/result.csv", query=query, accept="text/csv") as response:
-            return response.read().decode("utf-8")
+        path = f"/sessions/{_seg(session_id)}/turns/{_seg(str(ref))}/result.csv"
+        with self._send("GET", path, query=query, accept="text/csv", headers=_upstream(upstream_authorization)) as response:
+            return _text(response)
 
     # --- GDPR -------------------------------------------------------------------------------------
 
     def request_export(self) -> JSON:
-        """GET /me/export: queues an export of all the caller's data (202); poll gdpr_request, then download."""
-        return self._json("GET", "/me/export")
+        """POST /me/export: queues an export of all the caller's data (202); poll gdpr_request, then download."""
+        return self._json("POST", "/me/export")
 
     def gdpr_request(self, request_id: str) -> JSON:
         return self._json("GET", f"/gdpr/requests/{_seg(request_id)}")
@@ -157,6 +190,24 @@ class Memorychat:
         """DELETE /me: queues the erasure of every session, turn and export of the caller (202)."""
         return self._json("DELETE", "/me")
 
+    # --- account linking (docs/account-linking.md) -------------------------------------------------
+
+    def start_account_link(self) -> JSON:
+        """
+        POST /me/account-link: `authorization_url`, the identity provider's sign-in page for this user.
+        Send it to them (privately: whoever opens it links their own account); after they sign in, their
+        questions go to the Denodo AI SDK with their own token. Valid once, until `expires_at`.
+        """
+        return self._json("POST", "/me/account-link")
+
+    def account_link(self) -> JSON:
+        """GET /me/account-link: `status` (linked, expired or not-linked), with the linked `username`."""
+        return self._json("GET", "/me/account-link")
+
+    def unlink_account(self) -> JSON:
+        """DELETE /me/account-link: the tokens are deleted, and revoked at the provider where it can."""
+        return self._json("DELETE", "/me/account-link")
+
     # --- API keys (an admin's JWT, role memory-admin) ---------------------------------------------
 
     def create_api_key(self, name: str, *, act_for_users: bool = False, databases: list[str] | None = None, routes: list[str] | None = None) -> JSON:
@@ -172,22 +223,42 @@ class Memorychat:
 
     # --- HTTP -------------------------------------------------------------------------------------
 
-    def _json(self, method: str, path: str, *, body: JSON | None = None, query: dict[str, Any] | None = None) -> Any:
-        with self._send(method, path, body=body, query=query) as response:
-            text = response.read().decode("utf-8")
-        return json.loads(text) if text else None
+    def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: JSON | None = None,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        with self._send(method, path, body=body, query=query, headers=headers) as response:
+            text = _text(response)
+            try:
+                return json.loads(text) if text else None
+            except ValueError:
+                raise MemorychatError.unusable_reply(response.status, f"not JSON: {text[:200]}") from None
 
-    def _send(self, method: str, path: str, *, body: JSON | None = None, query: dict[str, Any] | None = None, accept: str = "application/json"):
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: JSON | None = None,
+        query: dict[str, Any] | None = None,
+        accept: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ):
         params = _without_none(query or {})
         url = f"{self.base_url}{path}" + (f"?{urllib.parse.urlencode(params)}" if params else "")
-        headers = {"accept": accept, **self.headers, **self._credentials()}
+        sent = {"accept": accept, **self.headers, **(headers or {}), **self._credentials()}
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
-            headers["content-type"] = "application/json"
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+            sent["content-type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=sent)
         try:
-            return urllib.request.urlopen(request, timeout=self.timeout_s)
+            return _OPENER.open(request, timeout=self.timeout_s)
         except urllib.error.HTTPError as err:
             text = err.read().decode("utf-8", "replace")
             try:
@@ -204,6 +275,46 @@ class Memorychat:
             # HTTP headers carry bytes; urllib sends str as Latin-1, so an id beyond ASCII goes as its UTF-8 bytes.
             headers["x-memory-user"] = self.user.encode("utf-8").decode("latin-1")
         return headers
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """
+    Follows a redirect only within the service's origin (scheme, host and port). urllib would carry
+    every header to wherever the service points, the JWT, the API key and the user's Denodo
+    credentials included; a redirect elsewhere is refused instead, naming where it pointed.
+    """
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        if _origin(newurl) != _origin(req.full_url):
+            fp.close()
+            raise MemorychatError(
+                status=code,
+                code="redirect-refused",
+                title="Redirect to another origin refused",
+                detail=f"the service redirected to {_origin(newurl)}, another origin than {_origin(req.full_url)}: "
+                "credentials are not sent there; use that URL as the base URL if it is the service",
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
+
+
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
+
+
+def _text(response: Any) -> str:
+    try:
+        return response.read().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MemorychatError.unusable_reply(response.status, f"not UTF-8 text ({err.reason})") from None
+
+
+def _upstream(authorization: str | None) -> dict[str, str]:
+    return {} if authorization is None else {"x-upstream-authorization": authorization}
 
 
 def _seg(value: str) -> str:

@@ -14,7 +14,11 @@ class FieldError:
 
 @dataclass
 class MemorychatError(Exception):
-    """A 4xx or 5xx answer. `code` is the stable problem code of docs/errors.md (e.g. `session-not-found`)."""
+    """
+    A 4xx or 5xx answer: `code` is the stable problem code of docs/errors.md (e.g. `session-not-found`).
+    The client raises it with codes of its own too: `invalid-response` (a reply it cannot read),
+    `redirect-refused` (a redirect to another origin, where credentials must not go).
+    """
 
     status: int
     code: str
@@ -25,6 +29,11 @@ class MemorychatError(Exception):
 
     def __str__(self) -> str:
         return f"{self.status} {self.code}: {self.detail}"
+
+    @classmethod
+    def unusable_reply(cls, status: int, detail: str) -> "MemorychatError":
+        """A 2xx reply the client cannot read (not JSON, not UTF-8): the client's own code, `invalid-response`."""
+        return cls(status=status, code="invalid-response", title="The service's reply could not be read", detail=detail)
 
     @classmethod
     def from_problem(cls, status: int, problem: dict[str, Any] | None, text: str = "") -> "MemorychatError":

@@ -61,3 +61,10 @@ class ApiKeyTest(unittest.TestCase):
         with self.assertRaises(MemorychatError) as caught:
             bot.sessions()
         self.assertEqual((caught.exception.status, caught.exception.code), (401, "unauthorized"))
+
+
+class AccountLinkTest(unittest.TestCase):
+    def test_when_the_service_has_no_identity_provider_then_a_sign_in_link_is_refused_with_its_code(self) -> None:
+        with self.assertRaises(MemorychatError) as caught:
+            as_user(new_user()).start_account_link()
+        self.assertEqual((caught.exception.status, caught.exception.code), (503, "account-linking-not-configured"))

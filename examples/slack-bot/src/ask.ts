@@ -1,9 +1,12 @@
 import type { MemorychatClient } from 'memorychat-client';
+import { needsSignIn, signInText } from './sign-in.js';
 
 /** What the bot posts back for one message: text, and a CSV file when the user asked for the data. */
 export interface BotReply {
   text: string;
   csv?: { filename: string; content: string };
+  /** For the asking user's eyes only (an ephemeral message): the sign-in link. */
+  private?: boolean;
 }
 
 /**
@@ -20,7 +23,10 @@ export async function ask(
   const { data, error } = await memorychat.POST('/memoryChat', {
     body: { question, session_key: sessionKey, ...(memoryScope ? { memory_scope: memoryScope } : {}) },
   });
-  if (!data) return { text: `:warning: memorychat could not answer: ${escapeMrkdwn(error?.detail ?? error?.title ?? 'no reply')}` };
+  if (!data) {
+    if (needsSignIn(error?.code)) return { text: await signInText(memorychat, error.code), private: true };
+    return { text: `:warning: memorychat could not answer: ${escapeMrkdwn(error?.detail ?? error?.title ?? 'no reply')}` };
+  }
   const command = data.memory_command;
   if (command?.name === 'show_sql' && command.found) {
     return { text: `The SQL for _${escapeMrkdwn(command.question ?? '')}_:\n\`\`\`\n${escapeMrkdwn(command.sql_query ?? '')}\n\`\`\`` };

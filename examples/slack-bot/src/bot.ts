@@ -81,6 +81,10 @@ export function sessionKey(message: Pick<Message, 'channel' | 'threadTs'>): stri
 async function answer(client: WebClient, memorychat: MemorychatSettings, message: Message): Promise<void> {
   if (!message.text) return;
   const reply = await ask(memorychatFor(memorychat, memorychatUser(message)), message.text, sessionKey(message), memorychat.memoryScope);
+  if (reply.private) {
+    await client.chat.postEphemeral({ channel: message.channel, user: message.user, thread_ts: message.threadTs, text: reply.text });
+    return;
+  }
   if (reply.csv) {
     // Slack's upload flow: files.getUploadURLExternal, the bytes to that URL, files.completeUploadExternal.
     await client.files.uploadV2({

@@ -1,10 +1,15 @@
 import type { MemorychatClient } from 'memorychat-client';
+import { needsSignIn, signInHtml } from './sign-in.js';
 
 /**
  * What the bot sends back for one message: HTML messages, in order, or a caption and a CSV document
  * when the user asked for the data.
  */
-export type BotReply = { messages: string[] } | { caption: string; csv: { filename: string; content: string } };
+export type BotReply =
+  | { messages: string[] }
+  | { caption: string; csv: { filename: string; content: string } }
+  /** The user must sign in to Denodo first: HTML with their sign-in link, for their private chat only. */
+  | { signIn: string };
 
 // Telegram takes at most 4096 characters of text in a message and 1024 in a caption (after HTML parsing).
 const MESSAGE_CHARS = 4000;
@@ -24,7 +29,10 @@ export async function ask(
   const { data, error } = await memorychat.POST('/memoryChat', {
     body: { question, session_key: sessionKey, ...(memoryScope ? { memory_scope: memoryScope } : {}) },
   });
-  if (!data) return { messages: [`memorychat could not answer: ${escapeHtml(error?.detail ?? error?.title ?? 'no reply')}`] };
+  if (!data) {
+    if (needsSignIn(error?.code)) return { signIn: await signInHtml(memorychat, error.code) };
+    return { messages: [`memorychat could not answer: ${escapeHtml(error?.detail ?? error?.title ?? 'no reply')}`] };
+  }
   const command = data.memory_command;
   if (command?.name === 'show_sql' && command.found) {
     const sql = splitText(command.sql_query ?? '').map((part) => `<pre><code class="language-sql">${escapeHtml(part)}</code></pre>`);

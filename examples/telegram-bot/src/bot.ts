@@ -72,6 +72,7 @@ function which(argument: string): string {
 async function answerIn(ctx: Context, memorychat: MemorychatClient, question: string, memoryScope?: 'session' | 'user'): Promise<void> {
   await ctx.replyWithChatAction('typing');
   const reply = await ask(memorychat, question, sessionKey(ctx.chat!.id), memoryScope);
+  if ('signIn' in reply) return sendSignIn(ctx, reply.signIn);
   if ('csv' in reply) {
     await ctx.replyWithDocument(new InputFile(Buffer.from(reply.csv.content), reply.csv.filename), {
       caption: reply.caption,
@@ -80,6 +81,24 @@ async function answerIn(ctx: Context, memorychat: MemorychatClient, question: st
     return;
   }
   for (const message of reply.messages) await ctx.reply(message, { parse_mode: 'HTML' });
+}
+
+/**
+ * The sign-in link goes to the user's private chat with the bot, never to a group, where someone else
+ * could open it first. A user who never started a private chat cannot be written to (Telegram's 403):
+ * the group is told how to get the link.
+ */
+async function sendSignIn(ctx: Context, html: string): Promise<void> {
+  if (ctx.chat!.type === 'private') {
+    await ctx.reply(html, { parse_mode: 'HTML' });
+    return;
+  }
+  try {
+    await ctx.api.sendMessage(ctx.from!.id, html, { parse_mode: 'HTML' });
+    await ctx.reply('I need you to sign in to Denodo first: I sent you a link in our private chat.');
+  } catch {
+    await ctx.reply('I need you to sign in to Denodo first: open a private chat with me, say /start, then ask again.');
+  }
 }
 
 async function sessionOfChat(memorychat: MemorychatClient, chatId: number): Promise<string | undefined> {

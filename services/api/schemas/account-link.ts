@@ -12,7 +12,7 @@ export const AccountLinkStart = Type.Object(
     examples: [
       {
         authorization_url:
-          'https://login.example.com/oauth2/authorize?client_id=memorychat&response_type=code&state=AQRr…&code_challenge=…',
+          'https://login.example.com/oauth2/authorize?client_id=memorychat&response_type=code&scope=openid%20offline_access&state=AQVrMjAyNg&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256',
         expires_at: '2026-12-01T10:10:00.000Z',
       },
     ],

@@ -102,7 +102,8 @@ function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<st
       if (!request.upstreamAuthorization) {
         throw new AppError(
           'validation-failed',
-          'this service forwards your credentials to the answering backend: send them in the X-Upstream-Authorization header',
+          'this service forwards your credentials to the answering backend: send them in the X-Upstream-Authorization header ' +
+            '(with account linking on, ACCOUNT_LINK_ISSUER, a user signs in once instead: docs/account-linking.md)',
         );
       }
       return { authorization: request.upstreamAuthorization };

@@ -73,6 +73,10 @@ export async function startFakeSlack(signingSecret: string): Promise<FakeSlack> 
           ts: nextTs(),
           message: { type: 'message', user: BOT_USER_ID, text: args.text, thread_ts: args.thread_ts },
         });
+      // Shown to `user` alone, in `channel` (and `thread_ts`); Slack answers with the message's ts only.
+      case 'chat.postEphemeral':
+        if (!args.user || !args.channel) return sendJson(res, 200, { ok: false, error: 'invalid_arguments' });
+        return sendJson(res, 200, { ok: true, message_ts: nextTs() });
       case 'files.getUploadURLExternal': {
         if (!args.filename || !args.length) return sendJson(res, 200, { ok: false, error: 'invalid_arguments' });
         const fileId = `F${String(++counter).padStart(8, '0')}`;
