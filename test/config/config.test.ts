@@ -1,7 +1,16 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../services/config/config.js';
 
 const SQL_LLM = { LLM_PROVIDER: 'openai', LLM_MODEL: 'm', OPENAI_API_KEY: 'k' };
+const ACCOUNT_LINK = {
+  ACCOUNT_LINK_ISSUER: 'http://127.0.0.1:9000',
+  ACCOUNT_LINK_CLIENT_ID: 'memorychat',
+  ACCOUNT_LINK_REDIRECT_URL: 'http://127.0.0.1:8080/account-link/callback',
+  ACCOUNT_LINK_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+};
 
 describe('loadConfig', () => {
   it('when nothing is set, then the embedded local defaults apply', () => {
@@ -61,8 +70,42 @@ describe('loadConfig', () => {
     [{ MEMORY_ROLLOUT_TENANTS: 'acme=101' }, /MEMORY_ROLLOUT_TENANTS: "acme" has 101%/],
     [{ MEMORY_ROLLOUT_TENANTS: 'acme:50' }, /MEMORY_ROLLOUT_TENANTS/],
     [{ MEMORY_ROLLOUT_PERCENT: '101' }, /MEMORY_ROLLOUT_PERCENT/],
+    [{ ACCOUNT_LINK_CLIENT_ID: 'memorychat' }, /ACCOUNT_LINK_ISSUER: required when ACCOUNT_LINK_CLIENT_ID is set/],
+    [{ ...ACCOUNT_LINK, ACCOUNT_LINK_REDIRECT_URL: undefined }, /ACCOUNT_LINK_REDIRECT_URL: required/],
+    [{ ...ACCOUNT_LINK, ACCOUNT_LINK_KEYS: undefined }, /ACCOUNT_LINK_KEYS or ACCOUNT_LINK_KEYS_FILE: exactly one/],
+    [{ ...ACCOUNT_LINK, ACCOUNT_LINK_KEYS_FILE: '/etc/keys' }, /ACCOUNT_LINK_KEYS or ACCOUNT_LINK_KEYS_FILE: exactly one/],
+    [{ ...ACCOUNT_LINK, ACCOUNT_LINK_KEYS: 'k1:c2hvcnQ=' }, /ACCOUNT_LINK_KEYS: key "k1" must be 32 bytes/],
+    [
+      { ...ACCOUNT_LINK, ACCOUNT_LINK_KEYS: undefined, ACCOUNT_LINK_KEYS_FILE: '/nonexistent/keys' },
+      /ACCOUNT_LINK_KEYS_FILE: cannot be read \(ENOENT\)/,
+    ],
+    [{ ...ACCOUNT_LINK, ACCOUNT_LINK_SCOPES: 'offline_access' }, /ACCOUNT_LINK_SCOPES: must include openid/],
+    [{ ...ACCOUNT_LINK, NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }, /ACCOUNT_LINK_ISSUER: must be an https:\/\/ URL/],
   ])('when %j, then the error says %s', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('when account linking is set, then its settings come checked together, the keys from the environment or a file', () => {
+    expect(loadConfig({}).accountLinking).toBeUndefined();
+    expect(loadConfig(ACCOUNT_LINK).accountLinking).toMatchObject({
+      issuer: 'http://127.0.0.1:9000',
+      clientId: 'memorychat',
+      scopes: 'openid offline_access',
+      linkTtlMs: 600_000,
+      keys: [{ id: 'k1', key: Buffer.alloc(32, 1) }],
+    });
+    const dir = mkdtempSync(path.join(tmpdir(), 'link-keys-'));
+    try {
+      // A Kubernetes Secret mounted as a file: one key a line, the first sealing.
+      writeFileSync(
+        path.join(dir, 'keys'),
+        `new:${Buffer.alloc(32, 2).toString('base64')}\nold:${Buffer.alloc(32, 1).toString('base64')}\n`,
+      );
+      const fromFile = loadConfig({ ...ACCOUNT_LINK, ACCOUNT_LINK_KEYS: undefined, ACCOUNT_LINK_KEYS_FILE: path.join(dir, 'keys') });
+      expect(fromFile.accountLinking?.keys.map((k) => k.id)).toEqual(['new', 'old']);
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
   });
 
   it('when enum settings and a number are invalid, then each is named once, an enum with its allowed values', () => {
