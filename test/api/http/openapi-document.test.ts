@@ -11,7 +11,8 @@ type Operation = {
 };
 type Document = { paths: Record<string, Record<string, Operation>>; servers?: unknown[] };
 
-const PUBLIC_PATHS = ['/healthz', '/readyz'];
+// The account-link callback: the browser coming back from the identity provider carries no token.
+const PUBLIC_PATHS = ['/healthz', '/readyz', '/account-link/callback'];
 
 function documentFor(env: Record<string, string>): Promise<Document> {
   return withAppWithoutDatabase({ JWT_SECRET: 'x'.repeat(32), ...env }, async (app) => structuredClone(app.swagger()) as Document);
