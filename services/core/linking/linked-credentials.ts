@@ -42,11 +42,13 @@ export function createLinkedCredentials(deps: LinkingDeps) {
     const scope = deps.db.asUser(owner);
     // Real time, not the service's clock: how long this request waits for another process's refresh.
     const waitUntil = performance.now() + REFRESH_LEASE_MS;
+    let refreshed = false;
     for (;;) {
       const { row, tokens } = usableTokens(await findLinkedIdentity(scope, owner.tenantId, owner.userId), owner);
       const current = { authorization: `Bearer ${tokens.access_token}`, tokenVersion: row.token_version };
       const now = deps.clock();
-      if (!needsRefresh(row, now)) return current;
+      // Tokens this call refreshed serve it, even when the provider's lifetime is shorter than the margin.
+      if (refreshed || !needsRefresh(row, now)) return current;
       if (!tokens.refresh_token) {
         await expireLinkedTokens(scope, owner.tenantId, owner.userId, row.token_version, now);
         throw linkExpired('the access token of the linked account has expired and the identity provider gave no refresh token');
@@ -67,6 +69,7 @@ export function createLinkedCredentials(deps: LinkingDeps) {
         },
       );
       if (outcome === 'unexpired') return current;
+      refreshed = outcome === 'refreshed';
       if (outcome === 'elsewhere') {
         // Another process refreshes: its tokens are read once stored, or its lease lapses.
         if (performance.now() > waitUntil) {
