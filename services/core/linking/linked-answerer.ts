@@ -5,8 +5,8 @@ import type { AccountLinks } from './account-links.js';
 /**
  * The upstream answerer with ANSWER_AUTH=forward, for linked accounts (docs/account-linking.md): a
  * question that comes without X-Upstream-Authorization goes with the asker's linked access token as
- * `Authorization: Bearer`, so the Denodo AI SDK answers with that user's own view permissions. The
- * REST routes, the MCP server and every other caller of /memoryChat's flow get it the same way.
+ * `Authorization: Bearer`, so the Denodo AI SDK answers with that user's own view permissions. Every
+ * caller of /memoryChat's flow (the memory façade's `chat`) gets it the same way.
  * A token the answerer refuses is deleted and the problem says to sign in again.
  */
 export function withLinkedAccounts(answerer: Answerer, links: Pick<AccountLinks, 'authorizationFor' | 'refusedUpstream'>): Answerer {
