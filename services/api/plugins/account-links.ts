@@ -49,7 +49,7 @@ export function answererWithLinkedAccounts(app: FastifyInstance, answerer: Answe
  */
 export async function upstreamAuthorizationOf(app: FastifyInstance, request: FastifyRequest): Promise<string | undefined> {
   const sent = request.headers['x-upstream-authorization'];
-  if (typeof sent === 'string' || !app.accountLinks || app.config.answerAuth !== 'forward')
-    return typeof sent === 'string' ? sent : undefined;
+  if (typeof sent === 'string') return sent;
+  if (!app.accountLinks || app.config.answerAuth !== 'forward') return undefined;
   return (await app.accountLinks.authorizationFor(request.identity))?.authorization;
 }
