@@ -2,7 +2,7 @@ import { inUserBatches } from './per-user-batches.js';
 import type { Queryable } from './queryable.js';
 
 /*
- * Linked accounts (migration 022, docs/account-linking.md): one row per user, with the sign-in in
+ * Linked accounts (migration 021, docs/account-linking.md): one row per user, with the sign-in in
  * progress and the linked account's sealed tokens. Every statement names the user in its WHERE clause
  * and runs in that user's scope (row-level security), but the retention deletes, which run as
  * maintenance across users.
