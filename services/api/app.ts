@@ -11,6 +11,7 @@ import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
+import mcpEndpoint from './mcp/mcp-endpoint.js';
 import accountLinks, { answererWithLinkedAccounts } from './plugins/account-links.js';
 import apiKeys from './plugins/api-keys.js';
 import auth from './plugins/auth.js';
@@ -143,6 +144,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(adminAuditRoutes);
   await app.register(adminApiKeyRoutes);
   await app.register(accountLinkRoutes);
+  await app.register(mcpEndpoint(SERVICE_VERSION));
   // Beyond it, Node closes new connections at once: keep it under the process's descriptor limit
   // (`ulimit -n`) less the database pool and Redis connections.
   app.server.maxConnections = config.MAX_CONNECTIONS || Number.POSITIVE_INFINITY;

@@ -23,6 +23,7 @@ export const ERROR_CATALOG = {
   'result-not-stored': { status: 404, title: 'The turn has no stored result' },
   'stored-sql-masked': { status: 409, title: 'The stored SQL has masked personal data and cannot be re-run' },
   'gdpr-request-not-found': { status: 404, title: 'No such GDPR request' },
+  'method-not-allowed': { status: 405, title: 'The route does not answer this method' },
   'request-timeout': { status: 408, title: 'The request was not received in time' },
   'export-not-ready': { status: 409, title: 'The export is not finished yet' },
   'idempotency-in-progress': { status: 409, title: 'A request with this Idempotency-Key is still being processed' },

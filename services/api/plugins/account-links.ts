@@ -4,6 +4,7 @@ import { type AccountLinks, createAccountLinks } from '../../core/linking/accoun
 import { withLinkedAccounts } from '../../core/linking/linked-answerer.js';
 import type { Answerer } from '../../providers/answerers/answerer.js';
 import { createOpenIdProvider } from '../../providers/identity/openid-provider.js';
+import { upstreamAuthorizationOf } from '../upstream-credentials.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -47,9 +48,9 @@ export function answererWithLinkedAccounts(app: FastifyInstance, answerer: Answe
  * X-Upstream-Authorization, or the caller's linked token when account linking is on with
  * ANSWER_AUTH=forward: for calls outside /memoryChat's answerer (`result.csv?fresh=true`).
  */
-export async function upstreamAuthorizationOf(app: FastifyInstance, request: FastifyRequest): Promise<string | undefined> {
-  const sent = request.headers['x-upstream-authorization'];
-  if (typeof sent === 'string') return sent;
+export async function upstreamAuthorizationOrLinkOf(app: FastifyInstance, request: FastifyRequest): Promise<string | undefined> {
+  const sent = upstreamAuthorizationOf(request);
+  if (sent !== undefined) return sent;
   if (!app.accountLinks || app.config.answerAuth !== 'forward') return undefined;
   return (await app.accountLinks.authorizationFor(request.identity))?.authorization;
 }

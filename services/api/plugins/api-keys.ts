@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { keyPrincipal, recordCallForUser, verifyApiKey } from '../../core/api-keys/api-keys.js';
+import type { ApiKeyRow } from '../../db/repositories/api-keys.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
@@ -13,12 +14,20 @@ export function presentsApiKey(request: FastifyRequest): boolean {
   return request.headers[API_KEY_HEADER] !== undefined;
 }
 
+/** The API key a request presented, once verified, and whether it acts for an end user (`X-Memory-User`). */
+export interface PresentedApiKey {
+  row: ApiKeyRow;
+  actsForUser: boolean;
+}
+
 /**
  * The identity of a request that presents `X-Api-Key` (docs/api-keys.md). With `X-Memory-User` (and
  * the key's act_for_users permission) it is that end user's identity, made by `userIdentity`, the
  * same function that makes a JWT's, so the user id passes the same rules and their memory is read and
  * written exactly as with their JWT; the call is in the access audit with the key's id. Without the
  * header the key acts as its own principal. A key never carries roles: admin routes need a JWT.
+ * A route marked `operationsInBody` (the MCP endpoint) runs several operations per request: it checks
+ * each with `authorizeKeyOperation` instead.
  */
 export async function identityOfApiKey(
   request: FastifyRequest,
@@ -30,23 +39,50 @@ export async function identityOfApiKey(
   // Two credentials could name two identities; neither is chosen silently.
   if (request.headers.authorization !== undefined) throw new AppError('unauthorized', 'send either a JWT or an API key, not both');
   const key = await verifyApiKey(db, presented);
-  const operation = request.routeOptions.schema?.operationId ?? request.routeOptions.url ?? '';
-  if (key.routes && !key.routes.includes(operation)) throw new AppError('forbidden', `this API key may not call ${operation}`);
+  const operation = request.routeOptions.config?.operationsInBody
+    ? undefined
+    : (request.routeOptions.schema?.operationId ?? request.routeOptions.url ?? '');
+  if (operation !== undefined) assertKeyMayCall(key, operation);
   const bounds = { roles: [], apiKeyId: key.key_id, ...(key.databases ? { databases: key.databases } : {}) };
 
   const onBehalf = request.headers[ON_BEHALF_HEADER];
-  if (onBehalf === undefined) return { tenantId: key.tenant_id, userId: keyPrincipal(key.key_id), ...bounds };
-  if (!key.act_for_users) throw new AppError('forbidden', 'X-Memory-User needs an API key with the act_for_users permission');
-  const identity = userIdentityOrRefusal(headerText(onBehalf), key.tenant_id, userIdentity);
-  if (NOT_MEMORY_ACCESS.has(operation)) return { ...identity, ...bounds };
+  if (onBehalf !== undefined && !key.act_for_users) {
+    throw new AppError('forbidden', 'X-Memory-User needs an API key with the act_for_users permission');
+  }
+  const identity =
+    onBehalf === undefined
+      ? { tenantId: key.tenant_id, userId: keyPrincipal(key.key_id), ...bounds }
+      : { ...userIdentityOrRefusal(headerText(onBehalf), key.tenant_id, userIdentity), ...bounds };
+  request.apiKey = { row: key, actsForUser: onBehalf !== undefined };
+  if (operation !== undefined) await auditKeyCall(db, request, identity, operation);
+  return identity;
+}
+
+/**
+ * One operation of a route marked `operationsInBody` (an MCP tool), checked as a route of that
+ * operationId is: a key limited to other routes is refused (403), and a call for a user is in the
+ * access audit, before the operation runs. A JWT's request passes: its roles are the route's concern.
+ */
+export async function authorizeKeyOperation(request: FastifyRequest, db: ScopedDatabase, operation: string): Promise<void> {
+  if (!request.apiKey) return;
+  assertKeyMayCall(request.apiKey.row, operation);
+  await auditKeyCall(db, request, request.identity, operation);
+}
+
+function assertKeyMayCall(key: ApiKeyRow, operation: string): void {
+  if (key.routes && !key.routes.includes(operation)) throw new AppError('forbidden', `this API key may not call ${operation}`);
+}
+
+async function auditKeyCall(db: ScopedDatabase, request: FastifyRequest, identity: Identity, operation: string): Promise<void> {
+  const key = request.apiKey;
+  if (!key?.actsForUser || NOT_MEMORY_ACCESS.has(operation)) return;
   await recordCallForUser(db, {
-    key,
+    key: key.row,
     subjectUserId: identity.userId,
     target: operation,
     at: new Date(),
     origin: { httpRequestId: request.id },
   });
-  return { ...identity, ...bounds };
 }
 
 /**
@@ -81,6 +117,14 @@ declare module 'fastify' {
     /** Every operationId of the service: what a key's `routes` may name. */
     operationIds: ReadonlySet<string>;
   }
+  interface FastifyRequest {
+    /** The API key the request presented, once verified (identityOfApiKey); null with a JWT. */
+    apiKey: PresentedApiKey | null;
+  }
+  interface FastifyContextConfig {
+    /** The route runs operations its body names (the MCP endpoint's tools), each checked with authorizeKeyOperation. */
+    operationsInBody?: boolean;
+  }
 }
 
 /**
@@ -92,6 +136,7 @@ export default fp(
   async function apiKeys(app: FastifyInstance) {
     const operationIds = new Set<string>();
     app.decorate('operationIds', operationIds);
+    app.decorateRequest('apiKey', null);
     app.addHook('onRoute', (route) => {
       const schema = route.schema as { operationId?: string; security?: Record<string, string[]>[]; tags?: string[] } | undefined;
       if (schema?.operationId) operationIds.add(schema.operationId);

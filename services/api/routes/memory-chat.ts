@@ -3,6 +3,7 @@ import { ClientGoneError } from '../../core/chat/chat-request.js';
 import { openEventStream, wantsEventStream } from '../event-stream.js';
 import { MemoryChatEventStream, MemoryChatHeaders, MemoryChatResponse, memoryChatBody } from '../schemas/memory-chat.js';
 import { problemResponses } from '../schemas/problem.js';
+import { upstreamAuthorizationOf } from '../upstream-credentials.js';
 
 const MEMORY_FIELDS = new Set([
   'question',
@@ -68,7 +69,7 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
             semanticSearchK: body.semantic_search_k,
             memoryScope: body.memory_scope,
             params,
-            upstreamAuthorization: request.headers['x-upstream-authorization'],
+            upstreamAuthorization: upstreamAuthorizationOf(request),
             clientGone: clientGone.signal,
             idempotency: claim,
           },

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { upstreamAuthorizationOf } from '../plugins/account-links.js';
+import { upstreamAuthorizationOrLinkOf } from '../plugins/account-links.js';
 import { problemResponses } from '../schemas/problem.js';
 import { SessionParams } from '../schemas/sessions.js';
 import { CsvResponse, ResultCsvHeaders, ResultCsvQuery, SqlSearchQuery, TurnRefParams, TurnSql } from '../schemas/sql-recall.js';
@@ -44,7 +44,7 @@ const sqlRecallRoutes: FastifyPluginAsyncTypebox = async (app) => {
         request.identity,
         id,
         ref,
-        fresh ? { limit, upstreamAuthorization: await upstreamAuthorizationOf(app, request) } : undefined,
+        fresh ? { limit, upstreamAuthorization: await upstreamAuthorizationOrLinkOf(app, request) } : undefined,
       );
       if (truncated) {
         reply.header('x-result-truncated', 'true').header('x-result-rows-stored', String(truncated.rows_stored));
