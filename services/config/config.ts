@@ -30,9 +30,9 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
-  // The service's URL as its clients reach it (https://memorychat.example.com behind a TLS proxy), where it names
+  // The service's origin as its clients reach it (https://memorychat.example.com behind a TLS proxy), where it names
   // itself: the MCP endpoint's protected-resource metadata (docs/mcp.md). Unset: each request's own scheme and Host.
-  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^?#]+$' })),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+/?$' })),
   // The memory playground at /playground/ (docs/design.md); unset: on in local mode, off otherwise.
   PLAYGROUND: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
 
