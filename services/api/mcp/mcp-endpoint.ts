@@ -36,6 +36,9 @@ const mcpEndpoint = (version: string): FastifyPluginAsync =>
         },
       },
       async (request, reply) => {
+        if (requestsIn(request.body) > 1) {
+          throw new AppError('validation-failed', 'send one JSON-RPC request per POST: each tool call counts against the rate limit');
+        }
         const clientGone = new AbortController();
         reply.raw.on('close', () => {
           if (!reply.raw.writableEnded) clientGone.abort();
@@ -75,6 +78,16 @@ const mcpEndpoint = (version: string): FastifyPluginAsync =>
   };
 
 export default mcpEndpoint;
+
+/**
+ * JSON-RPC requests (messages with a method and an id) in a body. MCP 2025-03-26 let a client batch
+ * them in one array, which newer revisions dropped; one request per POST keeps the rate limit, which
+ * counts HTTP requests, a limit on tool calls.
+ */
+function requestsIn(body: unknown): number {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.filter((message) => typeof message === 'object' && message !== null && 'method' in message && 'id' in message).length;
+}
 
 function transportRequest(request: FastifyRequest): Request {
   const headers = new Headers();

@@ -13,8 +13,9 @@ import { startTestApp, type TestApp } from '../../support/service/test-app.js';
  * Isolation as a property (issue 5, item 2): random programs of tenants, users and admins (some users
  * calling through their tenant's API key, acting for them with X-Memory-User, every other request) storing
  * turns (memory API and /memoryChat, with Idempotency-Keys from a pool every user shares), reading,
- * searching, asking for context, recalling SQL, aiming at other users' sessions, deleting,
- * clearing, exporting and erasing, run concurrently over HTTP against one real service (one lane
+ * searching, asking for context, recalling SQL, aiming at other users' sessions, deleting, clearing,
+ * exporting and erasing (searching, context, SQL recall and deleting half the time through the MCP
+ * server's tools, docs/mcp.md), run concurrently over HTTP against one real service (one lane
  * per principal, all lanes at once). Every response is scanned for anything of anyone else
  * (markers planted in all stored text, session ids, GDPR request ids, user and tenant ids) and
  * checked against a model of the caller's own data, so a leak that shows only as a count fails

@@ -160,7 +160,7 @@ describe('the MCP server at /mcp', () => {
     ]);
   });
 
-  it('when a call cannot be served, then the tool error carries the problem: missing Denodo credentials, an argument out of bounds', async () => {
+  it('when a call cannot be served, then the tool error carries the problem (missing Denodo credentials, an argument out of bounds); a batch of calls or a GET is refused', async () => {
     const noDenodo = await connect({ authorization: `Bearer ${jwt('mcp-carol')}` });
     const unauthenticated = await call(noDenodo, 'ask_data_question', { question: 'Total sales by region for 2024' });
     expect(unauthenticated.isError).toBe(true);
@@ -170,6 +170,27 @@ describe('the MCP server at /mcp', () => {
     const badRef = await call(noDenodo, 'get_turn_sql', { session_id: aliceSession, ref: 'zeroth' });
     expect(badRef.isError).toBe(true);
     expect((badRef.content[0] as { text: string }).text).toContain('ref');
+
+    const calls = [1, 2].map((id) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'recall_similar_questions', arguments: { query: 'sales' } },
+    }));
+    const batch = await fetch(mcpUrl(), {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${jwt('mcp-carol')}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify(calls),
+    });
+    expect(batch.status).toBe(400);
+    expect(await batch.json()).toMatchObject({
+      code: 'validation-failed',
+      detail: expect.stringContaining('one JSON-RPC request per POST'),
+    });
 
     const get = await fetch(mcpUrl(), { headers: { accept: 'text/event-stream' } });
     expect(get.status).toBe(405);

@@ -93,6 +93,24 @@ export class IsolationClient {
     return { status: response.status, headers: response.headers, text, body };
   }
 
+  /**
+   * A tool of the MCP server (`POST /mcp`, one JSON-RPC request) as the route it stands for would
+   * answer: the whole HTTP response is checked by `send` first; then a tool error is its problem
+   * document with the problem's status, and a result is its structured content with 200.
+   */
+  async tool(caller: Principal, name: string, args: Record<string, unknown>): Promise<Reply> {
+    const reply = await this.send(caller, 'POST', '/mcp', {
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
+      headers: { accept: 'application/json, text/event-stream' },
+    });
+    if (reply.status !== 200) return reply;
+    const result = reply.body?.result;
+    if (!result?.structuredContent) this.mismatch(`P${caller.index} MCP ${name}: no tool result: ${reply.text.slice(0, 400)}`);
+    const body = result.structuredContent;
+    this.count(`mcp ${name} ${result.isError ? body.code : 'ok'}`);
+    return { status: result.isError ? body.status : 200, headers: reply.headers, text: JSON.stringify(body), body };
+  }
+
   /** The caller's JWT, or every other request of a principal with an API key, the key acting for them. */
   private credentials(caller: Principal): Record<string, string> {
     if (!caller.apiKey) return { authorization: `Bearer ${caller.token}` };

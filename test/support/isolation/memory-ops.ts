@@ -15,14 +15,15 @@ function findTurn(sessions: ModelSession[], sessionId: string, number: number): 
  * `POST /memory/search`: only the caller's live turns (of the session, when one is named), each
  * with its own question, and as many as the caller's model says: min(k, searchable turns).
  */
-export async function search(run: RunContext, caller: Principal, target: Target | null, k: number): Promise<void> {
+export async function search(run: RunContext, caller: Principal, target: Target | null, k: number, mcp = false): Promise<void> {
   const { client } = run;
   const model = run.models[caller.index]!;
   const session = optionalTarget(run, caller, target);
-  const reply = await client.send(caller, 'POST', '/memory/search', {
-    body: { query: textOf(caller, k, 'search'), k, ...(session ? { session_id: session.id } : {}) },
-  });
-  const what = `P${caller.index} POST /memory/search k=${k}${session ? ` in ${session.id}` : ''}`;
+  const body = { query: textOf(caller, k, 'search'), k, ...(session ? { session_id: session.id } : {}) };
+  const reply = mcp
+    ? await client.tool(caller, 'recall_similar_questions', body)
+    : await client.send(caller, 'POST', '/memory/search', { body });
+  const what = `P${caller.index} ${mcp ? 'MCP recall_similar_questions' : 'POST /memory/search'} k=${k}${session ? ` in ${session.id}` : ''}`;
   if (session && !session.own) return client.expectStatus(reply, 404, what, 'session-not-found');
   client.expectStatus(reply, 200, what);
   const results: any[] = reply.body.results;
@@ -52,14 +53,16 @@ export async function context(
   target: Target | null,
   k: number,
   format: 'text' | 'openai' | 'anthropic',
+  mcp = false,
 ): Promise<void> {
   const { client } = run;
   const model = run.models[caller.index]!;
   const session = optionalTarget(run, caller, target);
-  const reply = await client.send(caller, 'POST', '/memory/context', {
-    body: { question: textOf(caller, k, 'context'), format, k, max_tokens: 200_000, ...(session ? { session_id: session.id } : {}) },
-  });
-  const what = `P${caller.index} POST /memory/context ${format} k=${k}${session ? ` in ${session.id}` : ''}`;
+  const asked = { question: textOf(caller, k, 'context'), k, max_tokens: 200_000, ...(session ? { session_id: session.id } : {}) };
+  const reply = mcp
+    ? await client.tool(caller, 'get_session_context', asked)
+    : await client.send(caller, 'POST', '/memory/context', { body: { ...asked, format } });
+  const what = `P${caller.index} ${mcp ? 'MCP get_session_context' : 'POST /memory/context'} ${format} k=${k}${session ? ` in ${session.id}` : ''}`;
   if (session && !session.own) return client.expectStatus(reply, 404, what, 'session-not-found');
   client.expectStatus(reply, 200, what);
   const body = reply.body;
@@ -87,13 +90,15 @@ export async function context(
 }
 
 /** SQL recall by reference: the turn the model resolves, or the problem it predicts. */
-export async function sqlByRef(run: RunContext, caller: Principal, target: Target, ref: SqlRef, csv: boolean): Promise<void> {
+export async function sqlByRef(run: RunContext, caller: Principal, target: Target, ref: SqlRef, csv: boolean, mcp = false): Promise<void> {
   const { client } = run;
   const model = run.models[caller.index]!;
   const { id, own } = resolveTarget(run, caller, target);
   const path = `/sessions/${id}/turns/${ref}/${csv ? 'result.csv' : 'sql'}`;
-  const reply = await client.send(caller, 'GET', path);
-  const what = `P${caller.index} GET ${path}`;
+  const reply = mcp
+    ? await client.tool(caller, 'get_turn_sql', { session_id: id, ref: String(ref) })
+    : await client.send(caller, 'GET', path);
+  const what = `P${caller.index} ${mcp ? 'MCP get_turn_sql' : 'GET'} ${path}`;
   if (!own) return client.expectStatus(reply, 404, what, 'session-not-found');
   const turn = model.turnByRef(own, ref);
   if (!turn) return client.expectStatus(reply, 404, what, 'turn-not-found');

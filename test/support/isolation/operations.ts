@@ -28,14 +28,18 @@ export type Op =
   | TurnWriteOp
   | { kind: 'retryKeyed'; who: number }
   | { kind: 'listSessions'; who: number; limit: 3 | 10 | 100 }
-  | { kind: 'getSession' | 'rename' | 'deleteSession' | 'clearSession'; who: number; target: Target }
-  | { kind: 'search'; who: number; target: Target | null; k: number }
-  | { kind: 'context'; who: number; target: Target | null; k: number; format: 'text' | 'openai' | 'anthropic' }
-  | { kind: 'sqlRef' | 'resultCsv'; who: number; target: Target; ref: 'first' | 'last' | 'previous' | number }
+  | { kind: 'getSession' | 'rename' | 'clearSession'; who: number; target: Target }
+  | { kind: 'deleteSession'; who: number; target: Target; mcp: boolean }
+  | { kind: 'search'; who: number; target: Target | null; k: number; mcp: boolean }
+  | { kind: 'context'; who: number; target: Target | null; k: number; format: 'text' | 'openai' | 'anthropic'; mcp: boolean }
+  | { kind: 'sqlRef'; who: number; target: Target; ref: SqlRefChoice; mcp: boolean }
+  | { kind: 'resultCsv'; who: number; target: Target; ref: SqlRefChoice }
   | { kind: 'sqlKeyword'; who: number; target: Target; word: number }
   | { kind: 'export' | 'erase' | 'adminJobs'; who: number }
   | { kind: 'adminExport' | 'adminErase'; who: number; subject: number }
   | { kind: 'peekRequest'; who: number; pick: number };
+
+type SqlRefChoice = 'first' | 'last' | 'previous' | number;
 
 /** Words questions are built from, so keyword recall has something to find (none is a stopword). */
 export const WORDS = ['android', 'revenue', 'quota', 'winter', 'pumpkin', 'journey'] as const;
@@ -63,6 +67,8 @@ const target: fc.Arbitrary<Target> = fc.record({
 });
 const optionalTarget = fc.option(target, { freq: 3 });
 const ref = fc.oneof(fc.constantFrom('first' as const, 'last' as const, 'previous' as const), fc.integer({ min: 1, max: 40 }));
+/** Through the MCP server's tool instead of the REST route (docs/mcp.md): the same checks, the same answers. */
+const mcp = fc.boolean();
 const adminCaller = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ADMIN_INDEXES) }, { weight: 1, arbitrary: who });
 
 const c = <K extends string>(kind: K) => fc.constant(kind);
@@ -81,9 +87,9 @@ export const operation: fc.Arbitrary<Op> = fc.oneof(
   { weight: 10, arbitrary: fc.record({ kind: c('listSessions'), who, limit: fc.constantFrom(3 as const, 10 as const, 100 as const) }) },
   { weight: 16, arbitrary: fc.record({ kind: c('getSession'), who, target }) },
   { weight: 6, arbitrary: fc.record({ kind: c('rename'), who, target }) },
-  { weight: 5, arbitrary: fc.record({ kind: c('deleteSession'), who, target }) },
+  { weight: 5, arbitrary: fc.record({ kind: c('deleteSession'), who, target, mcp }) },
   { weight: 4, arbitrary: fc.record({ kind: c('clearSession'), who, target }) },
-  { weight: 18, arbitrary: fc.record({ kind: c('search'), who, target: optionalTarget, k: fc.integer({ min: 1, max: 50 }) }) },
+  { weight: 18, arbitrary: fc.record({ kind: c('search'), who, target: optionalTarget, k: fc.integer({ min: 1, max: 50 }), mcp }) },
   {
     weight: 18,
     arbitrary: fc.record({
@@ -92,9 +98,10 @@ export const operation: fc.Arbitrary<Op> = fc.oneof(
       target: optionalTarget,
       k: fc.integer({ min: 0, max: 20 }),
       format: fc.constantFrom('text' as const, 'openai' as const, 'anthropic' as const),
+      mcp,
     }),
   },
-  { weight: 10, arbitrary: fc.record({ kind: c('sqlRef'), who, target, ref }) },
+  { weight: 10, arbitrary: fc.record({ kind: c('sqlRef'), who, target, ref, mcp }) },
   { weight: 8, arbitrary: fc.record({ kind: c('sqlKeyword'), who, target, word }) },
   { weight: 5, arbitrary: fc.record({ kind: c('resultCsv'), who, target, ref }) },
   { weight: 3, arbitrary: fc.record({ kind: c('export'), who }) },

@@ -62,15 +62,16 @@ async function execute(run: RunContext, op: Op): Promise<void> {
     case 'rename':
       return renameSession(run, caller, op.target);
     case 'deleteSession':
-      return deleteSession(run, caller, op.target);
+      return deleteSession(run, caller, op.target, op.mcp);
     case 'clearSession':
       return clearSession(run, caller, op.target);
     case 'search':
-      return search(run, caller, op.target, op.k);
+      return search(run, caller, op.target, op.k, op.mcp);
     case 'context':
-      return context(run, caller, op.target, op.k, op.format);
+      // The MCP tool gives the text format only.
+      return context(run, caller, op.target, op.k, op.format, op.mcp && op.format === 'text');
     case 'sqlRef':
-      return sqlByRef(run, caller, op.target, op.ref, false);
+      return sqlByRef(run, caller, op.target, op.ref, false, op.mcp);
     case 'resultCsv':
       return sqlByRef(run, caller, op.target, op.ref, true);
     case 'sqlKeyword':

@@ -74,13 +74,15 @@ export async function renameSession(run: RunContext, caller: Principal, target: 
   );
 }
 
-export async function deleteSession(run: RunContext, caller: Principal, target: Target): Promise<void> {
+export async function deleteSession(run: RunContext, caller: Principal, target: Target, mcp = false): Promise<void> {
   const { client } = run;
   const { id, own } = resolveTarget(run, caller, target);
-  const reply = await client.send(caller, 'DELETE', `/sessions/${id}`);
-  const what = `P${caller.index} DELETE /sessions/${id}`;
+  const reply = mcp
+    ? await client.tool(caller, 'forget_session', { session_id: id })
+    : await client.send(caller, 'DELETE', `/sessions/${id}`);
+  const what = `P${caller.index} ${mcp ? 'MCP forget_session' : 'DELETE'} /sessions/${id}`;
   if (!own) return client.expectStatus(reply, 404, what, 'session-not-found');
-  client.expectStatus(reply, 204, what);
+  client.expectStatus(reply, mcp ? 200 : 204, what);
   own.live = false;
 }
 
