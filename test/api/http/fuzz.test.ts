@@ -1,10 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../scripts/soak/service-process.js';
 import { sqlAnswererEnv, startSqlWarehouse } from '../../support/databases/sql-warehouse.js';
 import { type FakeHttpServer, sendJson, startFakeHttpServer } from '../../support/fakes/fake-http-server.js';
 import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
 import { salesReply } from '../../support/fakes/fake-upstream.js';
+import { startTestOpenIdProvider, type TestOpenIdProvider } from '../../support/fakes/openid-provider.js';
 import { hostileReplies, hostileSqlReplies, sendHostileReply } from '../../support/fuzz/answers.js';
 import { brokenAuthorizations } from '../../support/fuzz/auth.js';
 import { rawRequest } from '../../support/fuzz/raw-http.js';
@@ -20,6 +23,7 @@ const TURN_BODY_LIMIT_BYTES = 262_144;
 
 describe('fuzzed input against every route', () => {
   let upstream: FakeHttpServer;
+  let idp: TestOpenIdProvider;
   let t: TestApp;
   let port: number;
 
@@ -31,6 +35,11 @@ describe('fuzzed input against every route', () => {
       const question = String(req.body?.question ?? '');
       sendJson(res, 200, { ...salesReply(question), answer: `You asked: ${question.slice(0, 300)}` });
     });
+    // Account linking is on, with a real OpenID provider, so that its routes are fuzzed past their
+    // "not configured" answer: starting a link, its status, unlinking and the browser's callback.
+    port = await freePort();
+    const redirectUrl = `http://127.0.0.1:${port}/account-link/callback`;
+    idp = await startTestOpenIdProvider({ accounts: { 'fuzz@corp.example': { password: 'fuzz', username: 'fuzz' } }, redirectUrl });
     // Forwarded upstream credentials put X-Upstream-Authorization on the fuzzed path; small body limits
     // make over-limit bodies cheap to send; the rate limit is on but never reached.
     const env = {
@@ -40,14 +49,19 @@ describe('fuzzed input against every route', () => {
       RATE_LIMIT_PER_MINUTE: '100000000',
       BODY_LIMIT_BYTES: String(BODY_LIMIT_BYTES),
       MEMORY_TURN_BODY_LIMIT_BYTES: String(TURN_BODY_LIMIT_BYTES),
+      ACCOUNT_LINK_ISSUER: idp.issuer,
+      ACCOUNT_LINK_CLIENT_ID: idp.clientId,
+      ACCOUNT_LINK_CLIENT_SECRET: idp.clientSecret,
+      ACCOUNT_LINK_REDIRECT_URL: redirectUrl,
+      ACCOUNT_LINK_KEYS: `fuzz:${randomBytes(32).toString('base64')}`,
     };
     // FUZZ_DEBUG=1 prints server errors, and where the fuzz reached per operation and problem code.
-    t = await startTestApp(env, { logger: process.env.FUZZ_DEBUG ? { level: 'error' } : undefined });
-    port = Number(new URL(t.baseUrl).port);
+    t = await startTestApp(env, { port, logger: process.env.FUZZ_DEBUG ? { level: 'error' } : undefined });
   });
   afterAll(async () => {
     await t?.close();
     await upstream?.close();
+    await idp?.close();
   });
 
   /** Users with sessions that hold SQL and results, users to erase, another user's sessions, GDPR requests. */
