@@ -1,4 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../../scripts/soak/service-process.js';
 import { parseSealingKeys } from '../../../services/config/account-link-keys.js';
@@ -153,6 +156,32 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     expect(() => unseal(otherKey, row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: ANA }))).toThrow(UnsealError);
     // Nor does Ana's sealed value open as Ben's.
     expect(() => unseal(parseSealingKeys(keys), row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: BEN }))).toThrow(UnsealError);
+  });
+
+  it('when an agent acts for a linked user through the MCP server, then the SDK gets that user’s own token and answers with their views', async () => {
+    const agentFor = async (user: string) => {
+      const client = new Client({ name: 'linked-agent', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), { requestInit: { headers: asUser(user) } }));
+      return client;
+    };
+    const askThrough = async (client: Client, question: string) =>
+      (await client.callTool({ name: 'ask_data_question', arguments: { question } })) as CallToolResult & {
+        structuredContent: Record<string, any>;
+      };
+    const [ana, ben] = [await agentFor(ANA), await agentFor(BEN)];
+    try {
+      const sales = await askThrough(ana, 'Total sales by region for 2019');
+      expect(sales.isError).toBeFalsy();
+      expect(sales.structuredContent.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2019');
+      expect(sdk.calls.at(-1)).toMatchObject({ user: 'ana', views: ['sales_db.sales'] });
+      expect(bearerOfLastCall()).toMatch(/^Bearer eyJ/);
+
+      const notHis = await askThrough(ben, 'Total sales by region for 2019');
+      expect(notHis.structuredContent.sql_query ?? '').not.toContain('sales_db');
+      expect(sdk.calls.at(-1)).toMatchObject({ user: 'ben', views: ['hr_db.employees'] });
+    } finally {
+      await Promise.all([ana.close(), ben.close()]);
+    }
   });
 
   it('when the browser comes back a second time, or with a state this service did not make, then nothing is linked', async () => {
