@@ -1,10 +1,11 @@
-// The floor: the service's own SQL statements (services/db/repositories/memory-store.ts: load session +
+// The floor: the service's own SQL statements (services/db/repositories/memory-retrieval.ts and turn-append.ts: load session +
 // window + search in one statement, then the insert in one), issued directly with `pg` over the
 // same connection setup as the service (db/pool.ts: one connection to the embedded database), with
 // the same embeddings computed for their parameters. No HTTP, no auth, no context building.
 import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
-import { appendTurn, retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
+import { appendTurn } from '../../services/db/repositories/turn-append.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { answerFor, TENANT, turnEmbeddingText, userId } from './data.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import pgvector from 'pgvector';
 import { questionSearch, turnSearchTerms } from '../../services/core/search-terms/lexical-terms.js';
-import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { distinctTurn, interactionsFor, rng, TENANT, userDatabases, userId } from './data.js';

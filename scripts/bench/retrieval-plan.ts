@@ -2,7 +2,7 @@
 // used by the benches and by test/api/retrieval/'s tests, which bound it and tell which path it took.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
 
 export interface PlanNode {

@@ -2,7 +2,7 @@
 // window + top-k search in one query) for random users' live sessions, one client, measured alone.
 import type pg from 'pg';
 import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
-import { retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { scopedDatabase } from '../../services/db/row-security.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';

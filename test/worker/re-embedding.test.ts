@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProcessors } from '../../services/core/jobs/processors.js';
 import { enqueueReEmbeddingIfNeeded, runReEmbedding } from '../../services/core/jobs/re-embedding.js';
-import { retrieveMemory } from '../../services/db/repositories/memory-store.js';
+import { retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
 import { InProcessQueue } from '../../services/infra/queue/in-process-queue.js';
 import type { Embedder } from '../../services/providers/embeddings/embedder.js';
 import { createLocalEmbedder } from '../../services/providers/embeddings/local-embedder.js';

@@ -1,5 +1,5 @@
 import { ClaimTakenOverError, completeIdempotencyKey } from '../../db/repositories/idempotency.js';
-import type { AppendedTurn } from '../../db/repositories/memory-store.js';
+import type { AppendedTurn } from '../../db/repositories/turn-append.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryScope, SessionRow } from '../../model/sessions.js';

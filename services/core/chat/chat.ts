@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Retrieved } from '../../db/repositories/memory-store.js';
+import type { Retrieved } from '../../db/repositories/memory-retrieval.js';
 import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { SessionRow } from '../../model/sessions.js';

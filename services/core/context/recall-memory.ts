@@ -1,4 +1,4 @@
-import { type Retrieved, retrieveMemory } from '../../db/repositories/memory-store.js';
+import { type Retrieved, retrieveMemory } from '../../db/repositories/memory-retrieval.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';

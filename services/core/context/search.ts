@@ -1,4 +1,4 @@
-import { findLiveSession } from '../../db/repositories/memory-store.js';
+import { findLiveSession } from '../../db/repositories/memory-retrieval.js';
 import { searchTurns } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';

@@ -1,4 +1,4 @@
-import { correctTurn, deleteTurn, findStoredTurn, rateTurn } from '../../db/repositories/turn-edits.js';
+import { correctTurn, deleteTurn, findStoredTurn, rateTurn } from '../../db/repositories/turn-control.js';
 import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';

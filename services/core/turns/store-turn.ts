@@ -1,6 +1,6 @@
 import { isErasedDuringRequest, readEraseEpoch } from '../../db/repositories/erasures.js';
 import { ClaimTakenOverError } from '../../db/repositories/idempotency.js';
-import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnCompletingKey } from '../../db/repositories/memory-store.js';
+import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnCompletingKey } from '../../db/repositories/turn-append.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';

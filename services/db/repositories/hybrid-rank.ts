@@ -54,7 +54,7 @@ const HEAVY_USER_LEXICAL_WINDOW = 1000;
 /**
  * The approximate path scores a user's turns not yet in the index (migration 017) exactly: taken only
  * while they are at most this many, i.e. once the appends after the user crossed the threshold marked
- * the rest (memory-store.ts, ANN_MARK_BATCH per append).
+ * the rest (turn-append.ts, ANN_MARK_BATCH per append).
  */
 const UNMARKED_EXACT_MAX = 200;
 /**
@@ -289,7 +289,7 @@ function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
 /**
  * What the statement of `fusedCandidates(s)` found of the user's path: `heavy`, whether their turns
  * belong in the model's approximate index (past the threshold, where the index pays), for the append
- * that follows to mark them (memory-store.ts, appendTurn); `turns`, the count it took the decision on,
+ * that follows to mark them (turn-append.ts, appendTurn); `turns`, the count it took the decision on,
  * for the process to remember (path-memory.ts). NULL turns where no count is made.
  */
 export function annHistory(s: Pick<CandidateSearch, 'embeddingModel' | 'exactOnly' | 'distributed'>): {

@@ -2,8 +2,8 @@ import type { Identity } from '../../model/identity.js';
 import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { TurnStatus } from '../../model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
-import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
 import type { Queryable } from './queryable.js';
+import { SESSION_COLUMNS, sessionFromJson } from './session-row.js';
 
 /**
  * Sessions of the memory API (docs/design.md §6). Every statement is scoped by (tenant, user) and sees

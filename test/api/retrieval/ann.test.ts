@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainScoped, type PlanNode, ranAnnFunction } from '../../../scripts/bench/retrieval-plan.js';
 import { LOCAL_MODEL } from '../../../services/config/config.js';
 import { type Database, openDatabase } from '../../../services/db/pool.js';
-import { retrieveMemory } from '../../../services/db/repositories/memory-store.js';
+import { retrieveMemory } from '../../../services/db/repositories/memory-retrieval.js';
 import { type SearchRequest, searchTurns } from '../../../services/db/repositories/turns.js';
 import { embedText } from '../../../services/providers/embeddings/local-embedder.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';

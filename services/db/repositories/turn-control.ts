@@ -3,8 +3,8 @@ import type { SessionRow } from '../../model/sessions.js';
 import type { TurnStatus } from '../../model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import { vectorParam } from '../vector-param.js';
-import { SESSION_COLUMNS, sessionFromJson } from './memory-store.js';
 import type { Queryable } from './queryable.js';
+import { SESSION_COLUMNS, sessionFromJson } from './session-row.js';
 import { expiresAfterWrite, type Retention, STORED_TURN_COLUMNS, type StoredTurn, storedTurnFromJson } from './sessions.js';
 
 /** One stored turn of the caller's live session (every column but the vector), or undefined. */
