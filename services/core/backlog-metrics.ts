@@ -1,7 +1,8 @@
 import client from 'prom-client';
-import { countUnfinishedRequests, type GdprAction } from '../db/repositories/gdpr.js';
+import { countUnfinishedRequests } from '../db/repositories/gdpr.js';
 import { countHeldJobs } from '../db/repositories/job-outbox.js';
 import type { Queryable } from '../db/repositories/queryable.js';
+import type { GdprAction } from '../model/gdpr.js';
 import type { JobQueue } from './job-queue.js';
 import type { Metrics } from './metrics.js';
 

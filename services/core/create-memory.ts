@@ -1,6 +1,6 @@
 import type { Config } from '../config/config.js';
-import type { GdprAction } from '../db/repositories/gdpr.js';
 import type { ScopedDatabase } from '../db/row-security.js';
+import type { GdprAction } from '../model/gdpr.js';
 import type { Identity } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';

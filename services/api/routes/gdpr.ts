@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { ADMIN_ROLE, describeRequest } from '../../core/gdpr/requests.js';
-import type { GdprAction } from '../../db/repositories/gdpr.js';
+import type { GdprAction } from '../../model/gdpr.js';
 import { identifierParam } from '../identifier-param.js';
 import { requireRole } from '../plugins/require-role.js';
 import { AdminUserParams, GdprExportDocument, GdprRequestParams, GdprRequestStatus } from '../schemas/gdpr.js';

@@ -4,7 +4,6 @@ import {
   type ExportRef,
   findAuditRow,
   findExport,
-  type GdprAction,
   insertAuditRow,
   markAuditFinished,
   readExportPart,
@@ -12,6 +11,7 @@ import {
 import type { Queryable } from '../../db/repositories/queryable.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
+import type { GdprAction } from '../../model/gdpr.js';
 import type { Identity } from '../../model/identity.js';
 import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';
 import type { JobQueue } from '../job-queue.js';

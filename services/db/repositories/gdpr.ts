@@ -1,7 +1,5 @@
+import type { GdprAction, GdprStatus } from '../../model/gdpr.js';
 import type { Queryable } from './queryable.js';
-
-export type GdprAction = 'export' | 'erase';
-export type GdprStatus = 'queued' | 'running' | 'completed' | 'failed';
 
 export interface AuditRow {
   tenant_id: string;
