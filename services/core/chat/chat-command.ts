@@ -3,9 +3,11 @@ import { AppError } from '../../model/errors.js';
 import { answerMemoryCommand } from '../commands/answer-command.js';
 import type { MemoryCommand } from '../commands/recognise.js';
 import type { MemoryDeps } from '../deps.js';
+import { round } from '../rounding.js';
+import { conversationMetadata } from '../sessions/session-view.js';
 import { storeTurn } from '../turns/store-turn.js';
+import { turnTarget } from '../turns/turn-target.js';
 import type { ChatStream, MemoryChatRequest } from './chat-request.js';
-import { conversationMetadata, round, turnTarget } from './chat-store.js';
 
 /**
  * A memory command, answered from memory and stored as a `memory_command` turn (never history for

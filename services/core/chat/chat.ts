@@ -8,12 +8,17 @@ import type { Answer, AnswerRequest } from '../../providers/answerers/answerer.j
 import { recogniseMemoryCommand } from '../commands/recognise.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
+import { respondWithoutStoring } from '../idempotency/idempotency.js';
+import { round } from '../rounding.js';
 import { sessionIdForWrite } from '../sessions/session-keys.js';
+import { conversationMetadata } from '../sessions/session-view.js';
+import { csvUrl } from '../sessions/turn-view.js';
 import { recordContent, traced } from '../tracing.js';
 import { eraseEpochAtStart, storeTurn, type TurnTarget } from '../turns/store-turn.js';
+import { turnTarget } from '../turns/turn-target.js';
+import { storeUnfinishedTurn } from '../turns/unfinished-turn.js';
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
-import { conversationMetadata, csvUrl, respondWithoutStoring, round, storeUnfinishedTurn, turnTarget } from './chat-store.js';
 import { memoryForQuestion, type QuestionMemory } from './question-memory.js';
 import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
 import { storesTurns } from './rollout.js';

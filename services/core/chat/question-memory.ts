@@ -3,11 +3,11 @@ import { type BuiltContext, buildMemoryContext } from '../context/chat-block.js'
 import { type Recalled, recallMemory } from '../context/recall-memory.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
+import { round } from '../rounding.js';
 import { traced } from '../tracing.js';
 import { eraseEpochAtStart } from '../turns/store-turn.js';
 import { type Augmented, buildAugmentedRequest } from './augment.js';
 import type { MemoryChatRequest } from './chat-request.js';
-import { round } from './chat-store.js';
 import { pinnedViews } from './pinned-views.js';
 import { type MemoryReason, memoryDecision } from './rollout.js';
 

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import {
   ClaimTakenOverError,
   claimIdempotencyKey,
+  completeIdempotencyKey,
   findIdempotencyKey,
   type IdempotencyKeyRef,
   releaseIdempotencyKey,
@@ -245,4 +246,25 @@ function retryInBackground(deps: IdempotencyDeps, what: string, write: () => Pro
     delayMs = Math.min(delayMs * 2, MAX_BOOKKEEPING_RETRY_MS);
   };
   schedule();
+}
+
+/**
+ * The reply to a request whose turn is not stored (outside the rollout, MEMORY_STORE_OUTSIDE_ROLLOUT=false).
+ * With no turn's transaction to carry it, an Idempotency-Key is completed with the reply on its own.
+ */
+export async function respondWithoutStoring<R>(deps: { db: ScopedDatabase }, claim: IdempotencyClaim | undefined, response: R): Promise<R> {
+  if (!claim) return response;
+  const completed = await completeIdempotencyKey(deps.db.asUser(claim.ref), {
+    ...claim.ref,
+    claimId: claim.claimId,
+    responseStatus: claim.status,
+    responseBody: response,
+  }).catch((err: unknown) => {
+    throw new AppError('memory-store-unavailable', 'the reply could not be recorded under its Idempotency-Key; please retry', {
+      cause: err,
+    });
+  });
+  if (!completed) throw new ClaimTakenOverError(claim.ref.key);
+  claim.completed = true;
+  return response;
 }

@@ -16,3 +16,9 @@ export function sessionView(session: SessionRow) {
     memory_scope: session.memory_scope,
   };
 }
+
+/** The session as /memoryChat reports it (docs/design.md §4 names the id `conversation_id`). */
+export function conversationMetadata(session: SessionRow) {
+  const { session_id, slots: _slots, ...rest } = sessionView(session);
+  return { conversation_id: session_id, ...rest };
+}

@@ -1,4 +1,5 @@
 import type { StoredTurn } from '../../db/repositories/sessions.js';
+import type { AppendedTurn } from '../../db/repositories/turn-append.js';
 import type { ChainFormat } from './chains.js';
 
 /** How a stored turn is shown by the memory API (session detail, turn corrections). */
@@ -30,4 +31,10 @@ export function storedTurnView(t: StoredTurn) {
       total_ms: t.total_ms,
     },
   };
+}
+
+/** Where a stored turn's result rows are downloaded as CSV; a turn without stored rows has none. */
+export function csvUrl(stored: AppendedTurn, executionResult: unknown): { csv_url?: string } {
+  if (!executionResult || (typeof executionResult === 'object' && Object.keys(executionResult).length === 0)) return {};
+  return { csv_url: `/sessions/${stored.session.session_id}/turns/${stored.turnNumber}/result.csv` };
 }
