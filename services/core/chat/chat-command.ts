@@ -6,8 +6,8 @@ import type { MemoryDeps } from '../deps.js';
 import { round } from '../rounding.js';
 import { conversationMetadata } from '../sessions/session-view.js';
 import { storeTurn } from '../turns/store-turn.js';
-import { turnTarget } from '../turns/turn-target.js';
 import type { ChatStream, MemoryChatRequest } from './chat-request.js';
+import { turnTarget } from './turn-target.js';
 
 /**
  * A memory command, answered from memory and stored as a `memory_command` turn (never history for

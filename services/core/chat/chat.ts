@@ -15,13 +15,13 @@ import { conversationMetadata } from '../sessions/session-view.js';
 import { csvUrl } from '../sessions/turn-view.js';
 import { recordContent, traced } from '../tracing.js';
 import { eraseEpochAtStart, storeTurn, type TurnTarget } from '../turns/store-turn.js';
-import { turnTarget } from '../turns/turn-target.js';
 import { storeUnfinishedTurn } from '../turns/unfinished-turn.js';
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
 import { memoryForQuestion, type QuestionMemory } from './question-memory.js';
 import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
 import { storesTurns } from './rollout.js';
+import { turnTarget } from './turn-target.js';
 
 /**
  * One proxied question (docs/design.md §4): resolve memory, ask the answerer with it, store the turn.

@@ -2,7 +2,7 @@ import type { Identity } from '../../model/identity.js';
 import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
 import { newSessionName } from '../sessions/session-name.js';
-import type { TurnTarget } from './store-turn.js';
+import type { TurnTarget } from '../turns/store-turn.js';
 
 /** The request's session, or a new one named after `session_name` or the question. */
 export function turnTarget(
