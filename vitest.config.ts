@@ -36,6 +36,7 @@ const CITUS = [
   'test/api/memory-api/retention.test.ts',
   'test/api/privacy/access-audit.test.ts',
   'test/api/access/api-keys.test.ts',
+  'test/api/access/account-linking.test.ts',
   'test/worker/cleanup.test.ts',
   'test/worker/re-embedding.test.ts',
   'test/api/retrieval/ann-index-upkeep.test.ts',
