@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aloneOnTheCluster, CLUSTER_WAIT_MS } from '../../support/databases/test-database.js';
 import { type Figures, IsolationClient } from '../../support/isolation/client.js';
 import { PrincipalModel } from '../../support/isolation/model.js';
 import { programOf } from '../../support/isolation/operations.js';
@@ -37,8 +38,10 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
   const figures: Figures = { operations: 0, requests: 0, leaks: 0, serverErrors: 0, mismatches: 0, maxInFlight: 0, outcomes: {} };
   let upstream: IsolationUpstream;
   let t: TestApp;
+  let release: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
+    release = await aloneOnTheCluster();
     upstream = await startIsolationUpstream();
     t = await startTestApp({
       ANSWER_URL: upstream.answerUrl,
@@ -47,10 +50,11 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
       // Low, so summaries (a background job writing into sessions) happen within a run.
       MEMORY_SUMMARIZATION_THRESHOLD: '6',
     });
-  });
+  }, CLUSTER_WAIT_MS);
   afterAll(async () => {
     await t?.close();
     await upstream?.close();
+    await release?.();
   });
 
   it(

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/databases/redis.js';
+import { aloneOnTheCluster, CLUSTER_WAIT_MS } from '../../support/databases/test-database.js';
 import { seedSession } from '../../support/service/seed-memory.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
@@ -14,11 +15,14 @@ const answerChars = (t: TestApp) => (t.config.DATABASE_URL ? 270_000_000 : 20_00
 
 describe('the GDPR export of a user with one very large answer', () => {
   let t: TestApp;
+  let release: (() => Promise<void>) | undefined;
   beforeAll(async () => {
+    release = await aloneOnTheCluster();
     t = await startTestApp();
-  });
+  }, CLUSTER_WAIT_MS);
   afterAll(async () => {
     await t?.close();
+    await release?.();
   });
 
   it('when one stored answer is very large (on a server, larger than a jsonb string can be), then the export still completes and its download holds the whole answer, streamed in parts', async () => {

@@ -6,6 +6,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * 327-356 s (140 s alone) and the export 245-262 s (103 s alone), past its 240 s bound: the cluster's
  * three servers and two files' services on 2 cores. The export ends (91-103 s) before the other
  * Citus files do (about 130 s of them on the other worker), so the isolation property starts after it.
+ * The order is the usual case; what keeps them apart when the export is slower is a lock both take
+ * (`aloneOnTheCluster`, test/support/databases/test-database.ts).
  */
 export default class CitusApartSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
