@@ -29,6 +29,11 @@ export const SUITES: Record<string, Suite> = {
     script: './cleanup-throughput.ts',
     about: 'retention cleanup throughput on the embedded database [turns] [turns per session] [batch]',
   },
+  'sql-fairness': {
+    script: './sql-fairness.ts',
+    about:
+      "the SQL answerer's connections under two tenants' slow load: a third tenant's answers, fair shares against arrival order [--server] [--pool 2] [--wait-ms 3000] [--hold-ms 1500] [--seconds 30]",
+  },
   'citus-move': {
     script: '../citus/distribute-populated.ts',
     about: 'moving a populated single-server database to Citus, with a writer going on [--users N] [--mode both]',

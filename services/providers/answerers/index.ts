@@ -6,6 +6,7 @@ import type { Answerer } from './answerer.js';
 import { noneAnswerer } from './none-answerer.js';
 import { createSqlAnswerer } from './sql/sql-answerer.js';
 import { serverSqlDatabase } from './sql/sql-database.js';
+import { createFairQueue } from './sql/sql-fair-queue.js';
 import { createUpstreamAnswerer } from './upstream-answerer.js';
 
 export type { Answer, Answerer, AnswerMemory, AnswerRequest } from './answerer.js';
@@ -14,7 +15,7 @@ export type { Answer, Answerer, AnswerMemory, AnswerRequest } from './answerer.j
 export interface DemoSqlEngine {
   role: string;
   connect(): Promise<pg.PoolClient>;
-  /** Ends whatever the engine runs: the watchdog's and a gone client's cancel. */
+  /** Ends whatever the engine runs: the cancel past a question's budget, or when its client went away. */
   restart(): Promise<void>;
   close(): Promise<void>;
 }
@@ -81,13 +82,21 @@ function sqlAnswerer(config: Config, llm: ChatLlm, parts: AnswererParts): Answer
     });
     // An idle connection that breaks is dropped and the next statement reconnects, as in db/pool.ts.
     pool.on('error', (err) => parts.log?.warn({ err }, 'an idle SQL_DATABASE_URL connection failed'));
-    return createSqlAnswerer({ ...limits, database: serverSqlDatabase(pool, database), close: () => pool.end() });
+    const queue = createFairQueue(config.SQL_POOL_MAX, config.SQL_POOL_WAIT_MS);
+    return createSqlAnswerer({ ...limits, database: serverSqlDatabase(pool, { ...database, queue }), close: () => pool.end() });
   }
   const engine = parts.demoEngine;
   if (engine) {
     return createSqlAnswerer({
       ...limits,
-      database: { ...database, role: engine.role, connect: engine.connect, cancel: engine.restart, watchdog: true },
+      // The engine has one connection.
+      database: {
+        ...database,
+        role: engine.role,
+        connect: engine.connect,
+        cancel: engine.restart,
+        queue: createFairQueue(1, config.SQL_POOL_WAIT_MS),
+      },
       close: engine.close,
     });
   }

@@ -14,6 +14,12 @@ const ON_SERVER = inject('serverDatabase') !== undefined;
  * the planner cannot price, ended by the watchdog.
  */
 const SLOW = ON_SERVER ? 'SELECT pg_sleep(10) AS slept' : 'SELECT count(*) FROM generate_series(1, (SELECT 200000000))';
+/**
+ * A question that holds a connection for a second or so and then is answered: the attack's load
+ * (issue 39) without the timeout's cancels, so that only the order in which connections are given
+ * out decides whether another tenant is served.
+ */
+const HOLDING = ON_SERVER ? 'SELECT pg_sleep(1.5) AS slept' : 'SELECT count(*) AS n FROM generate_series(1, (SELECT 3000000))';
 
 async function start(fake: { baseURL: string }, warehouse: SqlWarehouse, env: Record<string, string>): Promise<TestApp> {
   return startTestApp({
@@ -30,7 +36,7 @@ describe('the sql answerer: fairness between users and tenants', () => {
   let t: TestApp | undefined;
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI(sqlByQuestion({ slowly: SLOW, 'just one': 'SELECT 1 AS one' }));
+    fake = await startFakeOpenAI(sqlByQuestion({ slowly: SLOW, holding: HOLDING, 'just one': 'SELECT 1 AS one' }));
     warehouse = await startSqlWarehouse();
   });
   afterAll(async () => {
@@ -115,4 +121,40 @@ describe('the sql answerer: fairness between users and tenants', () => {
     expect(waited).toBeLessThan(5000);
     expect((await holding).status).toBe(200);
   }, 90_000);
+
+  it('when two tenants with 3 users each keep the connections busy, then a third tenant is given the next connection that comes free, every time', async () => {
+    await t?.close();
+    // Two connections on a server, the demo engine's one: twelve questions of the two tenants
+    // waiting in arrival order would keep the third tenant waiting past SQL_POOL_WAIT_MS.
+    t = await start(fake, warehouse, {
+      SQL_STATEMENT_TIMEOUT_MS: '20000',
+      SQL_POOL_MAX: '2',
+      SQL_POOL_WAIT_MS: '3000',
+      SQL_MAX_CONCURRENT_PER_USER: '2',
+      SQL_MAX_CONCURRENT_PER_TENANT: '6',
+    });
+    const app = t;
+    let attacking = true;
+    const outcomes: number[] = [];
+    const attackers = ['initech', 'hooli'].flatMap((tenant) =>
+      ['1', '2', '3'].flatMap((n) =>
+        [0, 1].map(async () => {
+          while (attacking) outcomes.push((await ask(app, `user-${n}`, tenant, 'keep holding the connection')).status);
+        }),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await ask(app, 'vic', 'victim', `just one, take ${i}`));
+    attacking = false;
+    await Promise.all(attackers);
+
+    for (const reply of answers) {
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      expect(reply.body.execution_result['Row 1']).toEqual([{ columnName: 'one', value: '1' }]);
+    }
+    // The load was there: the two tenants were answered, and kept waiting for one another.
+    expect(outcomes.filter((status) => status === 200).length).toBeGreaterThan(2);
+  }, 180_000);
 });

@@ -15,22 +15,27 @@ export interface SchemaTable {
   foreignKeys: { columns: string[]; references: string }[];
 }
 
+/** The schema's reads take their connection as a tenant of their own, which no tenant id can be. */
+const SCHEMA_READER = '\u0000schema';
+
 /**
  * Tables, views and their columns, keys and comments in the allow-listed schemas that the reading
  * role may SELECT, read the way the SQL will be run (same role, same read-only transaction), so the
  * LLM is never shown a table it cannot read. `tables` narrows further (`name` or `schema.name`).
  */
 export async function introspectSchema(db: SqlDatabase, tables?: string[]): Promise<SchemaTable[]> {
-  const rows = await inReadOnlyTransaction(db, async (client) => {
-    const columns = await client.query<{
-      schema: string;
-      table: string;
-      table_comment: string | null;
-      column: string;
-      type: string;
-      column_comment: string | null;
-    }>(
-      `SELECT n.nspname AS schema, c.relname AS table, obj_description(c.oid, 'pg_class') AS table_comment,
+  const rows = await inReadOnlyTransaction(
+    db,
+    async (client) => {
+      const columns = await client.query<{
+        schema: string;
+        table: string;
+        table_comment: string | null;
+        column: string;
+        type: string;
+        column_comment: string | null;
+      }>(
+        `SELECT n.nspname AS schema, c.relname AS table, obj_description(c.oid, 'pg_class') AS table_comment,
               a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type, col_description(c.oid, a.attnum) AS column_comment
          FROM pg_class c
          JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -38,10 +43,10 @@ export async function introspectSchema(db: SqlDatabase, tables?: string[]): Prom
         WHERE n.nspname = ANY($1::text[]) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
           AND has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT')
         ORDER BY n.nspname, c.relname, a.attnum`,
-      [db.schemas],
-    );
-    const keys = await client.query<{ schema: string; table: string; type: 'p' | 'f'; columns: string[]; references: string | null }>(
-      `SELECT n.nspname AS schema, c.relname AS table, con.contype AS type,
+        [db.schemas],
+      );
+      const keys = await client.query<{ schema: string; table: string; type: 'p' | 'f'; columns: string[]; references: string | null }>(
+        `SELECT n.nspname AS schema, c.relname AS table, con.contype AS type,
               ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(num, ord)
                       JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.ord)::text[] AS columns,
               CASE WHEN con.contype = 'f' THEN
@@ -55,10 +60,12 @@ export async function introspectSchema(db: SqlDatabase, tables?: string[]): Prom
          JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = ANY($1::text[]) AND con.contype IN ('p', 'f')
         ORDER BY con.conname`,
-      [db.schemas],
-    );
-    return { columns: columns.rows, keys: keys.rows };
-  });
+        [db.schemas],
+      );
+      return { columns: columns.rows, keys: keys.rows };
+    },
+    { budget: { leftMs: db.statementTimeoutMs }, tenant: SCHEMA_READER },
+  );
 
   const byName = new Map<string, SchemaTable>();
   for (const row of rows.columns) {

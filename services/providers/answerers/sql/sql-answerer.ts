@@ -5,8 +5,9 @@ import { normaliseUpstreamReply } from '../upstream-reply.js';
 import { createSchemaCache, introspectSchema, type SchemaTable } from './schema-introspection.js';
 import { renderSchema } from './schema-prompt.js';
 import { type ConcurrencyLimits, createConcurrencyLimiter } from './sql-concurrency.js';
-import type { SqlDatabase } from './sql-database.js';
+import type { SqlDatabase, TransactionBounds } from './sql-database.js';
 import { type Execution, executeReadOnly } from './sql-execution.js';
+import { SlotWaitTimeoutError } from './sql-fair-queue.js';
 import { type Generated, type GenerationInput, generateSql, UnusableReplyError } from './sql-generation.js';
 import { answerText, executionResult } from './sql-reply.js';
 
@@ -80,8 +81,14 @@ async function answer(options: SqlAnswererOptions, request: AnswerRequest, schem
 
   let generated = await generate(options.llm, input, cost);
   let execution: Execution | undefined;
+  // One budget for the question's statements together, a repair's included: spent while they run.
+  const bounds: TransactionBounds = {
+    budget: { leftMs: options.database.statementTimeoutMs },
+    tenant: request.identity?.tenantId ?? '',
+    signal: request.clientGone ?? request.signal,
+  };
   for (let repairs = 0; generated.kind === 'sql'; repairs++) {
-    execution = await execute(options, generated.sql, cost, request.clientGone ?? request.signal);
+    execution = await execute(options, generated.sql, cost, bounds);
     if (execution.ok || execution.kind !== 'error' || repairs >= options.repairAttempts) break;
     generated = await generate(options.llm, { ...input, repair: { sql: generated.sql, error: execution.message } }, cost);
   }
@@ -140,10 +147,10 @@ async function generate(llm: ChatLlm, input: GenerationInput, cost: Cost): Promi
   }
 }
 
-async function execute(options: SqlAnswererOptions, sql: string, cost: Cost, signal: AbortSignal | undefined): Promise<Execution> {
+async function execute(options: SqlAnswererOptions, sql: string, cost: Cost, bounds: TransactionBounds): Promise<Execution> {
   try {
     const limits = { maxRows: options.maxRows, cellBytes: options.cellBytes, resultBytes: options.resultBytes };
-    const execution = await executeReadOnly(options.database, sql, limits, signal);
+    const execution = await executeReadOnly(options.database, sql, limits, bounds);
     cost.sqlMs += execution.ms;
     return execution;
   } catch (err) {
@@ -152,9 +159,9 @@ async function execute(options: SqlAnswererOptions, sql: string, cost: Cost, sig
   }
 }
 
-/** pg-pool's error when no connection came within connectionTimeoutMillis (SQL_POOL_WAIT_MS). */
+/** No connection within SQL_POOL_WAIT_MS: the tenant's turn did not come (sql-fair-queue.ts), or pg-pool's connectionTimeoutMillis. */
 function isPoolWaitTimeout(err: unknown): boolean {
-  return err instanceof Error && err.message === 'timeout exceeded when trying to connect';
+  return err instanceof SlotWaitTimeoutError || (err instanceof Error && err.message === 'timeout exceeded when trying to connect');
 }
 
 function poolBusy(err: unknown): AppError {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { FairQueue } from './sql-fair-queue.js';
 
 /** Where the sql answerer's statements run, and under which limits (docs/design.md §5). */
 export interface SqlDatabase {
@@ -6,11 +7,8 @@ export interface SqlDatabase {
   connect(): Promise<pg.PoolClient>;
   /** Ends the statement running on `client` and the connection with it: pg_terminate_backend on a server, a restart of the demo's engine. */
   cancel(client: pg.PoolClient): Promise<void>;
-  /**
-   * The database does not enforce statement_timeout (PGlite: no timer interrupt in WebAssembly): a
-   * watchdog calls `cancel` when the transaction runs past it.
-   */
-  watchdog: boolean;
+  /** The connections, shared fairly between tenants: a transaction takes one before it connects. */
+  queue: FairQueue;
   /**
    * The role every statement takes for its transaction. embedded-demo: a role that reads the demo
    * schema only, because the engine's login is its superuser. Unset: the login of SQL_DATABASE_URL,
@@ -19,12 +17,24 @@ export interface SqlDatabase {
   role?: string;
   /** The allow-listed schemas: the LLM sees these, and unqualified names resolve in them. */
   schemas: string[];
+  /** SQL_STATEMENT_TIMEOUT_MS: the time one question's transactions may run, together. */
   statementTimeoutMs: number;
   /** A query the planner estimates above this is not run. */
   maxPlanCost?: number;
 }
 
-/** The transaction was ended from outside: by the watchdog (`timeout`) or because the client went away (`cancelled`). */
+/**
+ * What one transaction may take: `budget.leftMs` of running time, shared by the transactions of one
+ * question and spent by each as it runs; a connection from `tenant`'s share; and it ends when
+ * `signal` aborts (the client went away).
+ */
+export interface TransactionBounds {
+  budget: { leftMs: number };
+  tenant: string;
+  signal?: AbortSignal;
+}
+
+/** The transaction was ended from outside: past the question's budget (`timeout`) or because the client went away (`cancelled`). */
 export class StatementEndedError extends Error {
   override name = 'StatementEndedError';
   constructor(
@@ -41,7 +51,7 @@ export class StatementEndedError extends Error {
  * that arrives between two statements of the transaction (the DECLARE done, the FETCH not sent) is
  * lost and the FETCH runs on; the connection is dropped afterwards anyway.
  */
-export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'connect' | 'cancel' | 'watchdog'>): SqlDatabase {
+export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'connect' | 'cancel'>): SqlDatabase {
   return {
     ...limits,
     connect: () => pool.connect(),
@@ -55,23 +65,33 @@ export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'conn
         await canceller.end();
       }
     },
-    watchdog: false,
   };
 }
 
 /**
  * Runs `work` in a READ ONLY transaction that is always rolled back, with a statement timeout, the
- * allow-listed search_path and, when set, the reader role, all transaction-local: the connection
- * goes back to the pool as it came. When `signal` aborts (the client went away), the running
- * statement is cancelled; where the database has no timeout of its own, so is a transaction that
- * runs past statementTimeoutMs. Either way `work`'s failure becomes a StatementEndedError.
+ * allow-listed search_path and, when set, the reader role, all transaction-local. The service ends
+ * the transaction itself (db.cancel, from outside the connection) when it has run past what is left
+ * of the question's budget, or when `signal` aborts: statement_timeout bounds one statement only, and
+ * the SQL may lift it (set_config('statement_timeout', '0', true)), or stretch a question over many
+ * fetches (64 columns of pg_sleep: one row per fetch). Either way `work`'s failure becomes a
+ * StatementEndedError. What a statement may leave on its session beyond the rollback (a
+ * pg_advisory_lock, a session setting) is discarded before the connection goes back to the pool.
  */
 export async function inReadOnlyTransaction<T>(
   db: SqlDatabase,
   work: (client: pg.PoolClient) => Promise<T>,
-  signal?: AbortSignal,
+  bounds: TransactionBounds,
 ): Promise<T> {
-  const client = await db.connect();
+  const { budget, signal } = bounds;
+  const release = await db.queue.acquire(bounds.tenant, signal);
+  let client: pg.PoolClient;
+  try {
+    client = await db.connect();
+  } catch (err) {
+    release();
+    throw err;
+  }
   let broken: Error | undefined;
   const onConnectionError = (err: Error) => {
     broken = err;
@@ -84,15 +104,19 @@ export async function inReadOnlyTransaction<T>(
     // A failed cancel leaves the statement to statement_timeout (a server) or to the next restart.
     db.cancel(client).catch(() => {});
   };
-  const watchdog = db.watchdog ? setTimeout(() => end('timeout'), db.statementTimeoutMs) : undefined;
+  const began = performance.now();
+  const leftMs = Math.max(0, Math.floor(budget.leftMs));
+  const deadline = setTimeout(() => end('timeout'), leftMs);
   const onAbort = () => end('cancelled');
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
     // Gone before anything ran: nothing to cancel, and nothing to run.
     if (signal?.aborted) throw new StatementEndedError('cancelled', { cause: signal.reason });
+    // The question's earlier transactions spent its budget: this one does not begin.
+    if (leftMs < 1) throw new StatementEndedError('timeout', { cause: undefined });
     await client.query('BEGIN READ ONLY');
     await client.query("SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true)", [
-      String(db.statementTimeoutMs),
+      String(leftMs),
       db.schemas.map((schema) => pg.escapeIdentifier(schema)).join(', '),
     ]);
     if (db.role) await client.query(`SET LOCAL ROLE ${pg.escapeIdentifier(db.role)}`);
@@ -101,14 +125,23 @@ export async function inReadOnlyTransaction<T>(
     if (ended && !(err instanceof StatementEndedError)) throw new StatementEndedError(ended, { cause: err });
     throw err;
   } finally {
-    clearTimeout(watchdog);
+    clearTimeout(deadline);
     signal?.removeEventListener('abort', onAbort);
-    await client.query('ROLLBACK').catch((err: Error) => {
-      broken = err;
-    });
+    budget.leftMs -= performance.now() - began;
+    if (!ended) {
+      // DISCARD ALL cannot run inside a transaction: after the rollback, it releases advisory locks
+      // and resets settings, prepared statements, listens and temporary tables of the session.
+      await client
+        .query('ROLLBACK')
+        .then(() => client.query('DISCARD ALL'))
+        .catch((err: Error) => {
+          broken = err;
+        });
+    }
     client.removeListener('error', onConnectionError);
     // Ended: the connection is dropped, not reused, so that a cancel arriving late cannot reach the
     // next transaction on it (and a killed engine's connection is gone anyway).
     client.release(broken ?? (ended ? new StatementEndedError(ended, { cause: undefined }) : undefined));
+    release();
   }
 }

@@ -1,12 +1,12 @@
 import pg from 'pg';
 import { type Fetched, type FetchLimits, fetchBounded } from './bounded-fetch.js';
-import { inReadOnlyTransaction, type SqlDatabase, StatementEndedError } from './sql-database.js';
+import { inReadOnlyTransaction, type SqlDatabase, StatementEndedError, type TransactionBounds } from './sql-database.js';
 
 export type Execution =
   | ({ ok: true; ms: number } & Fetched)
   /**
    * `refused`: the database would not run it as a read-only query (a write, a privilege); `timeout`:
-   * cancelled by statement_timeout or ended by the watchdog; `cancelled`: the client that asked went
+   * cancelled by statement_timeout or ended past the question's budget; `cancelled`: the client that asked went
    * away; `error`: anything else, which the LLM may repair.
    */
   | { ok: false; kind: 'refused' | 'timeout' | 'cancelled' | 'error'; message: string; ms: number };
@@ -20,12 +20,13 @@ const DECLARE = `DECLARE ${CURSOR} NO SCROLL CURSOR FOR `;
  *   parts): an INSERT, a DO block or a SET is a syntax error there;
  * - the extended query protocol (`queryMode: 'extended'`) refuses more than one statement;
  * - the READ ONLY transaction refuses writes from inside a query (nextval, a function that writes);
- * - statement_timeout cancels it, and with `maxPlanCost` a query the planner prices above it is not
- *   fetched; where the database has no timeout of its own (PGlite), the watchdog ends it (sql-database.ts);
+ * - the service ends it when the question's time is spent, whatever the statement did to
+ *   statement_timeout (sql-database.ts), and with `maxPlanCost` a query the planner prices above it
+ *   is not fetched;
  * - the rows are read bounded in count and bytes (bounded-fetch.ts): at most `maxRows + 1`, the one
  *   more telling that the result was cut.
  */
-export async function executeReadOnly(db: SqlDatabase, sql: string, limits: FetchLimits, signal?: AbortSignal): Promise<Execution> {
+export async function executeReadOnly(db: SqlDatabase, sql: string, limits: FetchLimits, bounds: TransactionBounds): Promise<Execution> {
   const statement = sql.trim().replace(/;\s*$/, '');
   const started = performance.now();
   const ms = () => performance.now() - started;
@@ -43,13 +44,13 @@ export async function executeReadOnly(db: SqlDatabase, sql: string, limits: Fetc
         const fetched = await fetchBounded(client, CURSOR, statement, limits);
         return { ok: true, ...fetched, ms: ms() };
       },
-      signal,
+      bounds,
     );
   } catch (err) {
     if (err instanceof StatementEndedError) {
       const message =
         err.reason === 'timeout'
-          ? `statement timeout: the engine was restarted after ${db.statementTimeoutMs} ms`
+          ? `statement timeout: the question's SQL was ended after ${db.statementTimeoutMs} ms`
           : 'cancelled: the client that asked went away';
       return { ok: false, kind: err.reason, message, ms: ms() };
     }
