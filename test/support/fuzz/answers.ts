@@ -152,7 +152,7 @@ export async function sendHostileReply(res: ServerResponse, reply: HostileReply)
 /**
  * What the SQL answerer's LLM (test/support/fakes/fake-llm.ts) may write: SQL whose cells are huge, SQL
  * returning NUL-free but control-laden text, explanations and table lists far over the stored bounds,
- * and output that is not the structured JSON asked for.
+ * output that is not the structured JSON asked for, and SQL that tries to outlast or outlive its question.
  */
 export function hostileSqlReplies(cellBytes: number): fc.Arbitrary<{ structured: unknown } | string> {
   const sql = (statement: string, extra: Record<string, unknown> = {}) => ({
@@ -166,5 +166,14 @@ export function hostileSqlReplies(cellBytes: number): fc.Arbitrary<{ structured:
     fc.constant(sql('SELECT 1 AS one', { explanation: 'nul \u0000 and \ud800 lone' })),
     fc.constant({ structured: { kind: 'clarification', sql: '', explanation: `a${'\u0000'.repeat(3)}`.repeat(1000), tables: [] } }),
     fc.constantFrom('not json at all', '{"kind": "sql", "sql": ', '[]', '{"kind": "sql"}'),
+    // Issue 39's statements: one question stretched over many fetches, statement_timeout lifted from
+    // inside, a session-level lock left on the pooled connection.
+    fc.constantFrom(
+      sql(`SELECT pg_sleep(2.5) AS c1, ${Array.from({ length: 63 }, (_, i) => `1 AS c${i + 2}`).join(', ')} FROM generate_series(1, 8)`),
+      sql(
+        "SELECT CASE WHEN g = 1 THEN set_config('statement_timeout', '0', true) END, pg_sleep(CASE WHEN g > 32 THEN 5 ELSE 0 END) FROM generate_series(1, 40) g",
+      ),
+      sql('SELECT pg_advisory_lock(42) AS locked'),
+    ),
   );
 }
