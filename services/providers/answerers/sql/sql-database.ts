@@ -84,7 +84,14 @@ export async function inReadOnlyTransaction<T>(
   bounds: TransactionBounds,
 ): Promise<T> {
   const { budget, signal } = bounds;
-  const release = await db.queue.acquire(bounds.tenant, signal);
+  const leftMs = Math.floor(budget.leftMs);
+  // Gone before anything ran: nothing to cancel, and nothing to run.
+  if (signal?.aborted) throw new StatementEndedError('cancelled', { cause: signal.reason });
+  // The question's earlier transactions spent its budget: this one does not begin.
+  if (leftMs < 1) throw new StatementEndedError('timeout', { cause: undefined });
+  const release = await db.queue.acquire(bounds.tenant, signal).catch((err: unknown) => {
+    throw signal?.aborted ? new StatementEndedError('cancelled', { cause: err }) : err;
+  });
   let client: pg.PoolClient;
   try {
     client = await db.connect();
@@ -105,15 +112,12 @@ export async function inReadOnlyTransaction<T>(
     db.cancel(client).catch(() => {});
   };
   const began = performance.now();
-  const leftMs = Math.max(0, Math.floor(budget.leftMs));
   const deadline = setTimeout(() => end('timeout'), leftMs);
   const onAbort = () => end('cancelled');
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    // Gone before anything ran: nothing to cancel, and nothing to run.
+    // Gone while it connected: nothing to cancel, and nothing to run.
     if (signal?.aborted) throw new StatementEndedError('cancelled', { cause: signal.reason });
-    // The question's earlier transactions spent its budget: this one does not begin.
-    if (leftMs < 1) throw new StatementEndedError('timeout', { cause: undefined });
     await client.query('BEGIN READ ONLY');
     await client.query("SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true)", [
       String(leftMs),
