@@ -87,7 +87,7 @@ ANALYZE demo.regions, demo.products, demo.customers, demo.orders, demo.order_lin
  * (db/demo/demo-engine.ts). Its login is PGlite's superuser, which may take any role, so a query could
  * switch back to it from inside itself (set_config('role', …) before a query_to_xml) and write to
  * the demo tables or turn the transaction read-write: set_config is withdrawn from PUBLIC. pg_sleep
- * is withdrawn too: it would only wait for the watchdog.
+ * is withdrawn too: it would only wait for the question's time bound to restart the engine.
  */
 const DEMO_GRANTS = `
 CREATE ROLE ${DEMO_READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT;

@@ -9,9 +9,9 @@ const ON_SERVER = inject('serverDatabase') !== undefined;
 
 /*
  * One user's slow questions must not take the SQL answerer from everyone else: a bound per user and
- * per tenant on the questions in the answerer at once (429 beyond it), and a bound on the wait for a
- * connection (503). The embedded demo has no pg_sleep and one connection: its slow statement is one
- * the planner cannot price, ended by the watchdog.
+ * per tenant on the questions in the answerer at once (429 beyond it), a bound on the wait for a
+ * connection (503), and connections given to the waiting tenant that holds the fewest. The embedded demo has no pg_sleep and one connection: its slow statement is one
+ * the planner cannot price, ended at the question's time bound by a restart of the engine.
  */
 const SLOW = ON_SERVER ? 'SELECT pg_sleep(10) AS slept' : 'SELECT count(*) FROM generate_series(1, (SELECT 200000000))';
 /**
