@@ -15,11 +15,11 @@ const ON_SERVER = inject('serverDatabase') !== undefined;
  */
 const SLOW = ON_SERVER ? 'SELECT pg_sleep(10) AS slept' : 'SELECT count(*) FROM generate_series(1, (SELECT 200000000))';
 /**
- * A question that holds a connection for a second or so and then is answered: the attack's load
- * (issue 39) without the timeout's cancels, so that only the order in which connections are given
- * out decides whether another tenant is served.
+ * A question that holds a connection for a moment and then is answered: the attack's load (issue 39)
+ * without the timeout's cancels, so that only the order in which connections are given out decides
+ * when another tenant is served.
  */
-const HOLDING = ON_SERVER ? 'SELECT pg_sleep(1.5) AS slept' : 'SELECT count(*) AS n FROM generate_series(1, (SELECT 3000000))';
+const HOLDING = ON_SERVER ? 'SELECT pg_sleep(0.5) AS slept' : 'SELECT count(*) AS n FROM generate_series(1, (SELECT 1000000))';
 
 async function start(fake: { baseURL: string }, warehouse: SqlWarehouse, env: Record<string, string>): Promise<TestApp> {
   return startTestApp({
@@ -124,37 +124,50 @@ describe('the sql answerer: fairness between users and tenants', () => {
 
   it('when two tenants with 3 users each keep the connections busy, then a third tenant is given the next connection that comes free, every time', async () => {
     await t?.close();
-    // Two connections on a server, the demo engine's one: twelve questions of the two tenants
-    // waiting in arrival order would keep the third tenant waiting past SQL_POOL_WAIT_MS.
+    // Two connections on a server, the demo engine's one; a wait long enough that nobody is refused
+    // on a loaded machine: what is measured is who is served first, not how long anyone waited.
+    const connections = ON_SERVER ? 2 : 1;
     t = await start(fake, warehouse, {
       SQL_STATEMENT_TIMEOUT_MS: '20000',
-      SQL_POOL_MAX: '2',
-      SQL_POOL_WAIT_MS: '3000',
+      SQL_POOL_MAX: String(connections),
+      SQL_POOL_WAIT_MS: '120000',
       SQL_MAX_CONCURRENT_PER_USER: '2',
       SQL_MAX_CONCURRENT_PER_TENANT: '6',
     });
     const app = t;
     let attacking = true;
-    const outcomes: number[] = [];
+    let othersAnswered = 0;
     const attackers = ['initech', 'hooli'].flatMap((tenant) =>
       ['1', '2', '3'].flatMap((n) =>
         [0, 1].map(async () => {
-          while (attacking) outcomes.push((await ask(app, `user-${n}`, tenant, 'keep holding the connection')).status);
+          while (attacking) {
+            const reply = await ask(app, `user-${n}`, tenant, 'keep holding the connection');
+            expect(reply.status).toBe(200);
+            othersAnswered++;
+          }
         }),
       ),
     );
     await new Promise((resolve) => setTimeout(resolve, 1000));
 
-    const answers = [];
-    for (let i = 0; i < 3; i++) answers.push(await ask(app, 'vic', 'victim', `just one, take ${i}`));
+    // Twelve questions of the two tenants hold or wait for the connections. In arrival order the third
+    // tenant's question waited for the ten before it (3 answers in 23 for the attack, 0 in 10 on the
+    // demo); now for the next connection to come free: the questions running when it asked, and
+    // those finishing their reply, are all that are answered before it.
+    const answeredBefore: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = othersAnswered;
+      const reply = await ask(app, 'vic', 'victim', `just one, take ${i}`);
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      expect(reply.body.execution_result['Row 1']).toEqual([{ columnName: 'one', value: '1' }]);
+      answeredBefore.push(othersAnswered - before);
+    }
     attacking = false;
     await Promise.all(attackers);
 
-    for (const reply of answers) {
-      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-      expect(reply.body.execution_result['Row 1']).toEqual([{ columnName: 'one', value: '1' }]);
-    }
-    // The load was there: the two tenants were answered, and kept waiting for one another.
-    expect(outcomes.filter((status) => status === 200).length).toBeGreaterThan(2);
+    console.log(
+      `the two tenants' answers while the third tenant's question waited: ${answeredBefore.join(', ')} (${othersAnswered} in all)`,
+    );
+    for (const answered of answeredBefore) expect(answered).toBeLessThanOrEqual(2 * connections);
   }, 180_000);
 });
