@@ -3,6 +3,7 @@ import { type AnnIndexState, maintainAnnIndexes, rebuildMemoryKb, withBuildMemor
 import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
+import { RECLAIMED_AFTER_ERASURE } from './user-tables.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
 export interface RowOwner {
@@ -47,7 +48,7 @@ export interface ScopedDatabaseOptions {
 }
 
 /** Every table an erase deletes from or rewrites (runGdprErase: access_audit gets a pseudonym); names from this list only, never from input. */
-const ERASED_TABLES = 'turns, sessions, gdpr_exports, gdpr_export_parts, idempotency_keys, job_outbox, access_audit, linked_identities';
+const ERASED_TABLES = RECLAIMED_AFTER_ERASURE.join(', ');
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const onCitus = citusCheck(pool);
@@ -74,7 +75,7 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
       }
       // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
       // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
-      await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [ERASED_TABLES.split(', ')]);
+      await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [RECLAIMED_AFTER_ERASURE]);
       await pool.query(`ANALYZE ${ERASED_TABLES}`);
       await pool.query('VACUUM FULL pg_statistic');
       // The rows are also in the WAL: a new segment, then two checkpoints, let Postgres remove the

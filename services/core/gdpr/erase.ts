@@ -10,6 +10,7 @@ import {
 } from '../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../db/repositories/idempotency.js';
 import { deleteUserLinkedIdentities } from '../../db/repositories/linked-identities.js';
+import type { ErasedTable } from '../../db/user-tables.js';
 import { userPseudonym } from '../../model/identity.js';
 import { PermanentJobError } from '../job-queue.js';
 import type { GdprJobDeps } from './export.js';
@@ -24,6 +25,20 @@ export interface EraseCounts {
   linked_identities: number;
   queued_jobs: number;
 }
+
+/**
+ * A step for each table erasure deletes from (USER_TABLES, db/user-tables.ts), run in this order;
+ * job_outbox's rows go with the user's queued jobs (removeQueuedJobs).
+ */
+const ERASE_STEPS: {
+  [T in Exclude<ErasedTable, 'job_outbox'>]: { count: keyof EraseCounts; deleteBatch: typeof deleteUserTurns };
+} = {
+  turns: { count: 'turns', deleteBatch: deleteUserTurns },
+  sessions: { count: 'sessions', deleteBatch: deleteUserSessions },
+  gdpr_exports: { count: 'exports', deleteBatch: deleteUserExports },
+  idempotency_keys: { count: 'idempotency_keys', deleteBatch: deleteUserIdempotencyKeys },
+  linked_identities: { count: 'linked_identities', deleteBatch: deleteUserLinkedIdentities },
+};
 
 /**
  * Erases a user (docs/design.md §7): turns (with their embeddings), sessions (with their summaries), stored
@@ -60,14 +75,7 @@ export async function runGdprErase(
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
   // at the end for anything queued meanwhile.
   counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
-  const tables: [keyof EraseCounts, typeof deleteUserTurns][] = [
-    ['turns', deleteUserTurns],
-    ['sessions', deleteUserSessions],
-    ['exports', deleteUserExports],
-    ['idempotency_keys', deleteUserIdempotencyKeys],
-    ['linked_identities', deleteUserLinkedIdentities],
-  ];
-  for (const [what, deleteBatch] of tables) {
+  for (const { count: what, deleteBatch } of Object.values(ERASE_STEPS)) {
     for (;;) {
       const deleted = await deleteBatch(subject, job.tenantId, userId, deps.batchSize);
       counts[what] += deleted;

@@ -7,6 +7,7 @@ import {
 } from '../../db/repositories/cleanup.js';
 import { deleteStaleLinkedIdentities } from '../../db/repositories/linked-identities.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
+import type { ExpiringTable } from '../../db/user-tables.js';
 import type { JobLogger } from '../job-queue.js';
 
 export interface CleanupDeps {
@@ -50,18 +51,21 @@ export async function runRetentionCleanup(deps: CleanupDeps): Promise<CleanupRes
     batches: 0,
     ms: 0,
   };
-  const steps: [
-    keyof Pick<CleanupResult, 'turns' | 'sessions' | 'exports' | 'idempotencyKeys' | 'accessAudit' | 'linkedIdentities'>,
-    typeof deleteExpiredTurns,
-  ][] = [
-    ['turns', deleteExpiredTurns],
-    ['sessions', deleteExpiredEmptySessions],
-    ['exports', deleteExpiredExports],
-    ['idempotencyKeys', deleteExpiredIdempotencyKeys],
-    ['accessAudit', (db, at, limit) => deleteOldAccessAudit(db, new Date(at.getTime() - deps.accessAuditRetentionMs), limit)],
-    ['linkedIdentities', deleteStaleLinkedIdentities],
-  ];
-  for (const [what, deleteBatch] of steps) {
+  // A step for each table whose rows expire (USER_TABLES, db/user-tables.ts), run in this order.
+  const steps: {
+    [T in ExpiringTable]: { count: keyof Omit<CleanupResult, 'batches' | 'ms'>; deleteBatch: typeof deleteExpiredTurns };
+  } = {
+    turns: { count: 'turns', deleteBatch: deleteExpiredTurns },
+    sessions: { count: 'sessions', deleteBatch: deleteExpiredEmptySessions },
+    gdpr_exports: { count: 'exports', deleteBatch: deleteExpiredExports },
+    idempotency_keys: { count: 'idempotencyKeys', deleteBatch: deleteExpiredIdempotencyKeys },
+    access_audit: {
+      count: 'accessAudit',
+      deleteBatch: (db, at, limit) => deleteOldAccessAudit(db, new Date(at.getTime() - deps.accessAuditRetentionMs), limit),
+    },
+    linked_identities: { count: 'linkedIdentities', deleteBatch: deleteStaleLinkedIdentities },
+  };
+  for (const { count: what, deleteBatch } of Object.values(steps)) {
     for (;;) {
       const deleted = await deleteBatch(deps.db.asMaintenance(), now, deps.batchSize);
       result[what] += deleted;
