@@ -22,6 +22,27 @@ describe('CSV cells against formula injection', () => {
   it('when a cell starts with = + - @, tab or CR and is no plain decimal, then it is written with a leading quote', () => {
     for (const payload of PAYLOADS) expect(neutraliseCell(payload), payload).toBe(`'${payload}`);
   });
+  it('when invisible characters (BOM, zero-width, bidi marks) come before a formula, then the cell is still written with a leading quote', () => {
+    for (const hidden of [
+      '\uFEFF',
+      '\u200B',
+      '\u200C\u200D',
+      '\u2060',
+      '\u200E',
+      '\u200F',
+      '\u202A',
+      '\u202E',
+      '\u2066',
+      '\u2069',
+      '\u061C',
+      '\uFEFF\u200B\u202E',
+    ]) {
+      for (const payload of PAYLOADS)
+        expect(neutraliseCell(hidden + payload), JSON.stringify(hidden + payload)).toBe(`'${hidden}${payload}`);
+    }
+    expect(neutraliseCell('\uFEFF-12'), 'a negative number behind a BOM').toBe('\uFEFF-12');
+    expect(neutraliseCell('\u200Bandroid')).toBe('\u200Bandroid');
+  });
   it('when a cell is harmless or a negative decimal, then it is written as it is', () => {
     for (const value of HARMLESS) expect(neutraliseCell(value), value).toBe(value);
   });

@@ -1,15 +1,24 @@
 /**
  * Spreadsheet formula injection (OWASP "CSV Injection"): a cell starting with `=`, `+`, `-`, `@`, tab
  * or carriage return is read as a formula by Excel, LibreOffice and Sheets (`=HYPERLINK(…)`,
- * `=cmd|' /C calc'!A0`), so such a cell is written with a leading `'`, which spreadsheets show as text.
+ * `=cmd|' /C calc'!A0`), so such a cell is written with a leading `'`, which spreadsheets show as text;
+ * invisible characters before the formula (INVISIBLE_LEADING) do not hide it.
  * Negative numbers stay numbers: a cell that is a JSON number, or whose text is a plain decimal
  * (`-12`, `-0.5`, `-1e3`, nothing else), cannot hold a formula and is written as it is.
  */
 const FORMULA_START = /^[=+\-@\t\r]/;
 const PLAIN_DECIMAL = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/;
+/**
+ * Characters a reader drops or does not show before a cell's text: a byte-order mark (a BOM-aware
+ * reader takes one at the start of the file as the encoding's and reads the rest of the first cell),
+ * zero-width spaces and joiners, the word joiner, and bidirectional marks, embeddings and isolates.
+ * The formula test looks past them, as the reader would.
+ */
+const INVISIBLE_LEADING = /^[\uFEFF\u200B-\u200D\u2060\u200E\u200F\u061C\u202A-\u202E\u2066-\u2069]+/u;
 
 export function neutraliseCell(text: string): string {
-  return FORMULA_START.test(text) && !PLAIN_DECIMAL.test(text) ? `'${text}` : text;
+  const visible = text.replace(INVISIBLE_LEADING, '');
+  return FORMULA_START.test(visible) && !PLAIN_DECIMAL.test(visible) ? `'${text}` : text;
 }
 
 /**

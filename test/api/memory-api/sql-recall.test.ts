@@ -157,6 +157,28 @@ describe('memory API: SQL recall', () => {
     expect(await csvOf('?fresh=true')).toBe(`name,delta\n"'=HYPERLINK(""http://evil.example"",""x"")",-3\n`);
   });
 
+  it('when a column name hides a formula behind a byte-order mark, then result.csv neither starts with the BOM and the formula nor shows it to a BOM-aware reader', async () => {
+    const stored = await t.request('POST', '/sessions/turns', {
+      token,
+      body: {
+        question: 'Links please',
+        answer: 'Here',
+        sql_query: 'SELECT 1',
+        execution_result: { 'Row 1': [{ columnName: '\uFEFF=HYPERLINK(B1)', value: '\u200B@SUM(A1)' }] },
+      },
+    });
+    expect(stored.status).toBe(201);
+    const res = await fetch(`${t.baseUrl}/sessions/${stored.body.session.session_id}/turns/last/result.csv`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(bytes.subarray(0, 4).toString('hex')).not.toBe('efbbbf3d');
+    // As a BOM-aware reader decodes it: a leading BOM is taken as the encoding's and dropped.
+    const cells = new TextDecoder('utf-8', { ignoreBOM: false }).decode(bytes).split('\n')[0]!;
+    expect(cells.startsWith("'")).toBe(true);
+    expect(new TextDecoder().decode(bytes)).toBe("'\uFEFF=HYPERLINK(B1)\n'\u200B@SUM(A1)\n");
+  });
+
   it('when ?fresh=true re-runs SQL whose result is over ANSWER_MAX_REPLY_BYTES, then 502 upstream-bad-response, not a reply held whole', async () => {
     const stored = await t.request('POST', '/sessions/turns', {
       token,

@@ -123,6 +123,21 @@ describe.each(PROVIDERS)('the sql answerer with %s', (provider) => {
     expect(csv.body).toBe(`region,total_sales\n${expected.map((r) => r.join(',')).join('\n')}\n`);
   });
 
+  it('when the SQL names its column with a formula behind a byte-order mark, then result.csv writes it as text', async () => {
+    const hostile = 'SELECT 1 AS "\uFEFF=HYPERLINK(B1)"';
+    script.next(sqlReply(hostile));
+    const reply = await ask({ question: 'Give me a link' });
+    expect(reply.status).toBe(200);
+    expect(reply.body.sql_query).toBe(hostile);
+    const sessionId = reply.body.conversation_metadata.conversation_id;
+    const res = await fetch(`${t.baseUrl}/sessions/${sessionId}/turns/last/result.csv`, {
+      headers: { authorization: `Bearer ${t.token('alice')}` },
+    });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(bytes.subarray(0, 4).toString('hex')).not.toBe('efbbbf3d');
+    expect(new TextDecoder().decode(bytes)).toBe("'\uFEFF=HYPERLINK(B1)\n1\n");
+  });
+
   it('when the follow-up is "what about 2023?", then the prompt carries the previous question and its SQL, and only the allow-listed schema', async () => {
     script.next(sqlReply(SALES_2024));
     const first = await ask({ question: 'Total sales by region in 2024, please' }, 'bob');
