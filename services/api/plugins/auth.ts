@@ -68,7 +68,21 @@ async function identityOfJwt(request: FastifyRequest, config: Config): Promise<I
   } catch (err) {
     throw new AppError('unauthorized', describeJwtError(err), { cause: err });
   }
+  assertIssuedInThePast(claims);
   return identityFrom(claims, config);
+}
+
+/**
+ * How far a token's `iat` may be ahead of this server's clock: the skew between two machines' clocks,
+ * no more. The verifier checks `exp`, `nbf` and JWT_MAX_AGE, not an `iat` in the future; such a token
+ * (a year ahead, say) would outlive JWT_MAX_AGE by as much, so it is refused.
+ */
+const IAT_CLOCK_SKEW_S = 60;
+
+function assertIssuedInThePast(claims: Record<string, unknown>): void {
+  if (typeof claims.iat === 'number' && claims.iat > Date.now() / 1000 + IAT_CLOCK_SKEW_S) {
+    throw new AppError('unauthorized', `the token's iat is in the future (more than ${IAT_CLOCK_SKEW_S} s ahead of this server's clock)`);
+  }
 }
 
 /** Routes marked `config.public` (health, metrics, docs, the spec); no route: the not-found handler answers. */

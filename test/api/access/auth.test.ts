@@ -184,6 +184,13 @@ describe('authentication', () => {
       expect(reply.status).toBe(503); // authenticated; no answerer configured
     });
 
+    it('when a token says it was issued in the future (beyond a minute of clock skew), then 401, however long it lasts', async () => {
+      await expect401(t, sign({ sub: 'erin', iat: now() + 365 * 24 * 3600 }), /iat is in the future/);
+      await expect401(t, sign({ sub: 'erin', iat: now() + 120 }), /iat is in the future/);
+      const skewed = await t.request('GET', '/sessions', { token: sign({ sub: 'erin', iat: now() + 30 }) });
+      expect(skewed.status).toBe(200);
+    });
+
     it('when a token is older than JWT_MAX_AGE or has no iat, then 401 even though it has not expired', async () => {
       await expect401(t, sign({ sub: 'erin', iat: now() - 600 }), /expired/);
       await expect401(t, sign({ sub: 'erin' }, { noTimestamp: true }), /iat claim is required/);
