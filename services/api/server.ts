@@ -52,8 +52,12 @@ try {
 // Jobs run in this process without Redis (in-process queue), and on the embedded database: only the
 // process that opened it can reach it, so no separate worker can run its jobs.
 const runsOwnJobs = !config.REDIS_URL || !config.DATABASE_URL;
-// The sql answerer logs a failed schema refresh through the app's logger, which exists by the first question.
-const providers = createProviders(config, { demoEngine, log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
+// The answerers log through the app's logger, which exists by the first question: the sql answerer a failed
+// schema refresh, the upstream answerer the list encoding it learnt at first contact.
+const providers = createProviders(config, {
+  demoEngine,
+  log: { warn: (obj, msg) => app.log.warn(obj, msg), info: (obj, msg) => app.log.info(obj, msg) },
+});
 const app = await buildApp({
   config,
   db: database.pool,

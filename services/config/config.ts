@@ -121,6 +121,9 @@ export const ConfigSchema = Type.Object({
   // Put before every custom_instructions memorychat sends: the Denodo AI SDK 0.5 lets a request's
   // custom_instructions replace its CUSTOM_INSTRUCTIONS (newer versions merge them; leave this unset there).
   ANSWER_OPERATOR_INSTRUCTIONS: Type.Optional(Type.String({ maxLength: 20_000 })),
+  // How the Denodo AI SDK takes vdp_database_names, vdp_tag_names and use_views: `list` (1.4), `comma`
+  // (comma-separated strings, 0.5 to 1.2.1), or `auto`: learnt from its /openapi.json or its first 422.
+  ANSWER_LIST_FIELDS: Type.Union([Type.Literal('auto'), Type.Literal('list'), Type.Literal('comma')], { default: 'auto' }),
 
   // Account linking (docs/account-linking.md): a bot's user signs in once with the OpenID provider that
   // Denodo trusts, and memorychat sends that user's access token upstream when an API key acts for them.

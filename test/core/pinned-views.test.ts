@@ -25,7 +25,12 @@ const context = (history: HistoryTurn[], similarTurns: SimilarTurn[] = []): Buil
 describe('pinnedViews', () => {
   it("when memory holds turns with SQL, then the caller's views come first, then the latest turn's, then older and similar ones, once each", () => {
     const built = context([turn(1, ['db.a', 'db.b']), turn(2, ['db.c', 'db.a'])], [similar(['db.d'])]);
-    expect(pinnedViews(built, 'db.x, db.c', undefined)).toBe('db.x, db.c, db.a, db.b, db.d');
+    expect(pinnedViews(built, 'db.x, db.c', undefined)).toEqual(['db.x', 'db.c', 'db.a', 'db.b', 'db.d']);
+  });
+
+  it("when the caller's use_views is a list, then it is read as the comma-separated string is", () => {
+    const built = context([turn(1, ['db.a'])]);
+    expect(pinnedViews(built, ['db.x', ' db.c '], undefined)).toEqual(['db.x', 'db.c', 'db.a']);
   });
 
   it('when a turn has no SQL (a clarification), then its tables are not pinned', () => {
@@ -34,11 +39,11 @@ describe('pinnedViews', () => {
 
   it("when the caller names vdp_database_names, then only views of those databases are pinned; the caller's own are kept", () => {
     const built = context([turn(1, ['sales.a', 'hr.b', 'bare'])]);
-    expect(pinnedViews(built, 'other.z', ['sales'])).toBe('other.z, sales.a');
+    expect(pinnedViews(built, 'other.z', ['sales'])).toEqual(['other.z', 'sales.a']);
   });
 
   it('when memory reads many views, then at most MAX_PINNED_VIEWS are pinned', () => {
     const many = Array.from({ length: 15 }, (_, i) => `db.v${i}`);
-    expect(pinnedViews(context([turn(1, many)]), undefined, undefined)!.split(', ')).toHaveLength(MAX_PINNED_VIEWS);
+    expect(pinnedViews(context([turn(1, many)]), undefined, undefined)).toHaveLength(MAX_PINNED_VIEWS);
   });
 });

@@ -683,7 +683,7 @@ export interface operations {
                     memory_scope?: "user" | "session";
                     vdp_database_names?: string | string[];
                     vdp_tag_names?: string | string[];
-                    use_views?: string;
+                    use_views?: string | string[];
                     /** @description e.g. default, data, metadata */
                     mode?: string;
                     llm_provider?: string;

@@ -6,6 +6,7 @@ import { idempotencyKeyHeader } from './idempotency.js';
 import { MemoryScopeField, SessionMemoryScope } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
 
+/** A list or a comma-separated string: sent upstream in the form the answerer's release takes (docs/denodo-ai-sdk.md#releases). */
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
 
 /** The request: memory options plus any answerQuestion parameter, forwarded as given. */
@@ -37,7 +38,7 @@ export function memoryChatBody(maxQuestionChars: number) {
       memory_scope: Type.Optional(MemoryScopeField),
       vdp_database_names: Type.Optional(StringOrList),
       vdp_tag_names: Type.Optional(StringOrList),
-      use_views: Type.Optional(Type.String()),
+      use_views: Type.Optional(StringOrList),
       mode: Type.Optional(Type.String({ description: 'e.g. default, data, metadata' })),
       llm_provider: Type.Optional(Type.String()),
       llm_model: Type.Optional(Type.String()),

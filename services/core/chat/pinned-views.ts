@@ -1,4 +1,5 @@
 import type { BuiltContext } from '../context/chat-block.js';
+import { databaseNames } from '../database-names.js';
 
 /**
  * At most this many views are pinned from memory. The Denodo AI SDK considers at most
@@ -14,8 +15,9 @@ export const MAX_PINNED_VIEWS = 10;
  * finds none of the views its earlier SQL used unless they are named here (docs/denodo-ai-sdk.md).
  * Undefined when there is nothing to send.
  */
-export function pinnedViews(context: BuiltContext, callerUseViews: unknown, databases: string[] | undefined): string | undefined {
-  const caller = typeof callerUseViews === 'string' ? splitList(callerUseViews) : [];
+export function pinnedViews(context: BuiltContext, callerUseViews: unknown, databases: string[] | undefined): string[] | undefined {
+  // A list or a comma-separated string, whichever form the SDK release takes (docs/denodo-ai-sdk.md#releases).
+  const caller = databaseNames(callerUseViews) ?? [];
   const fromMemory = [...context.history]
     .reverse()
     .concat(context.similar)
@@ -24,14 +26,7 @@ export function pinnedViews(context: BuiltContext, callerUseViews: unknown, data
     .filter((view) => withinDatabases(view, databases));
   const pinned = [...new Set(fromMemory)].filter((view) => !caller.includes(view)).slice(0, MAX_PINNED_VIEWS);
   const all = [...caller, ...pinned];
-  return all.length ? all.join(', ') : undefined;
-}
-
-function splitList(value: string): string[] {
-  return value
-    .split(',')
-    .map((v) => v.trim())
-    .filter(Boolean);
+  return all.length ? all : undefined;
 }
 
 /** A view is `database.view`; with databases named, only theirs are pinned (a bare name has no database to check). */

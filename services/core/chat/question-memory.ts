@@ -17,7 +17,7 @@ export interface QuestionMemory {
   context: BuiltContext;
   augmented: Augmented;
   databases: string[] | undefined;
-  useViews: string | undefined;
+  useViews: string[] | undefined;
   /** The user's erasure epoch, read before the answerer is asked (0 when nothing is stored). */
   eraseEpoch: number;
   retrievalSeconds: number;
@@ -117,7 +117,7 @@ async function readMemory(
 function memoryContextUsed(
   context: BuiltContext,
   augmented: Augmented,
-  useViews: string | undefined,
+  useViews: string[] | undefined,
   outcome: { applied: boolean; reason: MemoryReason },
 ) {
   return {
@@ -133,7 +133,7 @@ function memoryContextUsed(
     context_tokens: context.tokens,
     context_truncated: context.truncated,
     augmented_question: augmented.question,
-    ...(useViews ? { use_views: useViews } : {}),
+    ...(useViews ? { use_views: useViews.join(', ') } : {}),
     ...(augmented.contextInInstructions ? { custom_instructions: augmented.customInstructions } : {}),
     // Whether memory was used, and why not: answers with and without memory can then be compared.
     ...outcome,

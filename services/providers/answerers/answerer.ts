@@ -18,7 +18,7 @@ export interface AnswerRequest {
   identity?: Pick<Identity, 'tenantId' | 'userId' | 'apiKeyId'>;
   customInstructions?: string;
   /** The views the answerer must consider (`use_views`): the caller's and those memory relies on. */
-  useViews?: string;
+  useViews?: string[];
   /** answerQuestion parameters from the caller, forwarded as given. */
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */

@@ -25,7 +25,7 @@ export interface AnswererParts {
   llm?: ChatLlm;
   /** SQL_DATABASE_URL=embedded-demo: the demo dataset's engine, started by the API process; the answerer closes it. */
   demoEngine?: DemoSqlEngine;
-  log?: { warn(obj: object, msg: string): void };
+  log?: { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 }
 
 export function createAnswerer(config: Config, parts: AnswererParts = {}): Answerer {
@@ -50,6 +50,7 @@ function upstreamAnswerer(config: Config, parts: AnswererParts): Answerer {
     basicPassword: config.ANSWER_BASIC_PASSWORD,
     bearerToken: config.ANSWER_BEARER_TOKEN,
     operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
+    listFields: config.ANSWER_LIST_FIELDS,
     timeoutMs: config.ANSWER_TIMEOUT_MS,
     maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
     log: parts.log,

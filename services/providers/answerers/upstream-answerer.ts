@@ -4,6 +4,7 @@ import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
 import { readBoundedText } from './bounded-body.js';
 import { connectionProblem, isNoRelevantViews, readUpstreamDetail, upstreamProblem } from './upstream-errors.js';
+import { encodeListFields, type ListEncoding, type ListEncodingSetting, listEncodingOf } from './upstream-list-fields.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 
 export interface UpstreamOptions {
@@ -14,10 +15,12 @@ export interface UpstreamOptions {
   bearerToken?: string;
   /** ANSWER_OPERATOR_INSTRUCTIONS: put before every custom_instructions sent (the SDK 0.5 lets a request's replace its own). */
   operatorInstructions?: string;
+  /** ANSWER_LIST_FIELDS: lists or comma-separated strings for the SDK's filter fields, or `auto` to learn which. */
+  listFields?: ListEncodingSetting;
   timeoutMs: number;
   /** ANSWER_MAX_REPLY_BYTES: the most of a reply that is read. */
   maxReplyBytes: number;
-  log?: { warn(obj: object, msg: string): void };
+  log?: { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
 }
 
 /** The Denodo AI SDK's default `vector_search_total_limit`: the views a question may consider in all. */
@@ -36,20 +39,36 @@ const LOGGED_BODY_CHARS = 2000;
  */
 export function createUpstreamAnswerer(options: UpstreamOptions): Answerer {
   const agent = new Agent({ keepAliveTimeout: 30_000 });
+  const lists = listEncodingOf({
+    setting: options.listFields ?? 'auto',
+    url: options.url,
+    agent,
+    timeoutMs: options.timeoutMs,
+    log: options.log,
+  });
   return {
     kind: 'upstream',
     async answer(answerRequest) {
       const started = performance.now();
-      const response = await post(agent, options, options.url, answerRequest);
-      const reply = await readReply(response, options);
-      return { ...reply, latencyMs: performance.now() - started };
+      const encoding = await lists.current();
+      let replied = await readReply(await post(agent, options, encoding, answerRequest), options);
+      // A 422 naming a list field in the other form: the SDK was another release than learnt (or upgraded since).
+      const asked = replied.statusCode === 422 ? lists.learn(replied.json?.detail, encoding) : undefined;
+      if (asked) replied = await readReply(await post(agent, options, asked, answerRequest), options);
+      return { ...interpret(replied, options), latencyMs: performance.now() - started };
     },
     close: () => agent.close(),
   };
 }
 
-async function post(agent: Agent, options: UpstreamOptions, url: string, answerRequest: AnswerRequest): Promise<Dispatcher.ResponseData> {
-  const body = requestBody(options, answerRequest);
+async function post(
+  agent: Agent,
+  options: UpstreamOptions,
+  encoding: ListEncoding,
+  answerRequest: AnswerRequest,
+): Promise<Dispatcher.ResponseData> {
+  const url = options.url;
+  const body = requestBody(options, answerRequest, encoding);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json',
@@ -71,23 +90,20 @@ async function post(agent: Agent, options: UpstreamOptions, url: string, answerR
 }
 
 /**
- * The answerQuestion body. The SDK's fields are strings where lists might be expected
- * (`vdp_database_names`, `vdp_tag_names`: comma-separated), and a list there is a 422.
+ * The answerQuestion body. `vdp_database_names`, `vdp_tag_names` and `use_views` go in the encoding
+ * the SDK's release takes (lists in 1.4, comma-separated strings before), whichever form the caller used.
  */
-function requestBody(options: UpstreamOptions, answerRequest: AnswerRequest): Record<string, unknown> {
+function requestBody(options: UpstreamOptions, answerRequest: AnswerRequest, encoding: ListEncoding): Record<string, unknown> {
   const body: Record<string, unknown> = { ...answerRequest.params, question: answerRequest.question };
-  for (const field of ['vdp_database_names', 'vdp_tag_names']) {
-    const value = body[field];
-    if (Array.isArray(value)) body[field] = value.map(String).join(',');
-  }
-  if (answerRequest.useViews) {
+  if (answerRequest.useViews?.length) {
     body.use_views = answerRequest.useViews;
     // The SDK adds the associations of the views it found before use_views, and stops at
     // vector_search_total_limit: associations of unrelated views would crowd the pinned ones out.
     if (body.vector_search_total_limit === undefined) {
-      body.vector_search_total_limit = SDK_TOTAL_VIEWS_LIMIT + answerRequest.useViews.split(',').length;
+      body.vector_search_total_limit = SDK_TOTAL_VIEWS_LIMIT + answerRequest.useViews.length;
     }
   }
+  encodeListFields(body, encoding);
   if (answerRequest.customInstructions) {
     body.custom_instructions = options.operatorInstructions
       ? `${options.operatorInstructions}\n\n${answerRequest.customInstructions}`
@@ -118,7 +134,13 @@ function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<st
   }
 }
 
-async function readReply(response: Dispatcher.ResponseData, options: UpstreamOptions): Promise<Omit<Answer, 'latencyMs'>> {
+interface UpstreamReply {
+  statusCode: number;
+  text: string;
+  json: Record<string, unknown> | undefined;
+}
+
+async function readReply(response: Dispatcher.ResponseData, options: UpstreamOptions): Promise<UpstreamReply> {
   let text: string;
   try {
     text = await readBoundedText(response.body, options.maxReplyBytes);
@@ -129,16 +151,18 @@ async function readReply(response: Dispatcher.ResponseData, options: UpstreamOpt
     }
     throw new AppError('upstream-failed', 'the answering backend broke off its reply', { cause: err });
   }
-  const json = parseObject(text);
+  return { statusCode: response.statusCode, text, json: parseObject(text) };
+}
 
-  if (response.statusCode >= 300) {
+function interpret({ statusCode, text, json }: UpstreamReply, options: UpstreamOptions): Omit<Answer, 'latencyMs'> {
+  if (statusCode >= 300) {
     options.log?.warn(
-      { upstreamStatus: response.statusCode, upstreamBody: text.slice(0, LOGGED_BODY_CHARS) },
+      { upstreamStatus: statusCode, upstreamBody: text.slice(0, LOGGED_BODY_CHARS) },
       'the answering backend answered with an error',
     );
     const detail = readUpstreamDetail(json);
-    if (response.statusCode === 404 && isNoRelevantViews(detail.message)) return noRelevantViewsReply(detail.message);
-    throw upstreamProblem(response.statusCode, detail, options.auth === 'forward', options.url);
+    if (statusCode === 404 && isNoRelevantViews(detail.message)) return noRelevantViewsReply(detail.message);
+    throw upstreamProblem(statusCode, detail, options.auth === 'forward', options.url);
   }
   if (!json) throw new AppError('upstream-bad-response', 'the answering backend did not reply with a JSON object');
   return normaliseUpstreamReply(json);

@@ -1,10 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basicAuth, type DenodoSdkStandIn, type SdkView, startDenodoSdkStandIn } from '../../support/fakes/denodo-sdk-stand-in.js';
+import {
+  basicAuth,
+  type DenodoSdkStandIn,
+  SDK_RELEASES,
+  type SdkRelease,
+  type SdkView,
+  startDenodoSdkStandIn,
+} from '../../support/fakes/denodo-sdk-stand-in.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 /**
  * /memoryChat in front of a stand-in built from the Denodo AI SDK's source (test/support/fakes/denodo-sdk-stand-in.ts),
- * with memorychat's defaults: ANSWER_AUTH unset, MEMORY_AUGMENTATION=instructions.
+ * with memorychat's defaults: ANSWER_AUTH unset, MEMORY_AUGMENTATION=instructions, ANSWER_LIST_FIELDS unset.
+ * Every release the stand-in knows: memorychat is told none of them.
  */
 
 const columns = (...names: string[]) => names.map((name) => ({ name }));
@@ -27,12 +35,15 @@ const USERS = {
 };
 const ALICE = basicAuth('alice', 'alice-pw');
 
-describe('/memoryChat in front of the Denodo AI SDK', () => {
+/** A list field as the release takes it: a JSON list in 1.4, a comma-separated string before. */
+const asSent = (release: SdkRelease, values: string[]) => (release === '1.4' ? values : values.join(','));
+
+describe.each(SDK_RELEASES)('/memoryChat in front of the Denodo AI SDK %s', (release) => {
   let sdk: DenodoSdkStandIn;
   let t: TestApp;
 
   beforeAll(async () => {
-    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS });
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release });
     // ANSWER_AUTH unset, as a new deployment has it (startTestApp sets `none` for the suite's fakes).
     t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined });
   });
@@ -56,7 +67,10 @@ describe('/memoryChat in front of the Denodo AI SDK', () => {
     const next = await chat('follow', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
     expect(next.status).toBe(200);
     expect(next.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2023');
-    expect(sdk.calls.at(-1)).toMatchObject({ user: 'alice', body: { question: 'What about 2023?', use_views: 'sales_db.sales' } });
+    expect(sdk.calls.at(-1)).toMatchObject({
+      user: 'alice',
+      body: { question: 'What about 2023?', use_views: asSent(release, ['sales_db.sales']) },
+    });
     expect(next.body.memory_context_used.use_views).toBe('sales_db.sales');
   });
 
@@ -69,7 +83,7 @@ describe('/memoryChat in front of the Denodo AI SDK', () => {
       use_views: 'hr_db.employees',
     });
     expect(next.status).toBe(200);
-    expect(sdk.calls.at(-1)!.body.use_views).toBe('hr_db.employees');
+    expect(sdk.calls.at(-1)!.body.use_views).toEqual(asSent(release, ['hr_db.employees']));
     expect(next.body.sql_query).toBe('');
   });
 
@@ -133,15 +147,35 @@ describe('/memoryChat in front of the Denodo AI SDK', () => {
     expect(reply.status).toBe(502);
     expect(reply.body).toMatchObject({
       code: 'upstream-rejected',
-      errors: [{ field: 'body.vector_search_k', message: 'Input should be a valid integer' }],
+      errors: [{ field: 'body.vector_search_k', message: 'Input should be a valid integer, unable to parse string as an integer' }],
     });
   });
 
-  it('when vdp_database_names and vdp_tag_names are lists, then the SDK gets comma-separated strings', async () => {
-    const reply = await chat('lists', { question: 'Total sales by region', vdp_database_names: ['sales_db', 'hr_db'], vdp_tag_names: [] });
-    expect(reply.status).toBe(200);
-    expect(sdk.calls.at(-1)!.body).toMatchObject({ vdp_database_names: 'sales_db,hr_db', vdp_tag_names: '' });
-    expect(reply.body.sql_query).toContain('"sales_db"."sales"');
+  it('when vdp_database_names, vdp_tag_names and use_views come as lists or as strings, then the SDK gets them in the form its release takes', async () => {
+    const lists = await chat('lists', {
+      question: 'Total sales by region',
+      vdp_database_names: ['sales_db', 'hr_db'],
+      vdp_tag_names: [],
+      use_views: ['sales_db.stores'],
+    });
+    expect(lists.status).toBe(200);
+    expect(sdk.calls.at(-1)!.body).toMatchObject({
+      vdp_database_names: asSent(release, ['sales_db', 'hr_db']),
+      vdp_tag_names: asSent(release, []),
+      use_views: asSent(release, ['sales_db.stores']),
+    });
+    expect(lists.body.sql_query).toContain('"sales_db"."sales"');
+
+    const strings = await chat('strings', {
+      question: 'Total sales by region',
+      vdp_database_names: 'sales_db, hr_db',
+      use_views: 'sales_db.stores',
+    });
+    expect(strings.status).toBe(200);
+    expect(sdk.calls.at(-1)!.body).toMatchObject({
+      vdp_database_names: asSent(release, ['sales_db', 'hr_db']),
+      use_views: asSent(release, ['sales_db.stores']),
+    });
   });
 
   it('when the SDK appends its DISCLAIMER, then the caller sees it and the next memory block does not carry it', async () => {
@@ -197,7 +231,7 @@ describe('/memoryChat in front of the Denodo AI SDK 0.5', () => {
   const OPERATOR = 'Amounts are in euros.';
 
   beforeAll(async () => {
-    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, version: '0.5', operatorInstructions: OPERATOR });
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release: '0.5', operatorInstructions: OPERATOR });
     t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined, ANSWER_OPERATOR_INSTRUCTIONS: OPERATOR });
   });
   afterAll(async () => {
@@ -218,12 +252,13 @@ describe('/memoryChat in front of the Denodo AI SDK 0.5', () => {
   });
 });
 
-describe('/memoryChat in front of the Denodo AI SDK, with MEMORY_AUGMENTATION=inline', () => {
+// The oldest and the newest encoding of use_views.
+describe.each(['0.5', '1.4'] as const)('/memoryChat in front of the Denodo AI SDK %s, with MEMORY_AUGMENTATION=inline', (release) => {
   let sdk: DenodoSdkStandIn;
   let t: TestApp;
 
   beforeAll(async () => {
-    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS });
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release });
     t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined, MEMORY_AUGMENTATION: 'inline' });
   });
   afterAll(async () => {
@@ -238,6 +273,6 @@ describe('/memoryChat in front of the Denodo AI SDK, with MEMORY_AUGMENTATION=in
     await ask({ question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
     const call = sdk.calls.at(-1)!;
     expect(String(call.body.question)).toContain('Current question: What about 2023?');
-    expect(call.body.use_views).toBe('sales_db.sales');
+    expect(call.body.use_views).toEqual(asSent(release, ['sales_db.sales']));
   });
 });

@@ -1,13 +1,27 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import {
+  EXECUTE_VQL_MODEL,
+  openApiDocument,
+  type ReleaseModel,
+  releaseModel,
+  type SdkRelease,
+  validateBody,
+} from './denodo-sdk-releases.js';
 import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServer } from './fake-http-server.js';
 
+export { SDK_RELEASES, type SdkRelease } from './denodo-sdk-releases.js';
+
 /**
- * A stand-in for the Denodo AI SDK's `answerQuestion` and `streamAnswerQuestion`, written from the
- * SDK's public source (denodo/denodo-ai-sdk: api/endpoints/answerQuestion.py, streamAnswerQuestion.py,
- * api/utils/sdk_utils.py, api/utils/ai_tools/table_retrieval.py; the 0.5 release where it differs).
+ * A stand-in for the Denodo AI SDK's `answerQuestion`, `answerDataQuestion`, `streamAnswerQuestion`,
+ * `executeVQL` and `/openapi.json`, by release (0.5, 0.13, 1.2.1, 1.4: denodo-sdk-releases.ts), written
+ * from the SDK's public source (denodo/denodo-ai-sdk: api/endpoints/, api/utils/sdk_utils.py,
+ * api/utils/answer_question.py, api/utils/ai_tools/table_retrieval.py).
  * What it keeps of the SDK, because memorychat depends on it (docs/denodo-ai-sdk.md):
  * - every call needs HTTP Basic or Bearer credentials, and each user sees only the views granted to it;
- * - the request is a pydantic model: strings where it wants strings, 422 with a `loc`/`msg` list otherwise;
+ * - the request is the release's pydantic model: comma-separated strings up to 1.2.1, lists in 1.4;
+ *   FastAPI's 422 with pydantic's `type`/`loc`/`msg`/`input` list for a wrong type;
+ * - clarifying questions (0.13 on, unless `check_ambiguity: false` from 1.0): `process_ambiguity_category`'s
+ *   reply, no SQL and the views the search found as `tables_used`;
  * - views are chosen from `question` alone, plus `use_views`; the SQL writer can use only those views,
  *   and it resolves a follow-up ("What about 2023?") only from an earlier SQL in `custom_instructions`;
  * - its errors: 401 `detail` string, 404/500 `detail: {error, traceback}`;
@@ -40,8 +54,8 @@ export interface SdkUser {
 export interface StandInOptions {
   views: SdkView[];
   users: Record<string, SdkUser>;
-  /** `0.5`: CUSTOM_INSTRUCTIONS is the field's default, so a request's custom_instructions replace it; newer versions merge. */
-  version?: '0.5' | 'newest';
+  /** The SDK release to behave as; the newest (1.4) unless named. */
+  release?: SdkRelease;
   /** The SDK's CUSTOM_INSTRUCTIONS environment variable. */
   operatorInstructions?: string;
   /**
@@ -54,6 +68,21 @@ export interface StandInOptions {
    * (jwks-bearer-verifier.ts): the VDP user a valid token names, or undefined (401). Unset: `token`s of `users`.
    */
   verifyBearer?: (token: string) => Promise<string | undefined>;
+  /**
+   * The SDK's LLM finding a question ambiguous (category detection with its ambiguity block): the
+   * clarifying question to ask, or undefined. It sees the question and the custom instructions. Unset: never.
+   */
+  clarify?: (question: string, instructions: string) => Ambiguity | undefined;
+  /** false: no `/openapi.json` (behind a proxy that hides it); served by default, as FastAPI does. */
+  openApi?: boolean;
+  /** Views whose rows VDP masks for every user: an answer reading one says `is_masked: true` (1.4). */
+  maskedViews?: string[];
+}
+
+/** One `<ambiguous_input>` of the category prompt's reply: its type code and clarifying question. */
+export interface Ambiguity {
+  type: 'UNCL_SCHEMA' | 'TEMP' | 'OUTPUT' | 'QUAL' | 'MISSING_OBL';
+  question: string;
 }
 
 /** The SQL written for a question and the views it reads (the reply's `tables_used`). */
@@ -67,11 +96,28 @@ export const SDK_DISCLAIMER =
 export const SDK_UNKNOWN_CATEGORY =
   "Sorry, that doesn't seem something I can help you with. Are you sure that question is related to your Denodo instance?";
 
+/** api/utils/answer_question.py's AMBIGUITY_TYPE_LABELS. */
+const AMBIGUITY_LABELS: Record<Ambiguity['type'], string> = {
+  UNCL_SCHEMA: 'Unclear schema reference',
+  TEMP: 'Temporal ambiguity',
+  OUTPUT: 'Output schema ambiguity',
+  QUAL: 'Qualitative ambiguity',
+  MISSING_OBL: 'Missing obligatory input',
+};
+export const SDK_AMBIGUITY_INTRO =
+  'The LLM detected some ambiguity in your input. Please re-submit your question clarifying the following things:';
+
+/** build_ambiguity_message: the SDK's answer to an ambiguous question. */
+export function ambiguityMessage(ambiguity: Ambiguity): string {
+  return [SDK_AMBIGUITY_INTRO, '', `- ${AMBIGUITY_LABELS[ambiguity.type]}: ${ambiguity.question}`].join('\n');
+}
+
 /** One answered call, as the stand-in saw it. */
 export interface SdkCall {
   path: string;
   user: string;
   body: Record<string, unknown>;
+  headers: IncomingHttpHeaders;
   /** The views the SQL writer was given (vector search plus use_views). */
   views: string[];
   /** The views the vector search found for `question` alone. */
@@ -83,6 +129,10 @@ export interface SdkCall {
 export interface DenodoSdkStandIn extends FakeHttpServer {
   answerUrl: string;
   streamUrl: string;
+  dataUrl: string;
+  executeVqlUrl: string;
+  openApiUrl: string;
+  release: SdkRelease;
   calls: SdkCall[];
   /** Every later call fails as the SDK does when its LLM provider does (HTTP 500, `detail.error`); undefined to stop. */
   failLlmWith(message: string | undefined): void;
@@ -90,102 +140,44 @@ export interface DenodoSdkStandIn extends FakeHttpServer {
   grant(user: string, views: string[]): void;
 }
 
-const STRING_FIELDS = [
-  'question',
-  'plot_details',
-  'embeddings_provider',
-  'embeddings_model',
-  'vector_store_provider',
-  'llm_provider',
-  'llm_model',
-  'vdp_database_names',
-  'vdp_tag_names',
-  'use_views',
-  'custom_instructions',
-] as const;
-const BOOL_FIELDS = [
-  'plot',
-  'allow_external_associations',
-  'expand_set_views',
-  'markdown_response',
-  'disclaimer',
-  'verbose',
-  'check_ambiguity',
-] as const;
-const INT_FIELDS = ['vector_search_k', 'vector_search_sample_data_k', 'vector_search_total_limit', 'llm_max_tokens'] as const;
-
-interface FieldProblem {
-  type: string;
-  loc: (string | number)[];
-  msg: string;
-  input: unknown;
-}
-
+/** The request as the SDK's code reads it, after validation: lists as lists whatever the release's field type. */
 interface SdkRequest {
   question: string;
-  vdp_database_names: string;
-  vdp_tag_names: string;
-  use_views: string;
+  vdp_database_names: string[];
+  vdp_tag_names: string[];
+  use_views: string[];
+  filter_logic: 'AND' | 'OR';
+  allow_external_associations: boolean;
   custom_instructions?: string;
   expand_set_views: boolean;
   disclaimer: boolean;
+  check_ambiguity: boolean;
   vector_search_k: number;
   vector_search_total_limit: number;
 }
 
-const TRUE_WORDS = new Set(['true', '1', 'yes', 'on', 't', 'y']);
-const FALSE_WORDS = new Set(['false', '0', 'no', 'off', 'f', 'n']);
+/** `[x.strip() for x in value.split(',') if x.strip()]`, or the 1.4 list stripped the same way. */
+const listOf = (value: unknown): string[] =>
+  (Array.isArray(value) ? value.map(String) : typeof value === 'string' ? value.split(',') : []).map((v) => v.trim()).filter(Boolean);
 
-/** Pydantic's lax mode, as FastAPI validates the body: a list is never a string. */
-function validate(body: unknown): { request?: SdkRequest; problems: FieldProblem[] } {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    return {
-      problems: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object', input: body }],
-    };
-  }
-  const raw = body as Record<string, unknown>;
-  const problems: FieldProblem[] = [];
-  const out: Record<string, unknown> = {};
-  if (raw.question === undefined) problems.push({ type: 'missing', loc: ['body', 'question'], msg: 'Field required', input: raw });
-  for (const field of STRING_FIELDS) {
-    const value = raw[field];
-    if (value === undefined) continue;
-    if (typeof value !== 'string') {
-      problems.push({ type: 'string_type', loc: ['body', field], msg: 'Input should be a valid string', input: value });
-    } else out[field] = value;
-  }
-  for (const field of BOOL_FIELDS) {
-    const value = raw[field];
-    if (value === undefined) continue;
-    if (typeof value === 'boolean') out[field] = value;
-    else if (value === 0 || value === 1) out[field] = value === 1;
-    else if (typeof value === 'string' && (TRUE_WORDS.has(value.toLowerCase()) || FALSE_WORDS.has(value.toLowerCase()))) {
-      out[field] = TRUE_WORDS.has(value.toLowerCase());
-    } else {
-      problems.push({ type: 'bool_parsing', loc: ['body', field], msg: 'Input should be a valid boolean', input: value });
-    }
-  }
-  for (const field of INT_FIELDS) {
-    const value = raw[field];
-    if (value === undefined) continue;
-    const number = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
-    if (typeof number === 'number' && Number.isInteger(number)) out[field] = number;
-    else problems.push({ type: 'int_parsing', loc: ['body', field], msg: 'Input should be a valid integer', input: value });
-  }
-  if (problems.length) return { problems };
+/** The validated values as the release's code uses them; fields it lacks take what it does without them. */
+function requestOf(model: ReleaseModel, values: Record<string, unknown>): SdkRequest {
+  const { traits } = model;
   return {
-    problems,
-    request: {
-      question: out.question as string,
-      vdp_database_names: (out.vdp_database_names as string) ?? '',
-      vdp_tag_names: (out.vdp_tag_names as string) ?? '',
-      use_views: (out.use_views as string) ?? '',
-      custom_instructions: out.custom_instructions as string | undefined,
-      expand_set_views: (out.expand_set_views as boolean) ?? true,
-      disclaimer: (out.disclaimer as boolean) ?? true,
-      vector_search_k: (out.vector_search_k as number) ?? 5,
-      vector_search_total_limit: (out.vector_search_total_limit as number) ?? 20,
-    },
+    question: values.question as string,
+    vdp_database_names: listOf(values.vdp_database_names),
+    vdp_tag_names: traits.tagsAndLimits ? listOf(values.vdp_tag_names) : [],
+    use_views: listOf(values.use_views),
+    filter_logic: traits.filterLogic ? (values.filter_logic as 'AND' | 'OR') : 'AND',
+    // 0.5 adds use_views whatever their database.
+    allow_external_associations: traits.tagsAndLimits ? (values.allow_external_associations as boolean) : true,
+    custom_instructions: values.custom_instructions as string | undefined,
+    expand_set_views: values.expand_set_views as boolean,
+    disclaimer: values.disclaimer as boolean,
+    check_ambiguity: traits.ambiguity === 'always' || (traits.ambiguity === 'field' && (values.check_ambiguity as boolean)),
+    vector_search_k: values.vector_search_k as number,
+    // 0.5 has no total limit.
+    vector_search_total_limit: traits.tagsAndLimits ? (values.vector_search_total_limit as number) : Number.POSITIVE_INFINITY,
   };
 }
 
@@ -241,11 +233,6 @@ function score(question: string, view: SdkView, index: Map<string, Set<string>>)
 }
 
 const databaseOf = (view: string) => view.split('.')[0] ?? '';
-const list = (value: string) =>
-  value
-    .split(',')
-    .map((v) => v.trim())
-    .filter(Boolean);
 
 /** The quoted name the SDK's prompts teach the LLM to write: "database"."view". */
 const quoted = (view: string) =>
@@ -255,7 +242,8 @@ const quoted = (view: string) =>
     .join('.');
 
 export async function startDenodoSdkStandIn(options: StandInOptions): Promise<DenodoSdkStandIn> {
-  const version = options.version ?? 'newest';
+  const model = releaseModel(options.release ?? '1.4');
+  const { traits } = model;
   const users = structuredClone(options.users);
   const index = new Map(options.views.map((v) => [v.name, viewWords(v)]));
   const byName = new Map(options.views.map((v) => [v.name, v]));
@@ -267,10 +255,15 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
 
   /** table_retrieval.get_relevant_tables: the k nearest permitted views, then use_views, within the filters. */
   function relevantViews(request: SdkRequest, permitted: Set<string>): { views: string[]; searched: string[]; error?: string } {
-    const databases = list(request.vdp_database_names);
-    const tags = list(request.vdp_tag_names);
-    const inFilters = (view: SdkView) =>
-      (!databases.length || databases.includes(databaseOf(view.name))) && (!tags.length || tags.some((t) => view.tags?.includes(t)));
+    const databases = request.vdp_database_names;
+    const tags = request.vdp_tag_names;
+    const inDatabases = (view: SdkView) => databases.includes(databaseOf(view.name));
+    const inTags = (view: SdkView) => tags.some((t) => view.tags?.includes(t));
+    const inFilters = (view: SdkView) => {
+      if (!databases.length || !tags.length) return (!databases.length || inDatabases(view)) && (!tags.length || inTags(view));
+      // 1.4's filter_logic: OR by default; a view had to pass both before it.
+      return request.filter_logic === 'OR' ? inDatabases(view) || inTags(view) : inDatabases(view) && inTags(view);
+    };
     const searchable = options.views.filter((v) => permitted.has(v.name) && inFilters(v));
     const found = searchable
       .map((view, order) => ({ view, order, score: score(request.question, view, index) }))
@@ -286,16 +279,16 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       if (chosen.length >= request.vector_search_total_limit) break;
       chosen.push(name);
     }
-    for (const name of list(request.use_views)) {
+    for (const name of request.use_views) {
       const view = byName.get(name);
       if (!view || !permitted.has(name) || chosen.includes(name)) continue;
-      // 0.5 adds use_views whatever their database; newer versions drop views outside
-      // vdp_database_names / vdp_tag_names unless allow_external_associations (_passes_external_filters).
-      if (version !== '0.5' && !inFilters(view)) continue;
+      // Views outside vdp_database_names / vdp_tag_names are dropped unless allow_external_associations
+      // (_passes_external_filters; 0.5 has no such check, and 0.13 allows them by default).
+      if (!request.allow_external_associations && !inFilters(view)) continue;
       if (chosen.length >= request.vector_search_total_limit) break;
       chosen.push(name);
     }
-    const views = request.expand_set_views ? chosen : chosen.filter((v) => list(request.use_views).includes(v));
+    const views = request.expand_set_views ? chosen : chosen.filter((v) => request.use_views.includes(v));
     if (views.length) return { views, searched: found };
     if (!options.views.length)
       return { views, searched: found, error: 'The vector store is empty. Please synchronize the metadata first.' };
@@ -319,8 +312,9 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
 
   /**
    * The SQL writer: it sees only `views` and the instructions. A question naming a view's words is
-   * answered from that view; a follow-up naming none is resolved from the latest SQL in the
-   * instructions, and only when that SQL's view is among `views`.
+   * answered from that view; a follow-up naming none ("What about 2023?", "2024 please") is resolved
+   * from the latest line of the instructions that holds SQL or names one of `views` (an earlier
+   * question, a clarifying question), and only when that SQL's view is among `views`.
    */
   function writeSql(question: string, views: string[], instructions: string): WrittenSql | undefined {
     const year = /\b(19|20)\d{2}\b/.exec(question)?.[0];
@@ -331,8 +325,17 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     if (best) {
       return { views: [best.name], sql: `SELECT * FROM ${quoted(best.name)}${year ? ` WHERE "year" = ${year}` : ''}` };
     }
-    const earlier = [...instructions.matchAll(/SELECT[^\n]*?FROM\s+("?[\w]+"?\."?[\w]+"?)[^\n]*/gi)].at(-1);
-    if (!earlier) return undefined;
+    const latest = instructions
+      .split('\n')
+      .reverse()
+      .map((line) => ({ line, sql: /SELECT[^\n]*?FROM\s+("?[\w]+"?\."?[\w]+"?)[^\n]*/i.exec(line) }))
+      .find(({ line, sql }) => sql || views.some((v) => score(line, byName.get(v)!, index) > 0));
+    if (!latest) return undefined;
+    if (!latest.sql) {
+      const named = views.find((v) => score(latest.line, byName.get(v)!, index) > 0)!;
+      return { views: [named], sql: `SELECT * FROM ${quoted(named)}${year ? ` WHERE "year" = ${year}` : ''}` };
+    }
+    const earlier = latest.sql;
     const view = earlier[1]!.replaceAll('"', '');
     if (!views.includes(view)) return undefined;
     const previous = earlier[0].trim();
@@ -344,6 +347,26 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   }
 
   function answerOf(request: SdkRequest, views: string[], instructions: string) {
+    const llm = traits.llmInReply ? { llm_provider: 'OpenAI', llm_model: 'gpt-5.2-none' } : {};
+    const ambiguity = request.check_ambiguity ? options.clarify?.(request.question, instructions) : undefined;
+    if (ambiguity) {
+      // process_ambiguity_category: no SQL, and every view the search found as tables_used.
+      return {
+        answer: ambiguityMessage(ambiguity),
+        sql_query: '',
+        query_explanation: '',
+        tokens: tokensOf(request.question, instructions, views),
+        related_questions: [] as string[],
+        execution_result: {},
+        tables_used: views,
+        raw_graph: '',
+        sql_execution_time: 0,
+        vector_store_search_time: 0.02,
+        llm_time: 0.3,
+        total_execution_time: 0.32,
+        ...llm,
+      };
+    }
     const written = (options.writeSql ?? writeSql)(request.question, views, instructions);
     const base = {
       query_explanation: '',
@@ -357,7 +380,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       tokens: tokensOf(request.question, instructions, views),
     };
     if (!written) {
-      return { ...base, answer: SDK_UNKNOWN_CATEGORY, sql_query: '', execution_result: {}, tables_used: version === '0.5' ? '' : [] };
+      // process_unknown_category's tables_used is '' in every release read.
+      return { ...base, answer: SDK_UNKNOWN_CATEGORY, sql_query: '', execution_result: {}, tables_used: '', ...llm };
     }
     const first = written.views[0]!;
     const row = (byName.get(first)?.columns ?? []).slice(0, 3).map((c, i) => ({ columnName: c.name, value: String(100 * (i + 1)) }));
@@ -369,6 +393,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       query_explanation: `Reads ${written.views.join(', ')}.`,
       execution_result: { 'Row 1': row },
       tables_used: written.views,
+      ...llm,
+      ...(traits.isMasked ? { is_masked: written.views.some((v) => options.maskedViews?.includes(v)) } : {}),
     };
   }
 
@@ -379,27 +405,63 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     return { input_tokens: input, output_tokens: 200, total_tokens: input + 200 };
   }
 
-  const handler = async (req: RecordedRequest, res: ServerResponse) => {
-    const path = req.path.split('?')[0]!;
-    if (req.method !== 'POST' || (path !== '/answerQuestion' && path !== '/streamAnswerQuestion')) {
-      return sendJson(res, 404, { detail: 'Not Found' });
-    }
+  /** FastAPI's HTTPBasic / HTTPBearer dependency: the user, or the 401 already sent. */
+  async function caller(req: RecordedRequest, res: ServerResponse): Promise<string | undefined> {
     const bearer = /^bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const who =
       bearer && options.verifyBearer
         ? ((await options.verifyBearer(bearer)) ?? { status: 401, detail: 'Unauthorized' })
         : authenticate(req.headers.authorization, users);
-    if (typeof who !== 'string') {
-      // 0.5's HTTPBasic(auto_error) answers a missing header itself, with its own words.
-      const detail = version === '0.5' && who.detail === 'Authentication required' ? 'Not authenticated' : who.detail;
-      res.setHeader('www-authenticate', 'Basic');
-      return sendJson(res, 401, { detail });
-    }
+    if (typeof who === 'string') return who;
+    // 0.5's HTTPBasic(auto_error) answers a missing header itself, with its own words.
+    const detail = model.release === '0.5' && who.detail === 'Authentication required' ? 'Not authenticated' : who.detail;
+    res.setHeader('www-authenticate', 'Basic');
+    sendJson(res, 401, { detail });
+    return undefined;
+  }
+
+  /** FastAPI's request body: JSON, then the pydantic model; the 422 already sent otherwise. */
+  function bodyOf(req: RecordedRequest, res: ServerResponse, fields: ReleaseModel['fields']): Record<string, unknown> | undefined {
     if (typeof req.body === 'string') {
-      return sendJson(res, 422, { detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {} }] });
+      sendJson(res, 422, {
+        detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }],
+      });
+      return undefined;
     }
-    const { request, problems } = validate(req.body);
-    if (!request) return sendJson(res, 422, { detail: problems });
+    const { values, problems } = validateBody(fields, req.body);
+    if (!values) sendJson(res, 422, { detail: problems });
+    return values;
+  }
+
+  /** executeVQL: the VQL run with the caller's credentials, so VDP's permissions apply. */
+  function executeVql(who: string, values: Record<string, unknown>, res: ServerResponse) {
+    const vql = values.vql as string;
+    const view = /FROM\s+("?[\w]+"?\."?[\w]+"?)/i.exec(vql)?.[1]?.replaceAll('"', '');
+    if (!view || !byName.has(view)) return sendJson(res, 400, { detail: `VQL execution failed: Syntax error: ${vql}` });
+    if (!users[who]?.views.includes(view)) {
+      return sendJson(res, 403, { detail: `VQL execution failed: The user ${who} does not have privileges to execute ${view}` });
+    }
+    const row = (byName.get(view)?.columns ?? []).slice(0, 3).map((c, i) => ({ columnName: c.name, value: String(100 * (i + 1)) }));
+    return sendJson(res, 200, { vql, execution_result: { 'Row 1': row } });
+  }
+
+  const ANSWER_PATHS = new Set(['/answerQuestion', '/answerDataQuestion', '/streamAnswerQuestion']);
+  const handler = async (req: RecordedRequest, res: ServerResponse) => {
+    const path = req.path.split('?')[0]!;
+    if (req.method === 'GET' && path === '/openapi.json' && options.openApi !== false) return sendJson(res, 200, openApiDocument(model));
+    const vqlPath = traits.executeVql && path === '/executeVQL';
+    if (req.method !== 'POST' || (!ANSWER_PATHS.has(path) && !vqlPath)) {
+      return sendJson(res, 404, { detail: 'Not Found' });
+    }
+    const who = await caller(req, res);
+    if (!who) return;
+    if (vqlPath) {
+      const values = bodyOf(req, res, EXECUTE_VQL_MODEL);
+      return values && executeVql(who, values, res);
+    }
+    const values = bodyOf(req, res, model.fields);
+    if (!values) return;
+    const request = requestOf(model, values);
 
     const permitted = new Set(users[who]?.views ?? []);
     if (!permitted.size) {
@@ -409,9 +471,11 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     if (error) return fail(res, 404, error);
 
     const operator = options.operatorInstructions ?? '';
-    const instructions =
-      version === '0.5' ? (request.custom_instructions ?? operator) : `${operator}\n${request.custom_instructions ?? ''}`.trim();
-    calls.push({ path, user: who, body: req.body as Record<string, unknown>, views, searched, instructions });
+    // Before 0.10.2 CUSTOM_INSTRUCTIONS is the field's default, so a request's custom_instructions replace it.
+    const instructions = traits.mergesInstructions
+      ? `${operator}\n${request.custom_instructions ?? ''}`.trim()
+      : (request.custom_instructions ?? operator);
+    calls.push({ path, user: who, body: req.body as Record<string, unknown>, headers: req.headers, views, searched, instructions });
     if (llmFailure) {
       return fail(
         res,
@@ -421,7 +485,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       );
     }
     const reply = answerOf(request, views, instructions);
-    if (path === '/answerQuestion') return sendJson(res, 200, reply);
+    if (path !== '/streamAnswerQuestion') return sendJson(res, 200, reply);
     // The whole answer is computed first; only its text is streamed, with no SQL, tables or tokens.
     res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
     for (const piece of reply.answer.match(/[\s\S]{1,16}/g) ?? []) res.write(piece);
@@ -432,7 +496,11 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   return {
     ...server,
     answerUrl: `${server.url}/answerQuestion`,
+    dataUrl: `${server.url}/answerDataQuestion`,
     streamUrl: `${server.url}/streamAnswerQuestion`,
+    executeVqlUrl: `${server.url}/executeVQL`,
+    openApiUrl: `${server.url}/openapi.json`,
+    release: model.release,
     calls,
     failLlmWith(message) {
       llmFailure = message;
