@@ -21,6 +21,8 @@ export interface HistoryTurn {
   sql_query: string | null;
   tables_used: string[];
   created_at: Date;
+  /** The answer asked the user to clarify the question: the next turn answers it, and tables_used are the candidates. */
+  asks_clarification?: boolean;
   /** The turn's stored message chain, when the retrieval asked for it. */
   messages?: unknown;
 }

@@ -37,6 +37,17 @@ describe('pinnedViews', () => {
     expect(pinnedViews(context([turn(1, ['db.a'], 'clarification')]), undefined, undefined)).toBeUndefined();
   });
 
+  it('when the latest turn asked a clarifying question, then its candidate views come after the caller’s, before those of earlier SQL; an older one’s are not pinned', () => {
+    const asked = (n: number, tables: string[]): HistoryTurn => ({ ...turn(n, tables, 'clarification'), asks_clarification: true });
+    expect(pinnedViews(context([turn(1, ['db.a']), asked(2, ['db.b', 'db.c'])]), 'db.x', undefined)).toEqual([
+      'db.x',
+      'db.b',
+      'db.c',
+      'db.a',
+    ]);
+    expect(pinnedViews(context([asked(1, ['db.b']), turn(2, ['db.a'])]), undefined, undefined)).toEqual(['db.a']);
+  });
+
   it("when the caller names vdp_database_names, then only views of those databases are pinned; the caller's own are kept", () => {
     const built = context([turn(1, ['sales.a', 'hr.b', 'bare'])]);
     expect(pinnedViews(built, 'other.z', ['sales'])).toEqual(['other.z', 'sales.a']);

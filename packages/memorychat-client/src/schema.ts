@@ -716,6 +716,11 @@ export interface operations {
                         execution_result?: unknown;
                         related_questions?: unknown;
                         tables_used: string[];
+                        /**
+                         * @description Present when the answer is a question back to the user (the Denodo AI SDK's ambiguity check, the sql answerer's clarification): show it as a question to reply to. The user's next message is asked as its answer, with its candidate views (tables_used). Absent otherwise
+                         * @enum {boolean}
+                         */
+                        asks_clarification?: true;
                         raw_graph?: unknown;
                         sql_execution_time?: unknown;
                         vector_store_search_time?: unknown;

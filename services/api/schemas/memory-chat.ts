@@ -90,6 +90,12 @@ export const MemoryChatResponse = Type.Object(
     execution_result: Type.Optional(Type.Unknown()),
     related_questions: Type.Optional(Type.Unknown()),
     tables_used: Type.Array(Type.String()),
+    asks_clarification: Type.Optional(
+      Type.Literal(true, {
+        description:
+          "Present when the answer is a question back to the user (the Denodo AI SDK's ambiguity check, the sql answerer's clarification): show it as a question to reply to. The user's next message is asked as its answer, with its candidate views (tables_used). Absent otherwise",
+      }),
+    ),
     raw_graph: Type.Optional(Type.Unknown()),
     sql_execution_time: Type.Optional(Type.Unknown()),
     vector_store_search_time: Type.Optional(Type.Unknown()),

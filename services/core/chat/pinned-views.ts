@@ -9,8 +9,9 @@ import { databaseNames } from '../database-names.js';
 export const MAX_PINNED_VIEWS = 10;
 
 /**
- * The `use_views` sent to the answerer: the caller's, then the views the memory block's SQL read
- * (latest turn first, then similar past turns), within the caller's `vdp_database_names`. The Denodo
+ * The `use_views` sent to the answerer: the caller's, then the candidate views of a clarifying question
+ * the latest turn asked (the question answers it), then the views the memory block's SQL read (latest
+ * turn first, then similar past turns), within the caller's `vdp_database_names`. The Denodo
  * AI SDK chooses its views by embedding `question` alone, so a follow-up such as "What about 2023?"
  * finds none of the views its earlier SQL used unless they are named here (docs/denodo-ai-sdk.md).
  * Undefined when there is nothing to send.
@@ -18,12 +19,17 @@ export const MAX_PINNED_VIEWS = 10;
 export function pinnedViews(context: BuiltContext, callerUseViews: unknown, databases: string[] | undefined): string[] | undefined {
   // A list or a comma-separated string, whichever form the SDK release takes (docs/denodo-ai-sdk.md#releases).
   const caller = databaseNames(callerUseViews) ?? [];
-  const fromMemory = [...context.history]
-    .reverse()
-    .concat(context.similar)
-    .filter((turn) => turn.status === 'ok' && turn.sql_query)
-    .flatMap((turn) => turn.tables_used)
-    .filter((view) => withinDatabases(view, databases));
+  // The question answers a clarifying question when that was the latest turn: its candidate views first.
+  const latest = context.history.at(-1);
+  const candidates = latest?.asks_clarification ? latest.tables_used : [];
+  const fromMemory = [
+    ...candidates,
+    ...[...context.history]
+      .reverse()
+      .concat(context.similar)
+      .filter((turn) => turn.status === 'ok' && turn.sql_query)
+      .flatMap((turn) => turn.tables_used),
+  ].filter((view) => withinDatabases(view, databases));
   const pinned = [...new Set(fromMemory)].filter((view) => !caller.includes(view)).slice(0, MAX_PINNED_VIEWS);
   const all = [...caller, ...pinned];
   return all.length ? all : undefined;

@@ -77,13 +77,19 @@ function renderBlock(items: MemoryItem[]): string {
   return memoryBlock(parts);
 }
 
-/** Clarifications keep their answer but never carry SQL into later queries. */
+/**
+ * Clarifications keep their answer but never carry SQL into later queries. A clarifying question is
+ * named as one, so the user's reply in the next turn reads as its answer.
+ */
 function renderTurn(turn: HistoryTurn): string {
   const lines = [`Question: ${quoteStored(turn.question)}`];
   if (turn.status === 'ok' && turn.sql_query) {
     lines.push(`SQL: ${quoteStored(turn.sql_query)}`);
     if (turn.tables_used.length) lines.push(`Tables: ${quoteStored(turn.tables_used.join(', '))}`);
   }
-  if (turn.answer) lines.push(`Answer: ${quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT))}`);
+  // Its candidate views are not listed: they go as use_views (pinned-views.ts), with their schema.
+  if (turn.asks_clarification) {
+    lines.push(`Clarifying question asked, answered by the next question: ${quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT))}`);
+  } else if (turn.answer) lines.push(`Answer: ${quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT))}`);
   return lines.join('\n');
 }

@@ -111,6 +111,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        SELECT w.* FROM sess CROSS JOIN LATERAL (
          SELECT t.turn_number, t.status, t.question, t.answer,
                 CASE WHEN t.feedback_rating = 'down' THEN NULL ELSE t.sql_query END AS sql_query, t.tables_used, t.created_at,
+                t.metadata -> 'asks_clarification' AS asks_clarification,
                 ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
          FROM turns t
          WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = ${session}
@@ -240,6 +241,7 @@ function turnFromJson(row: Record<string, unknown>): HistoryTurn {
     sql_query: (row.sql_query as string | null) ?? null,
     tables_used: (row.tables_used as string[] | null) ?? [],
     created_at: new Date(row.created_at as string),
+    ...(row.asks_clarification === true ? { asks_clarification: true } : {}),
     ...(row.messages ? { messages: row.messages } : {}),
   };
 }

@@ -41,6 +41,11 @@ export interface Answer {
   storedAnswer?: string;
   status: TurnStatus;
   sqlQuery: string | null;
+  /**
+   * The answer is a question back to the user (the SDK's ambiguity check, the sql answerer's
+   * clarification): the user's next turn answers it, and `tables_used` are the candidate views.
+   */
+  asksClarification?: boolean;
   /** How long the answerer took, in milliseconds. */
   latencyMs: number;
 }

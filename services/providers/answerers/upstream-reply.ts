@@ -19,8 +19,15 @@ export function normaliseUpstreamReply(body: Record<string, unknown>): Omit<Answ
     ...(storedAnswer === fields.answer ? {} : { storedAnswer }),
     status: statusOf(body, sqlQuery),
     sqlQuery,
+    ...(!sqlQuery && SDK_AMBIGUITY.test(fields.answer) ? { asksClarification: true } : {}),
   };
 }
+
+/**
+ * The first line of the SDK's answer to an ambiguous question (0.13 on: `build_ambiguity_message` in
+ * api/utils/answer_question.py); its reply has no other mark of it.
+ */
+const SDK_AMBIGUITY = /^The LLM detected some ambiguity in your input\./;
 
 /**
  * The SDK appends this paragraph to every answer unless the request says `disclaimer: false`

@@ -35,15 +35,21 @@ const USERS = {
 };
 const ALICE = basicAuth('alice', 'alice-pw');
 
+/** The SDK's LLM finds this question ambiguous (its ambiguity check, 0.13 on): which year? */
+const AMBIGUOUS = 'Show me total sales by region';
+const clarify = (question: string) =>
+  question === AMBIGUOUS ? { type: 'TEMP' as const, question: 'Which year should the totals cover?' } : undefined;
+
 /** A list field as the release takes it: a JSON list in 1.4, a comma-separated string before. */
 const asSent = (release: SdkRelease, values: string[]) => (release === '1.4' ? values : values.join(','));
+const listOf = (sent: unknown) => (Array.isArray(sent) ? sent : String(sent).split(',')).map((v) => String(v).trim());
 
 describe.each(SDK_RELEASES)('/memoryChat in front of the Denodo AI SDK %s', (release) => {
   let sdk: DenodoSdkStandIn;
   let t: TestApp;
 
   beforeAll(async () => {
-    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release });
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release, clarify });
     // ANSWER_AUTH unset, as a new deployment has it (startTestApp sets `none` for the suite's fakes).
     t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined });
   });
@@ -73,6 +79,39 @@ describe.each(SDK_RELEASES)('/memoryChat in front of the Denodo AI SDK %s', (rel
     });
     expect(next.body.memory_context_used.use_views).toBe('sales_db.sales');
   });
+
+  it.skipIf(release === '0.5')(
+    "when the SDK asks a clarifying question, then the reply marks it, and the user's answer goes with the question it clarifies and the candidate views, and is answered with its SQL",
+    async () => {
+      const asked = await chat('clarify', { question: AMBIGUOUS });
+      expect(asked.status).toBe(200);
+      expect(asked.body).toMatchObject({ asks_clarification: true, sql_query: '' });
+      expect(asked.body.answer).toContain('Temporal ambiguity: Which year should the totals cover?');
+      const session_id = asked.body.conversation_metadata.conversation_id;
+
+      const answered = await chat('clarify', { question: '2024 please', session_id });
+      expect(answered.status).toBe(200);
+      expect(answered.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2024');
+      expect(answered.body).not.toHaveProperty('asks_clarification');
+      const call = sdk.calls.at(-1)!;
+      // The view search on "2024 please" alone does not find the sales view: the candidates pinned bring it.
+      expect(call.searched).not.toContain('sales_db.sales');
+      expect(listOf(call.body.use_views)).toEqual(asked.body.tables_used);
+      expect(call.body.custom_instructions).toContain(AMBIGUOUS);
+      expect(call.body.custom_instructions).toContain('Clarifying question asked, answered by the next question:');
+      expect(call.body.custom_instructions).toContain('Which year should the totals cover?');
+
+      // The clarification never feeds "show SQL": the last SQL is the answered one.
+      const shown = await chat('clarify', { question: 'show me the SQL', session_id });
+      expect(shown.body.sql_query).toBe(answered.body.sql_query);
+      const { rows } = await t.admin.query(`SELECT status, metadata FROM turns WHERE user_id = 'clarify' ORDER BY turn_number`);
+      expect(rows.map((r) => [r.status, r.metadata.asks_clarification ?? false])).toEqual([
+        ['clarification', true],
+        ['ok', false],
+        ['memory_command', false],
+      ]);
+    },
+  );
 
   it("when the pinned views lie outside the caller's vdp_database_names, then they are not sent", async () => {
     const first = await chat('bounded', { question: 'Total sales by region for 2024' });

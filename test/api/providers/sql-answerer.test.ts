@@ -195,13 +195,21 @@ describe.each(PROVIDERS)('the sql answerer with %s', (provider) => {
     expect(await rowsOf('SELECT count(*) FROM demo.order_lines')).toEqual(before);
   });
 
-  it('when the question is ambiguous, then the LLM asks back and the turn is a clarification without SQL', async () => {
+  it('when the question is ambiguous, then the LLM asks back, the reply marks it, and the user’s answer is asked with the question it clarifies', async () => {
     script.next({ kind: 'clarification', sql: '', explanation: 'Which year do you mean?', tables: [] });
     const reply = await ask({ question: 'How did we do?' });
     expect(reply.status).toBe(200);
     expect(reply.body.answer).toBe('Which year do you mean?');
     expect(reply.body.sql_query).toBe('');
+    expect(reply.body.asks_clarification).toBe(true);
     expect(await statusOf(reply.body.conversation_metadata.conversation_id)).toBe('clarification');
+
+    script.next(sqlReply('SELECT sum(amount) FROM demo.order_lines', ['demo.order_lines']));
+    const answered = await ask({ question: '2024', session_id: reply.body.conversation_metadata.conversation_id });
+    expect(answered.body).not.toHaveProperty('asks_clarification');
+    const { user } = promptOf(script.requests[0]!);
+    expect(user).toContain('Question: How did we do?');
+    expect(user).toContain('Clarifying question asked, answered by the next question: Which year do you mean?');
   });
 
   it('when the result has more rows than SQL_MAX_ROWS, then at most that many are kept and the reply says it was cut', async () => {

@@ -114,7 +114,8 @@ async function answer(options: SqlAnswererOptions, request: AnswerRequest, schem
     ...(execution?.ok && execution.bytesLimited ? { result_bytes_limited_to: options.resultBytes } : {}),
     ...(execution?.ok && execution.cellsCut ? { cells_cut_to_bytes: options.cellBytes } : {}),
   };
-  return { ...normaliseUpstreamReply(body), latencyMs: performance.now() - started };
+  const reply = normaliseUpstreamReply(body);
+  return { ...reply, ...(generated.kind === 'clarification' ? { asksClarification: true } : {}), latencyMs: performance.now() - started };
 }
 
 async function readSchema(schema: () => Promise<SchemaTable[]>): Promise<SchemaTable[]> {
