@@ -1,4 +1,4 @@
-// `npm run eval:denodo [-- --data FILE] [--tables FILE] [--scope database|all] [--json FILE]` (MEMORY_* settings from
+// `npm run eval:denodo [-- --data FILE] [--tables FILE] [--scope database|all] [--release 0.5|0.13|1.2.1|1.4] [--json FILE]` (MEMORY_* settings from
 // the environment): replays
 // SParC dialogues through the real /memoryChat (in process, embedded database, default settings:
 // MEMORY_AUGMENTATION=instructions, ANSWER_AUTH=forward) in front of the Denodo AI SDK stand-in
@@ -9,7 +9,8 @@
 // It prints the share of follow-ups whose request reached the SDK with the gold tables among its
 // views: before (the SDK's view search over `question` alone, as without use_views) and after (with
 // the use_views memorychat sends). `--scope database` sends each dialogue's database as
-// vdp_database_names; `all` sends none (every SParC database is searched).
+// vdp_database_names; `all` sends none (every SParC database is searched). `--release` is the SDK release
+// the stand-in behaves as (the newest unless named); memorychat is not told it.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,13 @@ import { sqlIdentifiers } from '../../services/core/search-terms/sql-identifiers
 import { migrate } from '../../services/db/migrate.js';
 import { openDatabase } from '../../services/db/pool.js';
 import { createProviders } from '../../services/providers/index.js';
-import { basicAuth, type SdkView, startDenodoSdkStandIn } from '../../test/support/fakes/denodo-sdk-stand-in.js';
+import {
+  basicAuth,
+  SDK_RELEASES,
+  type SdkRelease,
+  type SdkView,
+  startDenodoSdkStandIn,
+} from '../../test/support/fakes/denodo-sdk-stand-in.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
 import { loadDialogues } from './dialogues.js';
 
@@ -34,10 +41,13 @@ const { values: args } = parseArgs({
     data: { type: 'string' },
     tables: { type: 'string' },
     scope: { type: 'string', default: 'database' },
+    release: { type: 'string', default: '1.4' },
     json: { type: 'string' },
   },
 });
 if (args.scope !== 'database' && args.scope !== 'all') throw new Error('--scope: database or all');
+if (!(SDK_RELEASES as readonly string[]).includes(args.release!)) throw new Error(`--release: one of ${SDK_RELEASES.join(', ')}`);
+const release = args.release as SdkRelease;
 const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json');
 const tablesFile = path.resolve(ROOT, args.tables ?? '../shared/data/sparc/tables.json');
 const dialogues = loadDialogues(dataFile);
@@ -75,6 +85,7 @@ let gold = { sql: '', views: [] as string[] };
 const goldViews = (database: string, sql: string) => [...new Set(sqlIdentifiers(sql).tables.map((t) => `${database}.${t}`.toLowerCase()))];
 
 const sdk = await startDenodoSdkStandIn({
+  release,
   views,
   users: { analyst: { password: 'analyst-pw', views: views.map((v) => v.name) } },
   writeSql: (_question, given) => (gold.views.every((v) => given.includes(v)) ? gold : undefined),
@@ -149,6 +160,7 @@ const percentile = (values: number[], p: number) =>
 const figures = {
   data: dataFile,
   scope: args.scope,
+  release,
   views: views.length,
   dialogues: dialogues.length,
   follow_ups: counts.followUps,
@@ -164,7 +176,7 @@ const figures = {
   seconds: (performance.now() - started) / 1000,
 };
 console.log(
-  `denodo replay: ${dialogues.length} dialogues, ${counts.followUps} follow-ups, ${views.length} views, scope ${args.scope} (vdp_database_names ${args.scope === 'database' ? "= the dialogue's database" : 'unset'})`,
+  `denodo replay: ${dialogues.length} dialogues, ${counts.followUps} follow-ups, ${views.length} views, SDK ${release}, scope ${args.scope} (vdp_database_names ${args.scope === 'database' ? "= the dialogue's database" : 'unset'})`,
 );
 console.log(
   `follow-ups whose SDK request has the gold tables among its views: before (question only) ${pct(counts.before)}, after (with use_views) ${pct(counts.after)}`,

@@ -123,6 +123,9 @@ export const ConfigSchema = Type.Object({
   ANSWER_OPERATOR_INSTRUCTIONS: Type.Optional(Type.String({ maxLength: 20_000 })),
   // How the Denodo AI SDK takes vdp_database_names, vdp_tag_names and use_views: `list` (1.4), `comma`
   // (comma-separated strings, 0.5 to 1.2.1), or `auto`: learnt from its /openapi.json or its first 422.
+  // The header memorychat's request id goes upstream in, so one question can be followed through both
+  // services' logs; the Denodo AI SDK names its transaction id X-Transaction-ID. Empty: not sent.
+  ANSWER_REQUEST_ID_HEADER: Type.String({ pattern: '^[A-Za-z0-9-]*$', maxLength: 100, default: 'X-Transaction-ID' }),
   ANSWER_LIST_FIELDS: Type.Union([Type.Literal('auto'), Type.Literal('list'), Type.Literal('comma')], { default: 'auto' }),
 
   // Account linking (docs/account-linking.md): a bot's user signs in once with the OpenID provider that

@@ -49,6 +49,7 @@ export function askTool(config: Config) {
         memoryCommands: false,
         params: Object.fromEntries(Object.entries(forwarded).filter(([, value]) => value !== undefined)),
         upstreamAuthorization: caller.upstreamAuthorization,
+        requestId: caller.requestId,
         clientGone: caller.clientGone,
       });
       // The answerer's own fields, as it sent them (no memory command runs here).

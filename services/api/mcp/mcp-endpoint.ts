@@ -45,7 +45,12 @@ const mcpEndpoint = (version: string): FastifyPluginAsync =>
         });
         const server = mcpServerFor(tools, version, {
           memory,
-          caller: { identity: request.identity, upstreamAuthorization: upstreamAuthorizationOf(request), clientGone: clientGone.signal },
+          caller: {
+            identity: request.identity,
+            upstreamAuthorization: upstreamAuthorizationOf(request),
+            requestId: request.id,
+            clientGone: clientGone.signal,
+          },
           authorize: (operationId) => authorizeKeyOperation(request, app.db, operationId),
           log: request.log,
         });

@@ -8,6 +8,8 @@ export interface McpCaller {
   identity: Identity;
   /** Sent to the answerer as Authorization with ANSWER_AUTH=forward (upstream-credentials.ts). */
   upstreamAuthorization?: string;
+  /** The id of the HTTP request carrying the call, sent to the answerer. */
+  requestId: string;
   /** Aborts when the MCP client goes away before the answer. */
   clientGone: AbortSignal;
 }

@@ -70,6 +70,7 @@ const memoryChatRoutes: FastifyPluginAsyncTypebox = async (app) => {
             memoryScope: body.memory_scope,
             params,
             upstreamAuthorization: upstreamAuthorizationOf(request),
+            requestId: request.id,
             clientGone: clientGone.signal,
             idempotency: claim,
           },

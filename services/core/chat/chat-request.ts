@@ -18,6 +18,8 @@ export interface MemoryChatRequest {
   /** answerQuestion parameters, forwarded as given (custom_instructions is merged with memory). */
   params: Record<string, unknown>;
   upstreamAuthorization?: string;
+  /** This request's id (X-Request-ID): the answerer gets it, to follow one question through both services' logs. */
+  requestId?: string;
   /** Aborts when the client has gone away, streamed reply or not (AnswerRequest.clientGone). */
   clientGone?: AbortSignal;
   /** The request's Idempotency-Key claim: completed in the transaction that stores the turn. */

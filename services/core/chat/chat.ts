@@ -130,6 +130,7 @@ async function askAnswerer(
     useViews: memory.useViews,
     params: req.params,
     upstreamAuthorization: req.upstreamAuthorization,
+    ...(req.requestId ? { requestId: req.requestId } : {}),
     memory: memory.context,
     ...(stream ? { signal: stream.signal } : {}),
     ...(req.clientGone ? { clientGone: req.clientGone } : {}),

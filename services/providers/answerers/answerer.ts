@@ -23,6 +23,8 @@ export interface AnswerRequest {
   params: Record<string, unknown>;
   /** The caller's `X-Upstream-Authorization` header, for ANSWER_AUTH=forward. */
   upstreamAuthorization?: string;
+  /** memorychat's request id, sent upstream in ANSWER_REQUEST_ID_HEADER. */
+  requestId?: string;
   memory?: AnswerMemory;
   /** Aborted when the client of a streamed reply has gone away: the upstream call is abandoned. */
   signal?: AbortSignal;

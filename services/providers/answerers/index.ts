@@ -51,6 +51,7 @@ function upstreamAnswerer(config: Config, parts: AnswererParts): Answerer {
     bearerToken: config.ANSWER_BEARER_TOKEN,
     operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
     listFields: config.ANSWER_LIST_FIELDS,
+    requestIdHeader: config.ANSWER_REQUEST_ID_HEADER,
     timeoutMs: config.ANSWER_TIMEOUT_MS,
     maxReplyBytes: config.ANSWER_MAX_REPLY_BYTES,
     log: parts.log,

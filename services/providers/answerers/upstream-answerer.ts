@@ -17,6 +17,8 @@ export interface UpstreamOptions {
   operatorInstructions?: string;
   /** ANSWER_LIST_FIELDS: lists or comma-separated strings for the SDK's filter fields, or `auto` to learn which. */
   listFields?: ListEncodingSetting;
+  /** ANSWER_REQUEST_ID_HEADER: the header memorychat's request id is sent in; unset or '' sends none. */
+  requestIdHeader?: string;
   timeoutMs: number;
   /** ANSWER_MAX_REPLY_BYTES: the most of a reply that is read. */
   maxReplyBytes: number;
@@ -73,6 +75,7 @@ async function post(
     'content-type': 'application/json',
     accept: 'application/json',
     ...authHeader(options, answerRequest),
+    ...(options.requestIdHeader && answerRequest.requestId ? { [options.requestIdHeader.toLowerCase()]: answerRequest.requestId } : {}),
   };
   // W3C traceparent of the active span, so the answerer's own trace joins this one (a no-op when tracing is off).
   propagation.inject(context.active(), headers);
@@ -136,6 +139,8 @@ function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<st
 
 interface UpstreamReply {
   statusCode: number;
+  /** The SDK's own transaction id (X-Transaction-ID of its reply), for its logs. */
+  transactionId?: string;
   text: string;
   json: Record<string, unknown> | undefined;
 }
@@ -151,13 +156,23 @@ async function readReply(response: Dispatcher.ResponseData, options: UpstreamOpt
     }
     throw new AppError('upstream-failed', 'the answering backend broke off its reply', { cause: err });
   }
-  return { statusCode: response.statusCode, text, json: parseObject(text) };
+  const transactionId = response.headers['x-transaction-id'];
+  return {
+    statusCode: response.statusCode,
+    text,
+    json: parseObject(text),
+    ...(typeof transactionId === 'string' ? { transactionId } : {}),
+  };
 }
 
-function interpret({ statusCode, text, json }: UpstreamReply, options: UpstreamOptions): Omit<Answer, 'latencyMs'> {
+function interpret({ statusCode, text, json, transactionId }: UpstreamReply, options: UpstreamOptions): Omit<Answer, 'latencyMs'> {
   if (statusCode >= 300) {
     options.log?.warn(
-      { upstreamStatus: statusCode, upstreamBody: text.slice(0, LOGGED_BODY_CHARS) },
+      {
+        upstreamStatus: statusCode,
+        upstreamBody: text.slice(0, LOGGED_BODY_CHARS),
+        ...(transactionId ? { upstreamTransactionId: transactionId } : {}),
+      },
       'the answering backend answered with an error',
     );
     const detail = readUpstreamDetail(json);

@@ -78,6 +78,8 @@ describe.each(SDK_RELEASES)('/memoryChat in front of the Denodo AI SDK %s', (rel
       body: { question: 'What about 2023?', use_views: asSent(release, ['sales_db.sales']) },
     });
     expect(next.body.memory_context_used.use_views).toBe('sales_db.sales');
+    // One question followed through both services' logs: memorychat's request id is the SDK's transaction header.
+    expect(sdk.calls.at(-1)!.headers['x-transaction-id']).toBe(next.headers.get('x-request-id'));
   });
 
   it.skipIf(release === '0.5')(

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import {
   EXECUTE_VQL_MODEL,
@@ -448,6 +449,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   const ANSWER_PATHS = new Set(['/answerQuestion', '/answerDataQuestion', '/streamAnswerQuestion']);
   const handler = async (req: RecordedRequest, res: ServerResponse) => {
     const path = req.path.split('?')[0]!;
+    // api/middleware.py (0.10 on): every reply carries the transaction id the SDK's log lines carry.
+    if (model.release !== '0.5') res.setHeader('x-transaction-id', randomUUID());
     if (req.method === 'GET' && path === '/openapi.json' && options.openApi !== false) return sendJson(res, 200, openApiDocument(model));
     const vqlPath = traits.executeVql && path === '/executeVQL';
     if (req.method !== 'POST' || (!ANSWER_PATHS.has(path) && !vqlPath)) {
