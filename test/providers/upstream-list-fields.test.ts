@@ -33,6 +33,8 @@ describe.each(SDK_RELEASES)('the list encoding at first contact with the Denodo 
     expect(first).toBe(release === '1.4' ? 'list' : 'comma');
     expect(again).toBe(first);
     expect(sdk.requests.filter((r) => r.path === '/openapi.json')).toHaveLength(1);
+    // answerDataQuestion as ANSWER_URL reads its own request model.
+    await expect(listEncodingOf({ setting: 'auto', url: sdk.dataUrl, agent, timeoutMs: 5000 }).current()).resolves.toBe(first);
     expect(lines).toEqual([
       { obj: expect.objectContaining({ listEncoding: first, detected: true }), msg: expect.stringContaining('(from its /openapi.json)') },
     ]);

@@ -690,7 +690,18 @@ export interface operations {
                     llm_model?: string;
                     custom_instructions?: string;
                     markdown_response?: boolean;
+                    /** @description Denodo AI SDK 1.2.1 on: at least 1 */
                     vql_execute_rows_limit?: number;
+                    /** @description Denodo AI SDK 1.4: how vdp_database_names and vdp_tag_names combine when both are given (the SDK defaults to OR); earlier releases ignore it */
+                    filter_logic?: "AND" | "OR";
+                    /** @description Denodo AI SDK 1.0 on: false skips its clarifying questions (asks_clarification in the reply) */
+                    check_ambiguity?: boolean;
+                    /** @description Denodo AI SDK 1.2.1 on */
+                    enable_query_fixer?: boolean;
+                    /** @description Denodo AI SDK 1.2.1 on */
+                    enable_query_reviewer?: boolean;
+                    /** @description Denodo AI SDK 1.4: 1 to 5 */
+                    auto_fixing_attempts?: number;
                     llm_response_rows_limit?: number;
                     verbose?: boolean;
                     disclaimer?: boolean;
@@ -716,6 +727,8 @@ export interface operations {
                         execution_result?: unknown;
                         related_questions?: unknown;
                         tables_used: string[];
+                        /** @description Denodo AI SDK 1.4: the answer was computed from rows Denodo masked for this user; stored with the turn (metadata.is_masked) */
+                        is_masked?: boolean;
                         /**
                          * @description Present when the answer is a question back to the user (the Denodo AI SDK's ambiguity check, the sql answerer's clarification): show it as a question to reply to. The user's next message is asked as its answer, with its candidate views (tables_used). Absent otherwise
                          * @enum {boolean}

@@ -44,7 +44,19 @@ export function memoryChatBody(maxQuestionChars: number) {
       llm_model: Type.Optional(Type.String()),
       custom_instructions: Type.Optional(Type.String({ maxLength: 20000 })),
       markdown_response: Type.Optional(Type.Boolean()),
-      vql_execute_rows_limit: Type.Optional(Type.Integer({ minimum: 0 })),
+      vql_execute_rows_limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Denodo AI SDK 1.2.1 on: at least 1' })),
+      filter_logic: Type.Optional(
+        Type.Union([Type.Literal('AND'), Type.Literal('OR')], {
+          description:
+            'Denodo AI SDK 1.4: how vdp_database_names and vdp_tag_names combine when both are given (the SDK defaults to OR); earlier releases ignore it',
+        }),
+      ),
+      check_ambiguity: Type.Optional(
+        Type.Boolean({ description: 'Denodo AI SDK 1.0 on: false skips its clarifying questions (asks_clarification in the reply)' }),
+      ),
+      enable_query_fixer: Type.Optional(Type.Boolean({ description: 'Denodo AI SDK 1.2.1 on' })),
+      enable_query_reviewer: Type.Optional(Type.Boolean({ description: 'Denodo AI SDK 1.2.1 on' })),
+      auto_fixing_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, description: 'Denodo AI SDK 1.4: 1 to 5' })),
       llm_response_rows_limit: Type.Optional(Type.Integer({ minimum: 0 })),
       verbose: Type.Optional(Type.Boolean()),
       disclaimer: Type.Optional(Type.Boolean()),
@@ -90,6 +102,12 @@ export const MemoryChatResponse = Type.Object(
     execution_result: Type.Optional(Type.Unknown()),
     related_questions: Type.Optional(Type.Unknown()),
     tables_used: Type.Array(Type.String()),
+    is_masked: Type.Optional(
+      Type.Boolean({
+        description:
+          'Denodo AI SDK 1.4: the answer was computed from rows Denodo masked for this user; stored with the turn (metadata.is_masked)',
+      }),
+    ),
     asks_clarification: Type.Optional(
       Type.Literal(true, {
         description:

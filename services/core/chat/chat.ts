@@ -82,7 +82,12 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
       queryExplanation: typeof fields.query_explanation === 'string' ? fields.query_explanation : null,
       tablesUsed: fields.tables_used,
       executionResult: fields.execution_result ?? null,
-      metadata: { ...(stream ? { streamed: true } : {}), ...(answer.asksClarification ? { asks_clarification: true } : {}) },
+      metadata: {
+        ...(stream ? { streamed: true } : {}),
+        ...(answer.asksClarification ? { asks_clarification: true } : {}),
+        // The SDK's word (1.4) that the answer comes from rows Denodo masked: shown with the stored turn.
+        ...(typeof fields.is_masked === 'boolean' ? { is_masked: fields.is_masked } : {}),
+      },
     },
     dedupAgainst: await recentForDedup(deps, req, memory.retrieved, now),
     ...(memory.retrieved?.questionEmbedding ? { asked: { question: req.question, embedding: memory.retrieved.questionEmbedding } } : {}),

@@ -7,11 +7,13 @@ import { shownUrl } from '../../providers/answerers/upstream-errors.js';
  * Re-runs stored SQL on a Denodo-AI-SDK-compatible `POST /executeVQL` (`{vql, limit}` →
  * `{execution_result}`), with the same upstream credentials as the answerer (ANSWER_AUTH). Used by
  * `result.csv?fresh=true`, so an export shows today's data rather than the answer-time snapshot.
+ * Without ANSWER_EXECUTE_URL it is the answerer's sibling `executeVQL`, which the SDK has from 1.2.1.
  */
 export function createVqlExecutor(
   config: Pick<
     Config,
     | 'ANSWER_EXECUTE_URL'
+    | 'ANSWER_URL'
     | 'answerAuth'
     | 'ANSWER_BASIC_USER'
     | 'ANSWER_BASIC_PASSWORD'
@@ -20,14 +22,15 @@ export function createVqlExecutor(
     | 'ANSWER_MAX_REPLY_BYTES'
   >,
 ) {
+  const url = config.ANSWER_EXECUTE_URL ?? (config.ANSWER_URL ? new URL('executeVQL', config.ANSWER_URL).href : undefined);
   return async (sql: string, options: { limit?: number; upstreamAuthorization?: string }): Promise<unknown> => {
-    if (!config.ANSWER_EXECUTE_URL) {
+    if (!url) {
       throw new AppError('execute-not-configured', 'set ANSWER_EXECUTE_URL (the upstream /executeVQL) to re-run stored SQL');
     }
     const auth = authHeader(config, options.upstreamAuthorization);
     let response: Response;
     try {
-      response = await fetch(config.ANSWER_EXECUTE_URL, {
+      response = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json', ...auth },
         body: JSON.stringify({ vql: sql, ...(options.limit ? { limit: options.limit } : {}) }),
@@ -36,9 +39,15 @@ export function createVqlExecutor(
     } catch (err) {
       if ((err as Error).name === 'TimeoutError')
         throw new AppError('upstream-timeout', 'the SQL execution endpoint did not answer in time');
-      throw new AppError('upstream-failed', `the SQL execution endpoint at ${shownUrl(config.ANSWER_EXECUTE_URL)} could not be reached`, {
+      throw new AppError('upstream-failed', `the SQL execution endpoint at ${shownUrl(url)} could not be reached`, {
         cause: err,
       });
+    }
+    if (response.status === 404 && !config.ANSWER_EXECUTE_URL) {
+      throw new AppError(
+        'execute-not-configured',
+        `the answering backend has no ${shownUrl(url)} (the Denodo AI SDK has /executeVQL from 1.2.1): set ANSWER_EXECUTE_URL to re-run stored SQL`,
+      );
     }
     if (response.status >= 500) throw new AppError('upstream-failed', `the SQL execution endpoint failed with HTTP ${response.status}`);
     if (response.status >= 400)

@@ -49,7 +49,7 @@ describe.each(SDK_RELEASES)('/memoryChat in front of the Denodo AI SDK %s', (rel
   let t: TestApp;
 
   beforeAll(async () => {
-    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release, clarify });
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release, clarify, maskedViews: ['sales_db.sales'] });
     // ANSWER_AUTH unset, as a new deployment has it (startTestApp sets `none` for the suite's fakes).
     t = await startTestApp({ ANSWER_URL: sdk.answerUrl, ANSWER_AUTH: undefined });
   });
@@ -114,6 +114,50 @@ describe.each(SDK_RELEASES)('/memoryChat in front of the Denodo AI SDK %s', (rel
       ]);
     },
   );
+
+  it('when the newer answerQuestion fields are given, then they reach the SDK as given, a value no release takes is a 400, and an answer from masked rows is stored as such', async () => {
+    const newer = {
+      filter_logic: 'AND',
+      check_ambiguity: false,
+      vql_execute_rows_limit: 50,
+      enable_query_fixer: false,
+      auto_fixing_attempts: 3,
+      enable_query_reviewer: true,
+    };
+    const reply = await chat('newer', { question: 'Total sales by region for 2024', ...newer });
+    expect(reply.status).toBe(200);
+    expect(sdk.calls.at(-1)!.body).toMatchObject(newer);
+    const { rows } = await t.admin.query(`SELECT metadata FROM turns WHERE user_id = 'newer'`);
+    if (release === '1.4') {
+      expect(reply.body.is_masked).toBe(true);
+      expect(rows).toEqual([{ metadata: { is_masked: true } }]);
+    } else {
+      expect(reply.body).not.toHaveProperty('is_masked');
+      expect(rows).toEqual([{ metadata: {} }]);
+    }
+
+    const calls = sdk.calls.length;
+    const wrong = await chat('newer', { question: 'Total sales by region for 2024', filter_logic: 'XOR' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toMatchObject({ code: 'validation-failed' });
+    expect(sdk.calls).toHaveLength(calls);
+  });
+
+  it("when a result is exported with ?fresh=true and ANSWER_EXECUTE_URL is unset, then the SDK's /executeVQL re-runs it with the caller's credentials, from 1.2.1", async () => {
+    const first = await chat('fresh', { question: 'Total sales by region for 2024' });
+    const csv = await t.request('GET', `/sessions/${first.body.conversation_metadata.conversation_id}/turns/last/result.csv?fresh=true`, {
+      token: t.token('fresh'),
+      headers: { 'x-upstream-authorization': ALICE },
+    });
+    if (release === '1.2.1' || release === '1.4') {
+      expect(csv.status).toBe(200);
+      const sent = sdk.requests.at(-1)!;
+      expect([sent.path, sent.body.vql, sent.headers.authorization]).toEqual(['/executeVQL', first.body.sql_query, ALICE]);
+    } else {
+      expect([csv.status, csv.body.code]).toEqual([503, 'execute-not-configured']);
+      expect(csv.body.detail).toContain('from 1.2.1');
+    }
+  });
 
   it("when the pinned views lie outside the caller's vdp_database_names, then they are not sent", async () => {
     const first = await chat('bounded', { question: 'Total sales by region for 2024' });
