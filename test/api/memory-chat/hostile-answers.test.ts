@@ -61,6 +61,8 @@ describe('hostile answers from the upstream answerer', () => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
+        // No OpenAPI document here: the answerer's first contact asks for one (docs/denodo-ai-sdk.md#releases).
+        if (req.method !== 'POST') return void res.writeHead(404).end();
         const question = String(JSON.parse(body).question);
         const reply = Object.entries(REPLIES).find(([key]) => question.includes(key))?.[1];
         if (reply) void reply(res);

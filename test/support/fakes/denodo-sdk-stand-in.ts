@@ -495,7 +495,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     res.end();
   };
 
-  const server = await startFakeHttpServer(handler);
+  const server = await startFakeHttpServer(handler, { servesOpenApi: true });
   return {
     ...server,
     answerUrl: `${server.url}/answerQuestion`,

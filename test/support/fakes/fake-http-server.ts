@@ -18,14 +18,23 @@ export interface FakeHttpServer {
   close(): Promise<void>;
 }
 
-/** A local HTTP server standing in for an external API (upstream answerer, OpenAI, Anthropic). */
-export async function startFakeHttpServer(initial: FakeHandler): Promise<FakeHttpServer> {
+/**
+ * A local HTTP server standing in for an external API (upstream answerer, OpenAI, Anthropic).
+ * Unless `servesOpenApi`, it has no OpenAPI document: `GET /openapi.json`, which the upstream
+ * answerer asks for at first contact (docs/denodo-ai-sdk.md#releases), is a 404 that neither the
+ * handler nor `requests` sees, so fakes that count or hold questions see only questions.
+ */
+export async function startFakeHttpServer(initial: FakeHandler, options: { servesOpenApi?: boolean } = {}): Promise<FakeHttpServer> {
   let handler = initial;
   const requests: RecordedRequest[] = [];
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (chunk) => (raw += chunk));
     req.on('end', async () => {
+      if (!options.servesOpenApi && req.method === 'GET' && req.url === '/openapi.json') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+        return;
+      }
       let body: unknown = raw;
       try {
         body = raw ? JSON.parse(raw) : undefined;

@@ -23,8 +23,6 @@ export async function startIsolationUpstream(): Promise<IsolationUpstream> {
   let registry: Registry | undefined;
   let leaks: string[] = [];
   const server = await startFakeHttpServer((req, res) => {
-    // Only questions are judged: the answerer's first contact also asks for /openapi.json, which this backend lacks.
-    if (req.method !== 'POST') return sendJson(res, 404, { detail: 'Not Found' });
     const question = String(req.body?.question ?? '');
     const asker = registry?.markers.get(MARKER.exec(question)?.[0] ?? '');
     if (!registry || !asker) leaks.push(`a question without a known marker reached the answerer: ${question.slice(0, 200)}`);
