@@ -113,8 +113,8 @@ export function listEncodingOf(options: ListEncodingOptions) {
     options.log?.info?.(
       { listEncoding: found ?? 'comma', openapiUrl: openapiUrl.origin + openapiUrl.pathname, detected: found !== undefined },
       found
-        ? `the answering backend takes ${LIST_FIELDS.join(', ')} as ${describe(found)} (from its /openapi.json)`
-        : `the answering backend's /openapi.json does not say how it takes ${LIST_FIELDS.join(', ')}: sending ${describe('comma')} until it answers 422 asking for lists`,
+        ? `the answering backend takes ${LIST_FIELDS.join(', ')} as ${inWords(found)} (from its /openapi.json)`
+        : `the answering backend's /openapi.json does not say how it takes ${LIST_FIELDS.join(', ')}: sending ${inWords('comma')} until it answers 422 asking for lists`,
     );
     return found ?? 'comma';
   }
@@ -134,7 +134,7 @@ export function listEncodingOf(options: ListEncodingOptions) {
       known = asked;
       options.log?.info?.(
         { listEncoding: asked },
-        `the answering backend refused ${describe(sent)} for ${LIST_FIELDS.join(', ')} (422): sending ${describe(asked)} from now on`,
+        `the answering backend refused ${inWords(sent)} for ${LIST_FIELDS.join(', ')} (422): sending ${inWords(asked)} from now on`,
       );
       return asked;
     },
@@ -143,6 +143,6 @@ export function listEncodingOf(options: ListEncodingOptions) {
 
 export type ListEncodingState = ReturnType<typeof listEncodingOf>;
 
-function describe(encoding: ListEncoding): string {
+function inWords(encoding: ListEncoding): string {
   return encoding === 'list' ? 'JSON lists' : 'comma-separated strings';
 }
