@@ -133,7 +133,9 @@ export interface DenodoSdkStandIn extends FakeHttpServer {
   dataUrl: string;
   executeVqlUrl: string;
   openApiUrl: string;
-  release: SdkRelease;
+  readonly release: SdkRelease;
+  /** Behave as another release from now on (an SDK upgraded in place). */
+  useRelease(release: SdkRelease): void;
   calls: SdkCall[];
   /** Every later call fails as the SDK does when its LLM provider does (HTTP 500, `detail.error`); undefined to stop. */
   failLlmWith(message: string | undefined): void;
@@ -243,8 +245,8 @@ const quoted = (view: string) =>
     .join('.');
 
 export async function startDenodoSdkStandIn(options: StandInOptions): Promise<DenodoSdkStandIn> {
-  const model = releaseModel(options.release ?? '1.4');
-  const { traits } = model;
+  // Mutable: a test file may upgrade the SDK under one memorychat (useRelease), as an operator would.
+  let model = releaseModel(options.release ?? '1.4');
   const users = structuredClone(options.users);
   const index = new Map(options.views.map((v) => [v.name, viewWords(v)]));
   const byName = new Map(options.views.map((v) => [v.name, v]));
@@ -348,7 +350,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   }
 
   function answerOf(request: SdkRequest, views: string[], instructions: string) {
-    const llm = traits.llmInReply ? { llm_provider: 'OpenAI', llm_model: 'gpt-5.2-none' } : {};
+    const llm = model.traits.llmInReply ? { llm_provider: 'OpenAI', llm_model: 'gpt-5.2-none' } : {};
     const ambiguity = request.check_ambiguity ? options.clarify?.(request.question, instructions) : undefined;
     if (ambiguity) {
       // process_ambiguity_category: no SQL, and every view the search found as tables_used.
@@ -395,7 +397,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       execution_result: { 'Row 1': row },
       tables_used: written.views,
       ...llm,
-      ...(traits.isMasked ? { is_masked: written.views.some((v) => options.maskedViews?.includes(v)) } : {}),
+      ...(model.traits.isMasked ? { is_masked: written.views.some((v) => options.maskedViews?.includes(v)) } : {}),
     };
   }
 
@@ -452,7 +454,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     // api/middleware.py (0.10 on): every reply carries the transaction id the SDK's log lines carry.
     if (model.release !== '0.5') res.setHeader('x-transaction-id', randomUUID());
     if (req.method === 'GET' && path === '/openapi.json' && options.openApi !== false) return sendJson(res, 200, openApiDocument(model));
-    const vqlPath = traits.executeVql && path === '/executeVQL';
+    const vqlPath = model.traits.executeVql && path === '/executeVQL';
     if (req.method !== 'POST' || (!ANSWER_PATHS.has(path) && !vqlPath)) {
       return sendJson(res, 404, { detail: 'Not Found' });
     }
@@ -475,7 +477,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
 
     const operator = options.operatorInstructions ?? '';
     // Before 0.10.2 CUSTOM_INSTRUCTIONS is the field's default, so a request's custom_instructions replace it.
-    const instructions = traits.mergesInstructions
+    const instructions = model.traits.mergesInstructions
       ? `${operator}\n${request.custom_instructions ?? ''}`.trim()
       : (request.custom_instructions ?? operator);
     calls.push({ path, user: who, body: req.body as Record<string, unknown>, headers: req.headers, views, searched, instructions });
@@ -503,7 +505,12 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     streamUrl: `${server.url}/streamAnswerQuestion`,
     executeVqlUrl: `${server.url}/executeVQL`,
     openApiUrl: `${server.url}/openapi.json`,
-    release: model.release,
+    get release() {
+      return model.release;
+    },
+    useRelease(release) {
+      model = releaseModel(release);
+    },
     calls,
     failLlmWith(message) {
       llmFailure = message;
