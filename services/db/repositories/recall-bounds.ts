@@ -9,7 +9,7 @@ import { type Param, type SqlFragment, sql } from '../sql.js';
  * The user's sessions whose turns memory does not recall: expired ones (not yet removed by retention
  * cleanup), and their other sessions kept to themselves (`memory_scope = 'session'`): such a
  * conversation recalls no other and no other recalls it. A statement reads them once, as a CTE, and
- * each list of candidates checks `t.session_id NOT IN` it, as sql-scope.ts's inLiveSessions does, so
+ * each list of candidates checks `t.session_id NOT IN` it (a join to `sessions` probed them once per turn), so
  * each turn is checked against one hash of these ids: read once per list, they were two reads of all
  * of the user's sessions (22,000 rows each at 100,000 turns: docs/performance.md).
  */

@@ -21,15 +21,3 @@ export function databaseScopeSql(scope: DatabaseScope): SqlFragment {
   if (!conditions.length) return sql`TRUE`;
   return joinSql(conditions, ' AND ');
 }
-
-/**
- * A condition on turns `t`: not in one of the user's expired sessions (not yet removed by retention
- * cleanup), whose turns memory must not use. Written as `NOT IN` so Postgres checks each turn against
- * one hash of these ids: a join to `sessions` let the planner probe the user's sessions once per turn
- * (turns x sessions rows: 230 ms for a user with 2,000 turns in 400 sessions, 1.1 s for search at
- * 5,000 turns in 1,000, on a database without statistics), which grows with a user's history.
- */
-export function inLiveSessions(tenant: Param, user: Param, now: Param | Date): SqlFragment {
-  return sql`t.session_id NOT IN (SELECT x.session_id FROM sessions x
-    WHERE x.tenant_id = ${tenant} AND x.user_id = ${user} AND x.expires_at <= ${now})`;
-}

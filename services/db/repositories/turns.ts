@@ -6,7 +6,8 @@ import { erasureEpoch } from './erasures.js';
 import { annHistory, FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
 import { pathHint, rememberPath } from './path-memory.js';
 import { prepared, type Queryable } from './queryable.js';
-import { databaseScopeSql, inLiveSessions } from './sql-scope.js';
+import { unrecallableSessions } from './recall-bounds.js';
+import { databaseScopeSql } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
 
 /**
@@ -170,7 +171,8 @@ export async function searchTurns(db: Queryable, req: SearchRequest): Promise<Se
         annRowCost: req.annRowCost,
         distributed,
         path: { hint, epoch },
-        where: sql`t.embedding IS NOT NULL AND ${inLiveSessions(tenant, user, req.now)}
+        // Not from expired sessions, nor from sessions kept to themselves unless the search is of that session.
+        where: sql`t.embedding IS NOT NULL AND t.session_id NOT IN (${unrecallableSessions(tenant, user, param(req.now), session)})
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)
          AND ${databaseScopeSql(req.scope)} AND ${visibleInSearch(tenant, user)}
          AND t.status NOT IN ('memory_command', 'incomplete')`,

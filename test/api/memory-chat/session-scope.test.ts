@@ -67,6 +67,25 @@ describe('memory scope stored per session', () => {
     expect(again.body.memory_context_used.similar_queries.map((q: { session_id: string }) => q.session_id)).toContain(oldId);
   });
 
+  it('when a conversation is kept to itself (/private), then searching all of the user’s memory leaves it out, and searching that session finds it', async () => {
+    const token = t.token('scope-search');
+    const u = userOf('scope-search');
+    const secret = await u.chat({ question: 'Show me total sales by region for 2021', session_key: 'private-thread' });
+    const secretId = secret.body.conversation_metadata.conversation_id;
+    await u.chat({ question: 'Show me total sales by region for 2020', session_key: 'open-thread' });
+    const before = await t.request('POST', '/memory/search', { token, body: { query: 'total sales by region', k: 10 } });
+    expect(before.body.results.map((r: { session_id: string }) => r.session_id)).toContain(secretId);
+
+    expect((await u.chat({ question: '/private', session_id: secretId })).status).toBe(200);
+    expect((await u.get(secretId)).body.memory_scope).toBe('session');
+    const all = await t.request('POST', '/memory/search', { token, body: { query: 'total sales by region', k: 10 } });
+    expect(all.status).toBe(200);
+    expect(all.body.results.length).toBeGreaterThan(0);
+    expect(all.body.results.map((r: { session_id: string }) => r.session_id)).not.toContain(secretId);
+    const inside = await t.request('POST', '/memory/search', { token, body: { query: 'total sales by region', k: 10, session_id: secretId } });
+    expect(inside.body.results.map((r: { question: string }) => r.question)).toContain('Show me total sales by region for 2021');
+  });
+
   it('when a request that creates a session names a scope, then the session keeps it, by session_key or without', async () => {
     const u = userOf('scope-create');
     await u.chat({ question: 'Show me total sales by region for 2024', session_key: 'shared' });
