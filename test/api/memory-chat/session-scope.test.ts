@@ -82,7 +82,10 @@ describe('memory scope stored per session', () => {
     expect(all.status).toBe(200);
     expect(all.body.results.length).toBeGreaterThan(0);
     expect(all.body.results.map((r: { session_id: string }) => r.session_id)).not.toContain(secretId);
-    const inside = await t.request('POST', '/memory/search', { token, body: { query: 'total sales by region', k: 10, session_id: secretId } });
+    const inside = await t.request('POST', '/memory/search', {
+      token,
+      body: { query: 'total sales by region', k: 10, session_id: secretId },
+    });
     expect(inside.body.results.map((r: { question: string }) => r.question)).toContain('Show me total sales by region for 2021');
   });
 
