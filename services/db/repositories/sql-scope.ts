@@ -1,5 +1,5 @@
 import type { DatabaseScope } from '../../model/identity.js';
-import { joinSql, type Param, param, type SqlFragment, sql } from '../sql.js';
+import { joinSql, param, type SqlFragment, sql } from '../sql.js';
 
 /**
  * The permission boundary on turns (docs/design.md §3), as SQL over `t.vdp_database_names`: a turn is
