@@ -1,7 +1,7 @@
 import type { Identity } from '../../model/identity.js';
 import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { TurnStatus } from '../../model/turns.js';
-import { param, type SqlFragment, sql, toQuery } from '../sql.js';
+import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
 import type { Queryable } from './queryable.js';
 import { SESSION_COLUMNS, sessionFromJson } from './session-row.js';
 
@@ -140,16 +140,52 @@ export async function updateSession(
 
 /** Deletes a live session and (by cascade) its turns; false when there was none to delete. */
 export async function deleteSession(db: Queryable, identity: Identity, sessionId: string, now: Date): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2 AND session_id = $3 AND expires_at > $4`,
-    [identity.tenantId, identity.userId, sessionId, now],
+  const tenant = param(identity.tenantId);
+  const user = param(identity.userId);
+  const { rows } = await db.query<{ session_id: string }>(
+    toQuery(sql`WITH s AS (
+       DELETE FROM sessions WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${sessionId} AND expires_at > ${now}
+       RETURNING session_id
+     ), replies AS (${storedRepliesOf(tenant, user, sql`(SELECT s.session_id::text FROM s)`)})
+     SELECT session_id FROM s`),
   );
-  return (rowCount ?? 0) > 0;
+  return rows.length > 0;
 }
 
 /**
- * Forgets the turns, their summary and the carried slots but keeps the session; turn numbers keep
- * growing, so a number never names two different turns.
+ * The Idempotency-Key replies stored for requests that wrote into a session (`/memoryChat` names it
+ * `conversation_metadata.conversation_id`, a turn write `session.session_id`), deleted with what they
+ * quote: a replay after the session was forgotten or deleted must not hand back its questions and
+ * answers. Claims still running are left to their request.
+ */
+function storedRepliesOf(tenant: Param, user: Param, sessionIdText: SqlFragment): SqlFragment {
+  return sql`DELETE FROM idempotency_keys k
+    WHERE k.tenant_id = ${tenant} AND k.user_id = ${user} AND k.status = 'completed'
+      AND (k.response_body->'conversation_metadata'->>'conversation_id' = ${sessionIdText}
+           OR k.response_body->'session'->>'session_id' = ${sessionIdText})`;
+}
+
+/** What a forgotten session is called when its name was its first question. */
+export const FORGOTTEN_SESSION_NAME = 'Forgotten conversation';
+
+/**
+ * Whether the session (`sessions`) is named after its first question, as newSessionName names a new
+ * session without session_name: the question, trimmed, or its start cut with "…". A name the client
+ * chose (session_name, PATCH) is kept.
+ */
+function namedByFirstQuestion(tenant: Param, user: Param): SqlFragment {
+  return sql`EXISTS (SELECT 1 FROM (
+      SELECT btrim(f.question) AS q FROM turns f
+      WHERE f.tenant_id = ${tenant} AND f.user_id = ${user} AND f.session_id = sessions.session_id
+      ORDER BY f.turn_number LIMIT 1) first
+    WHERE first.q = sessions.session_name
+       OR (right(sessions.session_name, 1) = '…' AND starts_with(first.q, left(sessions.session_name, -1))))`;
+}
+
+/**
+ * Forgets the turns, their summary, the carried slots, a name taken from the first question and the
+ * replies stored under Idempotency-Keys, but keeps the session; turn numbers keep growing, so a number
+ * never names two different turns.
  */
 export async function clearSession(
   db: Queryable,
@@ -163,13 +199,14 @@ export async function clearSession(
   const { rows } = await db.query<{ session: Record<string, unknown> }>(
     toQuery(sql`WITH s AS (
        UPDATE sessions SET turn_count = 0, summary_text = NULL, summary_through_turn = NULL, slots = '{}'::jsonb,
+              session_name = CASE WHEN ${namedByFirstQuestion(tenant, user)} THEN ${FORGOTTEN_SESSION_NAME} ELSE session_name END,
               updated_at = ${now}, expires_at = ${expiresAfterWrite(retention, now)}
        WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${sessionId} AND expires_at > ${now}
        RETURNING ${SESSION_COLUMNS}
      ), gone AS (
        DELETE FROM turns t USING s
        WHERE t.tenant_id = ${tenant} AND t.user_id = ${user} AND t.session_id = s.session_id
-     )
+     ), replies AS (${storedRepliesOf(tenant, user, sql`(SELECT s.session_id::text FROM s)`)})
      SELECT to_jsonb(s) AS session FROM s`),
   );
   return rows[0] ? sessionFromJson(rows[0].session) : undefined;

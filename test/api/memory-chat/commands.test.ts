@@ -95,6 +95,38 @@ describe('memory commands in /memoryChat', () => {
     expect(next.body.conversation_metadata.conversation_id).toBe(cleared.body.conversation_metadata.conversation_id);
   });
 
+  it('when the user types /forget, then the session no longer bears the first question as its name, and a replayed Idempotency-Key does not hand the forgotten answer back', async () => {
+    const key = 'telegram:forget-me';
+    const token = t.token('forgetter');
+    const secret = 'Total sales for the secret merger 2019';
+    const ask = () =>
+      t.request('POST', '/memoryChat', {
+        token,
+        headers: { 'idempotency-key': 'forget-me-1' },
+        body: { question: secret, session_key: key },
+      });
+    const first = await ask();
+    expect(first.status).toBe(200);
+    const sessionId = first.body.conversation_metadata.conversation_id;
+    const listed = async () =>
+      (await t.request('GET', '/sessions', { token })).body.sessions.find((s: { session_id: string }) => s.session_id === sessionId);
+    expect((await listed()).session_name).toBe(secret);
+    expect((await ask()).headers.get('idempotent-replayed')).toBe('true');
+
+    const forgotten = await chat(t, 'forgetter', { question: '/forget', session_key: key });
+    expect(forgotten.body.memory_command).toEqual({ name: 'forget', cleared: true });
+    expect((await listed()).session_name).toBe('Forgotten conversation');
+    const recall = await chat(t, 'forgetter', { question: 'what did I ask before?', session_key: key });
+    expect(JSON.stringify(recall.body)).not.toContain('secret merger');
+
+    // The retried request runs again instead of replaying the reply that quoted the forgotten turn.
+    const upstreamCalls = upstream.requests.length;
+    const replay = await ask();
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBeNull();
+    expect(upstream.requests.length).toBe(upstreamCalls + 1);
+  });
+
   it('when MEMORY_COMMANDS=off or the request sends memory_commands: false, then the message goes to the answerer', async () => {
     const before = upstream.requests.length;
     const viaConfig = await chat(off, 'plain', { question: 'show me the SQL' });
