@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { keyPrincipal, recordCallForUser, verifyApiKey } from '../../core/api-keys/api-keys.js';
+import { recordCallForUser, verifyApiKey } from '../../core/api-keys/api-keys.js';
+import { isReservedUserId, keyActedUserId, keyPrincipal } from '../../core/api-keys/user-namespace.js';
 import type { ApiKeyRow } from '../../db/repositories/api-keys.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
@@ -23,8 +24,9 @@ export interface PresentedApiKey {
 /**
  * The identity of a request that presents `X-Api-Key` (docs/api-keys.md). With `X-Memory-User` (and
  * the key's act_for_users permission) it is that end user's identity, made by `userIdentity`, the
- * same function that makes a JWT's, so the user id passes the same rules and their memory is read and
- * written exactly as with their JWT; the call is in the access audit with the key's id. Without the
+ * same function that makes a JWT's, so the user id passes the same rules; the id must lie in the
+ * key's user namespace and is stored as `key-user:<id>`, apart from every JWT subject
+ * (core/api-keys/user-namespace.ts). The call is in the access audit with the key's id. Without the
  * header the key acts as its own principal. A key never carries roles: admin routes need a JWT.
  * A route marked `operationsInBody` (the MCP endpoint) runs several operations per request: it checks
  * each with `authorizeKeyOperation` instead.
@@ -46,13 +48,10 @@ export async function identityOfApiKey(
   const bounds = { roles: [], apiKeyId: key.key_id, ...(key.databases ? { databases: key.databases } : {}) };
 
   const onBehalf = request.headers[ON_BEHALF_HEADER];
-  if (onBehalf !== undefined && !key.act_for_users) {
-    throw new AppError('forbidden', 'X-Memory-User needs an API key with the act_for_users permission');
-  }
   const identity =
     onBehalf === undefined
       ? { tenantId: key.tenant_id, userId: keyPrincipal(key.key_id), ...bounds }
-      : { ...userIdentityOrRefusal(headerText(onBehalf), key.tenant_id, userIdentity), ...bounds };
+      : { ...actedForUser(key, headerText(onBehalf), userIdentity), ...bounds };
   request.apiKey = { row: key, actsForUser: onBehalf !== undefined };
   if (operation !== undefined) await auditKeyCall(db, request, identity, operation);
   return identity;
@@ -91,6 +90,22 @@ async function auditKeyCall(db: ScopedDatabase, request: FastifyRequest, identit
  * the erasure pseudonymised their earlier entries (a JWT's poll writes none either).
  */
 const NOT_MEMORY_ACCESS = new Set(['getGdprRequest']);
+
+/**
+ * The user a key acts for: the header's id, by the JWT subject's rules, within the key's namespace,
+ * stored in the space of key-acted users. A key made before namespaces existed acts for no one.
+ */
+function actedForUser(key: ApiKeyRow, userId: string | undefined, userIdentity: (userId: string, tenantId: string) => Identity): Identity {
+  if (!key.act_for_users) throw new AppError('forbidden', 'X-Memory-User needs an API key with the act_for_users permission');
+  if (key.user_namespace === null) {
+    throw new AppError('forbidden', 'this API key has no user namespace: replace it with a key that names one (docs/api-keys.md)');
+  }
+  const named = userIdentityOrRefusal(userId, key.tenant_id, userIdentity);
+  if (isReservedUserId(named.userId) || !named.userId.startsWith(key.user_namespace)) {
+    throw new AppError('forbidden', `this API key acts only for users whose ids start with "${key.user_namespace}"`);
+  }
+  return userIdentityOrRefusal(keyActedUserId(named.userId), key.tenant_id, userIdentity);
+}
 
 function userIdentityOrRefusal(userId: string | undefined, tenantId: string, userIdentity: (userId: string, tenantId: string) => Identity) {
   if (userId === undefined) throw new AppError('unauthorized', 'X-Memory-User must name one user in UTF-8');

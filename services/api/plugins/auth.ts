@@ -3,6 +3,7 @@ import fastifyJwt, { type FastifyJWTOptions } from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config/config.js';
+import { isReservedUserId } from '../../core/api-keys/user-namespace.js';
 import { storableTextProblem } from '../../core/storable-text.js';
 import { traced } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
@@ -69,7 +70,12 @@ async function identityOfJwt(request: FastifyRequest, config: Config): Promise<I
     throw new AppError('unauthorized', describeJwtError(err), { cause: err });
   }
   assertIssuedInThePast(claims);
-  return identityFrom(claims, config);
+  const identity = identityFrom(claims, config);
+  // Those ids are the service's own: a key's principal and the users keys act for (docs/api-keys.md).
+  if (isReservedUserId(identity.userId)) {
+    throw new AppError('unauthorized', `the token's "${config.JWT_USER_CLAIM}" claim names an id reserved for API keys`);
+  }
+  return identity;
 }
 
 /**

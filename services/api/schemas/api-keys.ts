@@ -7,8 +7,16 @@ export const NewApiKeyBody = Type.Object(
     name: Name,
     act_for_users: Type.Boolean({
       default: false,
-      description: 'May act for the end user named in X-Memory-User, reading and writing their memory as their JWT would',
+      description: 'May act for the end users named in X-Memory-User whose ids start with user_namespace',
     }),
+    user_namespace: Type.Optional(
+      Type.String({
+        minLength: 2,
+        maxLength: 200,
+        description:
+          'Required with act_for_users: the prefix of the user ids the key may act for, ending with ":" (e.g. "slack:T123:"). Their memory is apart from JWT users\' memory',
+      }),
+    ),
     databases: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
         minItems: 1,
@@ -31,6 +39,7 @@ const ApiKeyFields = {
   key_id: Type.String({ format: 'uuid' }),
   name: Type.String(),
   act_for_users: Type.Boolean(),
+  user_namespace: Type.Union([Type.String(), Type.Null()], { description: 'null: the key acts for no user' }),
   databases: Type.Union([Type.Array(Type.String()), Type.Null()]),
   routes: Type.Union([Type.Array(Type.String()), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),

@@ -5,15 +5,12 @@ import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';
 import { formatApiKey, hashSecret, newSecret, parseApiKey, secretMatches } from './api-key-secret.js';
-
-/** A key acting as itself (no X-Memory-User) is this principal of its tenant: its own memory. */
-export function keyPrincipal(keyId: string): string {
-  return `api-key:${keyId}`;
-}
+import { keyPrincipal, userNamespaceOfNewKey } from './user-namespace.js';
 
 export interface NewApiKey {
   name: string;
   act_for_users: boolean;
+  user_namespace?: string;
   databases?: string[];
   routes?: string[];
 }
@@ -24,6 +21,7 @@ export function apiKeyView(key: ApiKeyRow) {
     key_id: key.key_id,
     name: key.name,
     act_for_users: key.act_for_users,
+    user_namespace: key.user_namespace,
     databases: key.databases,
     routes: key.routes,
     created_at: key.created_at.toISOString(),
@@ -42,6 +40,7 @@ export async function createTenantApiKey(db: ScopedDatabase, admin: Identity, in
     name: input.name,
     secret_sha256: hashSecret(secret),
     act_for_users: input.act_for_users,
+    user_namespace: userNamespaceOfNewKey(input.act_for_users, input.user_namespace),
     databases: input.databases ?? null,
     routes: input.routes ?? null,
     created_at: now,

@@ -2,7 +2,7 @@ import type { AccountLinkingSettings } from '../../config/config.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Identity } from '../../model/identity.js';
 import type { OpenIdProvider } from '../../providers/identity/openid-provider.js';
-import { keyPrincipal } from '../api-keys/api-keys.js';
+import { keyPrincipal } from '../api-keys/user-namespace.js';
 
 /** What account linking works with (docs/account-linking.md). */
 export interface LinkingDeps {

@@ -6,21 +6,24 @@ export interface ApiKeyRow {
   name: string;
   secret_sha256: Buffer;
   act_for_users: boolean;
+  /** The prefix of the user ids the key may act for (migration 022); null: it acts for no user. */
+  user_namespace: string | null;
   databases: string[] | null;
   routes: string[] | null;
   created_at: Date;
   revoked_at: Date | null;
 }
 
-const COLUMNS = 'tenant_id, key_id, name, secret_sha256, act_for_users, databases, routes, created_at, revoked_at';
+const COLUMNS = 'tenant_id, key_id, name, secret_sha256, act_for_users, user_namespace, databases, routes, created_at, revoked_at';
 
 export async function insertApiKey(db: Queryable, key: ApiKeyRow): Promise<void> {
-  await db.query(`INSERT INTO api_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+  await db.query(`INSERT INTO api_keys (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
     key.tenant_id,
     key.key_id,
     key.name,
     key.secret_sha256,
     key.act_for_users,
+    key.user_namespace,
     key.databases,
     key.routes,
     key.created_at,

@@ -6,7 +6,8 @@ import type { TestApp } from '../../support/service/test-app.js';
 
 /**
  * Service credentials for bots (docs/api-keys.md): keys made by a tenant's admin, acting for the end
- * user named in X-Memory-User exactly as that user's JWT would, every such call in the access audit.
+ * user named in X-Memory-User within the key's user namespace, apart from the users who sign in with a
+ * JWT, every such call in the access audit.
  */
 describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
   let upstream: FakeUpstream;
@@ -29,8 +30,19 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
   const asKey = (key: string, user?: string) => ({ 'x-api-key': key, ...(user === undefined ? {} : { 'x-memory-user': user }) });
 
   it('when an admin creates a key, then its secret is shown once and only its sha256 is stored', async () => {
-    const created = await createKey({ name: 'slack-bot', act_for_users: true, routes: ['memoryChat', 'getSession'] });
-    expect(created).toMatchObject({ name: 'slack-bot', act_for_users: true, routes: ['memoryChat', 'getSession'], revoked_at: null });
+    const created = await createKey({
+      name: 'slack-bot',
+      act_for_users: true,
+      user_namespace: 'tg:',
+      routes: ['memoryChat', 'getSession'],
+    });
+    expect(created).toMatchObject({
+      name: 'slack-bot',
+      act_for_users: true,
+      user_namespace: 'tg:',
+      routes: ['memoryChat', 'getSession'],
+      revoked_at: null,
+    });
     expect(created.api_key).toMatch(/^mck\.[A-Za-z0-9_-]+\.[0-9a-f-]{36}\.[A-Za-z0-9_-]{43}$/);
 
     const listed = await t.request('GET', '/admin/api-keys', { token: admin });
@@ -48,46 +60,104 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     expect(anywhere[0].n).toBe(0);
   });
 
-  it("when a key acts for a user, then that user's memory is read and written exactly as with their JWT", async () => {
-    const { api_key } = await createKey({ name: 'telegram-bot', act_for_users: true });
-    const jwt = t.token('tg-4242', { tenant: 'acme' });
+  it("when a key acts for a user, then that user's memory is kept across calls and apart from the JWT user of the same id", async () => {
+    const { api_key } = await createKey({ name: 'telegram-bot', act_for_users: true, user_namespace: 'tg:' });
+    const jwt = t.token('tg:4242', { tenant: 'acme' });
 
     const first = await t.request('POST', '/memoryChat', {
-      headers: asKey(api_key, 'tg-4242'),
+      headers: asKey(api_key, 'tg:4242'),
       body: { question: 'Show me total sales by region for 2024', session_key: 'chat-1' },
     });
     expect(first.status).toBe(200);
     const sessionId = first.body.conversation_metadata.conversation_id;
 
-    // The user's own JWT sees the session the key wrote, and its follow-up has the key's turn as history.
-    const followUp = await t.request('POST', '/memoryChat', { token: jwt, body: { question: 'What about 2023?', session_key: 'chat-1' } });
+    const followUp = await t.request('POST', '/memoryChat', {
+      headers: asKey(api_key, 'tg:4242'),
+      body: { question: 'What about 2023?', session_key: 'chat-1' },
+    });
     expect(followUp.body.conversation_metadata.conversation_id).toBe(sessionId);
     expect(followUp.body.memory_context_used.history_messages_count).toBe(1);
+    const { rows } = await t.admin.query('SELECT user_id FROM sessions WHERE session_id = $1', [sessionId]);
+    expect(rows).toEqual([{ user_id: 'key-user:tg:4242' }]);
 
-    // And the key reads what the JWT wrote.
-    const viaKey = await t.request('GET', `/sessions/${sessionId}`, { headers: asKey(api_key, 'tg-4242') });
-    expect(viaKey.status).toBe(200);
-    expect(viaKey.body.turns.map((turn: any) => turn.question)).toEqual(['Show me total sales by region for 2024', 'What about 2023?']);
+    // A JWT user whose id is the same text is another user: neither reads the other.
+    const viaJwt = await t.request('GET', `/sessions/${sessionId}`, { token: jwt });
+    expect(viaJwt.status).toBe(404);
+    const jwtSession = await t.request('POST', '/sessions/turns', { token: jwt, body: { question: 'JWT secret?', answer: 'mine.' } });
+    const jwtRead = await t.request('GET', `/sessions/${jwtSession.body.session.session_id}`, { headers: asKey(api_key, 'tg:4242') });
+    expect(jwtRead).toMatchObject({ status: 404, body: { code: 'session-not-found' } });
 
     // Another user of the same key sees none of it.
-    const stranger = await t.request('GET', `/sessions/${sessionId}`, { headers: asKey(api_key, 'tg-9999') });
+    const stranger = await t.request('GET', `/sessions/${sessionId}`, { headers: asKey(api_key, 'tg:9999') });
     expect(stranger.status).toBe(404);
-    const strangerList = await t.request('GET', '/sessions', { headers: asKey(api_key, 'tg-9999') });
+    const strangerList = await t.request('GET', '/sessions', { headers: asKey(api_key, 'tg:9999') });
     expect(strangerList.body.sessions).toEqual([]);
   });
 
+  it('when a key names a user outside its namespace, a JWT user, or another key, then it is refused with a 403 problem', async () => {
+    const { api_key } = await createKey({ name: 'slack-bot-T1', act_for_users: true, user_namespace: 'slack:T1:' });
+    const other = await createKey({ name: 'other-bot' });
+    const jwtUser = t.token('alice', { tenant: 'acme' });
+    const secret = await t.request('POST', '/sessions/turns', { token: jwtUser, body: { question: 'Payroll of Ada?', answer: 'L7' } });
+    expect(secret.status).toBe(201);
+    const keysOwn = await t.request('POST', '/sessions/turns', {
+      headers: asKey(other.api_key),
+      body: { question: 'Bot secret?', answer: 'K9' },
+    });
+    expect(keysOwn.status).toBe(201);
+
+    for (const user of ['alice', `api-key:${other.key_id}`, 'slack:T12:U1', 'slack:T2:U1', 'key-user:slack:T1:U1', 'slack:T1']) {
+      const res = await t.request('GET', '/sessions', { headers: asKey(api_key, user) });
+      expect(res.status, user).toBe(403);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.body).toMatchObject({ code: 'forbidden', detail: expect.stringContaining('"slack:T1:"') });
+    }
+    const inside = await t.request('GET', '/sessions', { headers: asKey(api_key, 'slack:T1:U1') });
+    expect(inside).toMatchObject({ status: 200, body: { sessions: [] } });
+    // A JWT cannot take the ids of key-acted users or of a key's principal either.
+    for (const sub of ['key-user:slack:T1:U1', `api-key:${other.key_id}`]) {
+      const res = await t.request('GET', '/sessions', { token: t.token(sub, { tenant: 'acme' }) });
+      expect(res.status, sub).toBe(401);
+    }
+  });
+
+  it('when a key is created, then act_for_users needs a namespace ending with ":" outside the reserved ids, and a namespace needs act_for_users', async () => {
+    for (const body of [
+      { name: 'x', act_for_users: true },
+      { name: 'x', act_for_users: true, user_namespace: 'slack:T1' },
+      { name: 'x', act_for_users: true, user_namespace: 'api-key:' },
+      { name: 'x', act_for_users: true, user_namespace: 'key-user:' },
+      { name: 'x', act_for_users: true, user_namespace: '  :' },
+      { name: 'x', user_namespace: 'slack:T1:' },
+    ]) {
+      const res = await t.request('POST', '/admin/api-keys', { token: admin, body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body).toMatchObject({ code: 'validation-failed', errors: [{ field: '/user_namespace' }] });
+    }
+  });
+
+  it('when a key made before namespaces existed acts for a user, then it is refused until replaced, and still acts as itself', async () => {
+    const { api_key, key_id } = await createKey({ name: 'old-bot', act_for_users: true, user_namespace: 'old:' });
+    // As migration 022 leaves a key created before it.
+    await t.admin.query('UPDATE api_keys SET user_namespace = NULL WHERE key_id = $1', [key_id]);
+    const acting = await t.request('GET', '/sessions', { headers: asKey(api_key, 'old:u1') });
+    expect(acting).toMatchObject({ status: 403, body: { code: 'forbidden', detail: expect.stringContaining('no user namespace') } });
+    const itself = await t.request('GET', '/sessions', { headers: asKey(api_key) });
+    expect(itself.status).toBe(200);
+  });
+
   it('when a key acts for a user, then every call is in the access audit with the key id, actor api-key:<id> and the user as subject', async () => {
-    const { api_key, key_id } = await createKey({ name: 'audited-bot', act_for_users: true });
-    await t.request('GET', '/sessions', { headers: { ...asKey(api_key, 'audited-end-user'), 'x-request-id': 'bot-call-1' } });
-    await t.request('POST', '/sessions/turns', { headers: asKey(api_key, 'audited-end-user'), body: { question: 'q?', answer: 'a.' } });
+    const { api_key, key_id } = await createKey({ name: 'audited-bot', act_for_users: true, user_namespace: 'tg:' });
+    await t.request('GET', '/sessions', { headers: { ...asKey(api_key, 'tg:audited'), 'x-request-id': 'bot-call-1' } });
+    await t.request('POST', '/sessions/turns', { headers: asKey(api_key, 'tg:audited'), body: { question: 'q?', answer: 'a.' } });
     // Acting as itself is not acting for a user: no entry.
     await t.request('GET', '/sessions', { headers: asKey(api_key) });
 
-    const audit = await t.request('GET', '/admin/audit?action=act_for_user&user_id=audited-end-user', { token: admin });
+    const audit = await t.request('GET', '/admin/audit?action=act_for_user&user_id=key-user:tg:audited', { token: admin });
     expect(audit.status).toBe(200);
     expect(audit.body.entries.map((e: any) => [e.action, e.actor_user_id, e.subject_user_id, e.target, e.api_key_id]).sort()).toEqual([
-      ['act_for_user', `api-key:${key_id}`, 'audited-end-user', 'listSessions', key_id],
-      ['act_for_user', `api-key:${key_id}`, 'audited-end-user', 'storeTurnInNewSession', key_id],
+      ['act_for_user', `api-key:${key_id}`, 'key-user:tg:audited', 'listSessions', key_id],
+      ['act_for_user', `api-key:${key_id}`, 'key-user:tg:audited', 'storeTurnInNewSession', key_id],
     ]);
     expect(audit.body.entries.map((e: any) => e.http_request_id)).toContain('bot-call-1');
     const byKey = await t.request('GET', `/admin/audit?user_id=api-key:${key_id}`, { token: admin });
@@ -95,8 +165,8 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
   });
 
   it("when a key erases a user's data for them and polls the erasure, then no audit entry names the user afterwards", async () => {
-    const { api_key } = await createKey({ name: 'erasing-bot', act_for_users: true });
-    const user = asKey(api_key, 'leaving-user');
+    const { api_key } = await createKey({ name: 'erasing-bot', act_for_users: true, user_namespace: 'tg:' });
+    const user = asKey(api_key, 'tg:leaving');
     await t.request('POST', '/sessions/turns', { headers: user, body: { question: 'q?', answer: 'a.' } });
     const erase = await t.request('DELETE', '/me', { headers: user });
     expect(erase.status).toBe(202);
@@ -111,27 +181,27 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     // Polled once more after it completed, as a bot does.
     await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { headers: user });
     const { rows } = await t.admin.query(
-      `SELECT count(*)::int AS n FROM access_audit WHERE subject_user_id = 'leaving-user' OR actor_user_id = 'leaving-user'`,
+      `SELECT count(*)::int AS n FROM access_audit WHERE subject_user_id LIKE '%tg:leaving' OR actor_user_id LIKE '%tg:leaving'`,
     );
     expect(rows[0].n).toBe(0);
   });
 
   it('when the key is revoked, then it is refused from then on and listed with revoked_at', async () => {
-    const { api_key, key_id } = await createKey({ name: 'short-lived', act_for_users: true });
-    expect((await t.request('GET', '/sessions', { headers: asKey(api_key, 'u1') })).status).toBe(200);
+    const { api_key, key_id } = await createKey({ name: 'short-lived', act_for_users: true, user_namespace: 'tg:' });
+    expect((await t.request('GET', '/sessions', { headers: asKey(api_key, 'tg:u1') })).status).toBe(200);
 
     const revoked = await t.request('DELETE', `/admin/api-keys/${key_id}`, { token: admin });
     expect(revoked.status).toBe(200);
     expect(revoked.body.revoked_at).toEqual(expect.any(String));
 
-    const refused = await t.request('GET', '/sessions', { headers: asKey(api_key, 'u1') });
+    const refused = await t.request('GET', '/sessions', { headers: asKey(api_key, 'tg:u1') });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('content-type')).toContain('application/problem+json');
     expect(refused.body).toMatchObject({ code: 'unauthorized', detail: 'the API key has been revoked' });
   });
 
   it("when another tenant's admin lists or revokes a key, or a key is presented as another tenant's, then it is refused", async () => {
-    const { api_key, key_id } = await createKey({ name: 'acme-only', act_for_users: true });
+    const { api_key, key_id } = await createKey({ name: 'acme-only', act_for_users: true, user_namespace: 'tg:' });
     const theirs = await t.request('GET', '/admin/api-keys', { token: otherAdmin });
     expect(theirs.body.api_keys.map((k: any) => k.key_id)).not.toContain(key_id);
     expect((await t.request('DELETE', `/admin/api-keys/${key_id}`, { token: otherAdmin })).status).toBe(404);
@@ -144,9 +214,13 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     expect(res.body.code).toBe('unauthorized');
 
     // A globex user is reached through a globex key only: an acme key's X-Memory-User is an acme user.
-    const globexUser = t.token('shared-name', { tenant: 'globex' });
-    await t.request('POST', '/sessions/turns', { token: globexUser, body: { question: 'globex secret?', answer: 'yes.' } });
-    const viaAcme = await t.request('GET', '/sessions', { headers: asKey(api_key, 'shared-name') });
+    const globexKey = await createKey({ name: 'globex-bot', act_for_users: true, user_namespace: 'tg:' }, otherAdmin);
+    const stored = await t.request('POST', '/sessions/turns', {
+      headers: asKey(globexKey.api_key, 'tg:shared-name'),
+      body: { question: 'globex secret?', answer: 'yes.' },
+    });
+    expect(stored.status).toBe(201);
+    const viaAcme = await t.request('GET', '/sessions', { headers: asKey(api_key, 'tg:shared-name') });
     expect(viaAcme.body.sessions).toEqual([]);
   });
 
@@ -163,7 +237,7 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
   });
 
   it('when X-Memory-User is not a valid user id, then it is refused as a JWT subject would be', async () => {
-    const { api_key } = await createKey({ name: 'strict', act_for_users: true });
+    const { api_key } = await createKey({ name: 'strict', act_for_users: true, user_namespace: 'tg:' });
     for (const user of ['', '   ']) {
       const res = await t.request('GET', '/sessions', { headers: asKey(api_key, user) });
       expect(res.status, JSON.stringify(user)).toBe(401);
@@ -173,18 +247,18 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     const broken = await rawGet(t.baseUrl, '/sessions', { 'x-api-key': api_key, 'x-memory-user': Buffer.from([0x75, 0xff, 0x31]) });
     expect(broken.status).toBe(401);
     // UTF-8 bytes are the user's id as the JWT's sub would carry it.
-    const { rows: before } = await t.admin.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', ['zoë']);
+    const { rows: before } = await t.admin.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', ['key-user:tg:zoë']);
     const accented = await rawPost(
       t.baseUrl,
       '/sessions/turns',
-      { 'x-api-key': api_key, 'x-memory-user': Buffer.from('zoë', 'utf8') },
+      { 'x-api-key': api_key, 'x-memory-user': Buffer.from('tg:zoë', 'utf8') },
       {
         question: 'q?',
         answer: 'a.',
       },
     );
     expect(accented.status).toBe(201);
-    const { rows: after } = await t.admin.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', ['zoë']);
+    const { rows: after } = await t.admin.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', ['key-user:tg:zoë']);
     expect(after[0].n).toBe(before[0].n + 1);
   });
 
@@ -192,27 +266,32 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     const { api_key } = await createKey({
       name: 'chat-only',
       act_for_users: true,
+      user_namespace: 'tg:',
       routes: ['memoryChat', 'getMemoryContext'],
       databases: ['sales_db'],
     });
-    const jwt = t.token('bounded-user', { tenant: 'acme' });
+    // The user's memory belongs to the namespace, not to one key: an unbounded key of the same namespace wrote it.
+    const unboundedKey = await createKey({ name: 'chat-unbounded', act_for_users: true, user_namespace: 'tg:' });
     const hr = await t.request('POST', '/sessions/turns', {
-      token: jwt,
+      headers: asKey(unboundedKey.api_key, 'tg:bounded-user'),
       body: { question: 'Salary band of Ada?', answer: 'L7', vdp_database_names: ['hr_db'], context: { salary_band: 'L7' } },
     });
     const sessionId = hr.body.session.session_id;
 
-    const listing = await t.request('GET', '/sessions', { headers: asKey(api_key, 'bounded-user') });
+    const listing = await t.request('GET', '/sessions', { headers: asKey(api_key, 'tg:bounded-user') });
     expect(listing.status).toBe(403);
     expect(listing.body.detail).toBe('this API key may not call listSessions');
 
     const context = await t.request('POST', '/memory/context', {
-      headers: asKey(api_key, 'bounded-user'),
+      headers: asKey(api_key, 'tg:bounded-user'),
       body: { question: 'And Bob?', session_id: sessionId },
     });
     expect(context.status).toBe(200);
     expect(context.body.context_text).not.toContain('L7');
-    const unbounded = await t.request('POST', '/memory/context', { token: jwt, body: { question: 'And Bob?', session_id: sessionId } });
+    const unbounded = await t.request('POST', '/memory/context', {
+      headers: asKey(unboundedKey.api_key, 'tg:bounded-user'),
+      body: { question: 'And Bob?', session_id: sessionId },
+    });
     expect(unbounded.body.context_text).toContain('L7');
   });
 
@@ -224,8 +303,8 @@ describe('API keys (/admin/api-keys, X-Api-Key, X-Memory-User)', () => {
     const user = await t.request('POST', '/admin/api-keys', { token: t.token('plain', { tenant: 'acme' }), body: { name: 'x' } });
     expect(user.status).toBe(403);
 
-    const { api_key } = await createKey({ name: 'no-admin', act_for_users: true });
-    const asAdminUser = await t.request('GET', '/admin/api-keys', { headers: asKey(api_key, 'acme-admin') });
+    const { api_key } = await createKey({ name: 'no-admin', act_for_users: true, user_namespace: 'tg:' });
+    const asAdminUser = await t.request('GET', '/admin/api-keys', { headers: asKey(api_key, 'tg:acme-admin') });
     expect(asAdminUser.status).toBe(403);
     const both = await t.request('GET', '/sessions', { token: admin, headers: asKey(api_key, 'u1') });
     expect(both.status).toBe(401);
