@@ -95,19 +95,21 @@ describe('the memorychat-client package', () => {
     expect(exported).toMatchObject({ format: 'memorychat-export/1', user_id: 'exporting-user', sessions: [expect.anything()] });
   });
 
-  it('when a bot holds an API key, then it acts for each end user as their JWT would, a user id beyond ASCII included', async () => {
+  it('when a bot holds an API key, then it acts for each end user of its namespace, a user id beyond ASCII included', async () => {
     const admin = createMemorychatClient(service.baseUrl, service.token('bot-admin', { roles: ['memory-admin'] }));
-    const { data: key, response } = await admin.POST('/admin/api-keys', { body: { name: 'slack-bot', act_for_users: true } });
+    const { data: key, response } = await admin.POST('/admin/api-keys', {
+      body: { name: 'slack-bot', act_for_users: true, user_namespace: 'slack:T1:' },
+    });
     expect(response.status).toBe(201);
-    for (const user of ['U024BE7LH', 'zoë']) {
+    for (const user of ['slack:T1:U024BE7LH', 'slack:T1:zoë']) {
       const bot = createMemorychatClient(service.baseUrl, { apiKey: key!.api_key, user });
       const asked = await bot.POST('/memoryChat', { body: { question: 'Show me total sales by region for 2024', session_key: 'C1-1700' } });
       expect(asked.error).toBeUndefined();
-      const { data: own } = await createMemorychatClient(service.baseUrl, service.token(user)).GET('/sessions', {
-        params: { query: { key: 'C1-1700' } },
-      });
+      const { data: own } = await bot.GET('/sessions', { params: { query: { key: 'C1-1700' } } });
       expect(own?.sessions.map((s) => s.session_id)).toEqual([asked.data?.conversation_metadata?.conversation_id]);
     }
+    const outside = await createMemorychatClient(service.baseUrl, { apiKey: key!.api_key, user: 'U024BE7LH' }).GET('/sessions');
+    expect(outside.error).toMatchObject({ status: 403, code: 'forbidden' });
   });
 
   it('when the token is wrong, then `error` is the problem document', async () => {

@@ -71,7 +71,7 @@ describe('the example bots offer "sign in to Denodo" to a user who has not linke
       // examples/slack-bot/README.md's routes, with startAccountLink for linking.
       memorychat: {
         url: t.baseUrl,
-        apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv', 'startAccountLink']),
+        apiKey: await createBotApiKey(t, 'slack-bot', 'slack:', ['memoryChat', 'listSessions', 'getTurnResultCsv', 'startAccountLink']),
       },
     });
     const server = (await slackBot.start(0)) as Server;
@@ -83,7 +83,7 @@ describe('the example bots offer "sign in to Denodo" to a user who has not linke
       apiRoot: telegram.apiRoot,
       memorychat: {
         url: t.baseUrl,
-        apiKey: await createBotApiKey(t, 'telegram-bot', [
+        apiKey: await createBotApiKey(t, 'telegram-bot', 'telegram:', [
           'memoryChat',
           'listSessions',
           'getTurnResultCsv',

@@ -34,7 +34,7 @@ describe('the Slack bot example', () => {
       // The routes examples/slack-bot/README.md tells an admin to allow.
       memorychat: {
         url: t.baseUrl,
-        apiKey: await createBotApiKey(t, 'slack-bot', ['memoryChat', 'listSessions', 'getTurnResultCsv']),
+        apiKey: await createBotApiKey(t, 'slack-bot', 'slack:', ['memoryChat', 'listSessions', 'getTurnResultCsv']),
         // Each thread its own conversation, nothing recalled from the user's other threads.
         memoryScope: 'session',
       },

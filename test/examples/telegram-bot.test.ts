@@ -20,6 +20,8 @@ describe('the Telegram bot example', () => {
   let telegram: FakeTelegram;
   let bot: Bot;
   let polling: Promise<void>;
+  /** Reads the bot's users' memory as the bot does: a key of the bot's namespace. */
+  let reader: string;
 
   beforeAll(async () => {
     ({ t, upstream } = await startServiceWithUpstream());
@@ -31,7 +33,7 @@ describe('the Telegram bot example', () => {
       // The routes examples/telegram-bot/README.md tells an admin to allow.
       memorychat: {
         url: t.baseUrl,
-        apiKey: await createBotApiKey(t, 'telegram-bot', [
+        apiKey: await createBotApiKey(t, 'telegram-bot', 'telegram:', [
           'memoryChat',
           'listSessions',
           'getTurnResultCsv',
@@ -40,6 +42,7 @@ describe('the Telegram bot example', () => {
         ]),
       },
     });
+    reader = await createBotApiKey(t, 'telegram-reader', 'telegram:', ['listSessions', 'getSession']);
     await new Promise<void>((resolve) => {
       polling = bot.start({ onStart: () => resolve() });
     });
@@ -52,9 +55,14 @@ describe('the Telegram bot example', () => {
   });
 
   /** What the user writes, and the bot's next reply (sendMessage or sendDocument) in that chat. */
-  const say = async (chatId: number, user: typeof ALICE, text: string): Promise<BotApiCall> => {
+  const say = async (
+    chatId: number,
+    user: typeof ALICE,
+    text: string,
+    senderChat?: { id: number; type: string; title: string },
+  ): Promise<BotApiCall> => {
     const since = telegram.calls.length;
-    telegram.sendText(chatId, user, text);
+    telegram.sendText(chatId, user, text, senderChat);
     return vi.waitFor(
       () => {
         const reply = telegram.calls
@@ -66,9 +74,10 @@ describe('the Telegram bot example', () => {
       { timeout: 25_000, interval: 50 },
     );
   };
+  const asUser = (id: number) => ({ 'x-api-key': reader, 'x-memory-user': memorychatUser({ from: { id }, chat: { id } }) });
   const sessionOf = async (user: typeof ALICE, chatId: number) => {
     const found = await t.request('GET', `/sessions?key=${encodeURIComponent(sessionKey(chatId))}`, {
-      token: t.token(memorychatUser(user.id)),
+      headers: asUser(user.id),
     });
     return found.body.sessions[0];
   };
@@ -175,7 +184,7 @@ describe('the Telegram bot example', () => {
     const forgotten = await say(chat, ALICE, '/forget');
     expect(forgotten.params.text).toBe('Forgotten: this chat’s conversation is deleted from memory.');
     expect(await sessionOf(ALICE, chat)).toBeUndefined();
-    const gone = await t.request('GET', `/sessions/${before.session_id}`, { token: t.token(memorychatUser(ALICE.id)) });
+    const gone = await t.request('GET', `/sessions/${before.session_id}`, { headers: asUser(ALICE.id) });
     expect(gone.status).toBe(404);
   });
 
@@ -201,6 +210,37 @@ describe('the Telegram bot example', () => {
     expect((await sessionOf(ALICE, chat)).message_count).toBe(1);
     expect((await sessionOf(BOB, chat)).message_count).toBe(1);
     expect((await sessionOf(ALICE, chat)).session_id).not.toBe((await sessionOf(BOB, chat)).session_id);
+  });
+
+  it("when an anonymous admin asks in each of two groups, or a channel posts in both, then neither group recalls the other's questions", async () => {
+    // Telegram's stand-in senders, the same in every group (issue 39: group B recalled group A's secret).
+    const anonymousAdmin = { id: 1087968824, first_name: 'Group' };
+    const channelBot = { id: 136817688, first_name: 'Channel' };
+    const groupA = { id: -100_800, type: 'supergroup', title: 'Board' };
+    const groupB = { id: -100_801, type: 'supergroup', title: 'Everyone' };
+    const channel = { id: -100_900, type: 'channel', title: 'News' };
+    const secret = 'What is the acquisition budget of Project Falcon for 2025?';
+    const probe = 'What is the acquisition budget for 2025?';
+    const bodyAfter = async (chat: number, user: typeof ALICE, senderChat: typeof groupA) => {
+      await say(chat, user, probe, senderChat);
+      return JSON.stringify(upstream.lastBody());
+    };
+
+    for (const [sender, speaksForA, speaksForB] of [
+      [anonymousAdmin, groupA, groupB],
+      [channelBot, channel, channel],
+    ] as const) {
+      await say(groupA.id, sender, secret, speaksForA);
+      expect(await bodyAfter(groupB.id, sender, speaksForB), sender.first_name).not.toContain('Project Falcon');
+      // The same sender in group A does recall it: the check above can fail.
+      expect(await bodyAfter(groupA.id, sender, speaksForA), sender.first_name).toContain('Project Falcon');
+      await say(groupA.id, sender, '/forget', speaksForA);
+    }
+    const users = [
+      memorychatUser({ from: anonymousAdmin, chat: groupA, sender_chat: groupA }),
+      memorychatUser({ from: channelBot, chat: groupB, sender_chat: channel }),
+    ];
+    expect(users).toEqual(['telegram:chat:-100800:as:-100800', 'telegram:chat:-100801:as:-100900']);
   });
 
   it('when sending a reply fails, then the bot keeps polling and answers the next message', async () => {

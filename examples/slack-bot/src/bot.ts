@@ -1,6 +1,7 @@
-import { App, type LogLevel } from '@slack/bolt';
+import { App, HTTPReceiver, type LogLevel } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import { ask } from './ask.js';
+import { refusingOutsideWindow, SeenEvents } from './delivery.js';
 import { type MemorychatSettings, memorychatFor } from './memorychat-auth.js';
 
 export interface SlackBotSettings {
@@ -27,14 +28,28 @@ interface Message {
  * A Bolt app (HTTP receiver, events at /slack/events) that answers in threads, one memorychat
  * conversation per thread. It answers a mention anywhere, every direct message, and a later
  * message in a thread where its author already has a conversation with the bot (a follow-up
- * needs no mention).
+ * needs no mention). Each event is answered once: a request dated more than five minutes from the
+ * bot's clock either way is refused, and a retry or replay of an event already taken in (the same
+ * event_id) is dropped (delivery.ts).
  */
 export function createSlackBot(settings: SlackBotSettings): App {
+  const receiver = new HTTPReceiver({ signingSecret: settings.signingSecret, logLevel: settings.logLevel });
+  receiver.requestListener = refusingOutsideWindow(receiver.requestListener);
   const app = new App({
     token: settings.botToken,
-    signingSecret: settings.signingSecret,
+    receiver,
     logLevel: settings.logLevel,
     ...(settings.slackApiUrl ? { clientOptions: { slackApiUrl: settings.slackApiUrl } } : {}),
+  });
+
+  const seen = new SeenEvents();
+  app.use(async ({ body, context, logger, next }) => {
+    const eventId = (body as { event_id?: unknown }).event_id;
+    if (typeof eventId === 'string' && !seen.firstDelivery(eventId)) {
+      logger.debug(`event ${eventId} already taken in (retry ${context.retryNum ?? 'none'}): dropped`);
+      return;
+    }
+    await next();
   });
 
   app.event('app_mention', async ({ event, context, client }) => {

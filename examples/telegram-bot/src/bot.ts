@@ -25,12 +25,12 @@ const HELP = [
 
 /**
  * A grammY bot with one memorychat conversation per chat (session key `telegram:<chat id>`), each
- * Telegram user's memory their own. Plain messages are questions; /sql, /csv, /clear and /forget
+ * Telegram user's memory their own (anonymous senders: one memory per chat, memorychatUser). Plain messages are questions; /sql, /csv, /clear and /forget
  * act on the conversation.
  */
 export function createTelegramBot(settings: TelegramBotSettings): Bot {
   const bot = new Bot(settings.token, settings.apiRoot ? { client: { apiRoot: settings.apiRoot } } : {});
-  const memorychat = (ctx: Context) => memorychatFor(settings.memorychat, memorychatUser(ctx.from!.id));
+  const memorychat = (ctx: Context) => memorychatFor(settings.memorychat, memorychatUser({ ...ctx.msg!, chat: ctx.chat! }));
   const answer = (ctx: Context, question: string) => answerIn(ctx, memorychat(ctx), question, settings.memorychat.memoryScope);
 
   bot.command(['start', 'help'], (ctx) => ctx.reply(HELP));
@@ -52,9 +52,30 @@ export function createTelegramBot(settings: TelegramBotSettings): Bot {
   return bot;
 }
 
-/** The memorychat user a Telegram user is: Telegram's user ids are global. */
-export function memorychatUser(telegramUserId: number): string {
-  return `telegram:${telegramUserId}`;
+/**
+ * Who sends a message anonymously: an anonymous group admin's messages come from GroupAnonymousBot,
+ * posts made as a channel from Channel_Bot, in every group alike.
+ */
+const ANONYMOUS_SENDERS = new Set([1087968824, 136817688]);
+
+interface Sender {
+  from?: { id: number };
+  chat: { id: number };
+  /** The chat a message speaks for: the group itself (an anonymous admin) or a channel. */
+  sender_chat?: { id: number };
+}
+
+/**
+ * The memorychat user who wrote a message. Telegram's user ids are global, so a person is one user
+ * in every chat. A message sent on behalf of a chat has a stand-in sender shared by every group on
+ * Telegram: it is one user per chat it is written in and chat it speaks for, so an anonymous admin
+ * of one group never recalls another group's questions. All within the key's namespace `telegram:`.
+ */
+export function memorychatUser(message: Sender): string {
+  if (message.sender_chat || !message.from || ANONYMOUS_SENDERS.has(message.from.id)) {
+    return `telegram:chat:${message.chat.id}:as:${message.sender_chat?.id ?? 'anonymous'}`;
+  }
+  return `telegram:${message.from.id}`;
 }
 
 /** One conversation per chat. */

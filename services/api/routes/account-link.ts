@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
+import { userIdAsNamed } from '../../core/api-keys/user-namespace.js';
 import type { AccountLinks } from '../../core/linking/account-links.js';
 import { AppError } from '../../model/errors.js';
 import { AccountLinkCallbackQuery, AccountLinkStart, AccountLinkStatus, AccountUnlinked } from '../schemas/account-link.js';
@@ -100,7 +101,7 @@ const accountLinkRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const linked = await links().finish(request.url.split('?')[1] ?? '');
         if (!wantsPage(request)) return { user_id: linked.userId, subject: linked.subject, username: linked.username };
         return page(reply, 200, 'Account linked', [
-          `Your account ${linked.username ?? linked.subject} is now linked to ${linked.userId}.`,
+          `Your account ${linked.username ?? linked.subject} is now linked to ${userIdAsNamed(linked.userId)}.`,
           'You can close this window and go back to the chat.',
         ]);
       } catch (err) {

@@ -21,6 +21,11 @@ export function keyActedUserId(userId: string): string {
   return `${KEY_USER_PREFIX}${userId}`;
 }
 
+/** A user id as its user knows it: a key-acted user's as the bot named it in X-Memory-User. */
+export function userIdAsNamed(userId: string): string {
+  return userId.startsWith(KEY_USER_PREFIX) ? userId.slice(KEY_USER_PREFIX.length) : userId;
+}
+
 /** Ids only the service makes: no JWT subject, X-Memory-User value or namespace may name them. */
 export function isReservedUserId(userId: string): boolean {
   return RESERVED_PREFIXES.some((prefix) => userId.startsWith(prefix));

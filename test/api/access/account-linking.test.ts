@@ -77,6 +77,7 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
       body: {
         name: 'slack-bot',
         act_for_users: true,
+        user_namespace: 'slack:T0001:',
         routes: ['memoryChat', 'startAccountLink', 'getAccountLink', 'unlinkAccount', 'eraseMyData', 'getGdprRequest'],
       },
     });
@@ -94,7 +95,7 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     t.request('POST', '/memoryChat', { headers: asUser(user), body: { question, session_key: sessionKey } });
   const bearerOfLastCall = () => String(sdk.requests.at(-1)!.headers.authorization);
   const linkRow = async (user: string) =>
-    (await t.admin.query('SELECT * FROM linked_identities WHERE tenant_id = $1 AND user_id = $2', ['acme', user])).rows[0];
+    (await t.admin.query('SELECT * FROM linked_identities WHERE tenant_id = $1 AND user_id = $2', ['acme', `key-user:${user}`])).rows[0];
 
   /** The bot asks for a link; the user opens it, signs in and is sent back to memorychat (as their browser). */
   async function link(user: string, account: keyof typeof ACCOUNTS) {
@@ -148,14 +149,14 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     const opened = unseal<{ access_token: string; refresh_token: string }>(
       parseSealingKeys(keys),
       row.sealed_tokens,
-      tokensContext({ tenantId: 'acme', userId: ANA }),
+      tokensContext({ tenantId: 'acme', userId: `key-user:${ANA}` }),
     );
     expect(opened.access_token).toBe(accessToken);
     expect(await idp.refreshTokenIsActive(opened.refresh_token)).toBe(true);
     const otherKey = parseSealingKeys(`k2026:${randomBytes(32).toString('base64')}`);
-    expect(() => unseal(otherKey, row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: ANA }))).toThrow(UnsealError);
+    expect(() => unseal(otherKey, row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: `key-user:${ANA}` }))).toThrow(UnsealError);
     // Nor does Ana's sealed value open as Ben's.
-    expect(() => unseal(parseSealingKeys(keys), row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: BEN }))).toThrow(UnsealError);
+    expect(() => unseal(parseSealingKeys(keys), row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: `key-user:${BEN}` }))).toThrow(UnsealError);
   });
 
   it('when an agent acts for a linked user through the MCP server, then the SDK gets that user’s own token and answers with their views', async () => {
@@ -191,7 +192,7 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     expect(await again.text()).toContain('expired, was replaced by a newer one or was used already');
 
     const forged = new URL(callback);
-    forged.searchParams.set('state', Buffer.from('{"t":"acme","u":"slack:T0001:U00000ANA","l":"x"}').toString('base64url'));
+    forged.searchParams.set('state', Buffer.from('{"t":"acme","u":"key-user:slack:T0001:U00000ANA","l":"x"}').toString('base64url'));
     const refused = await fetch(forged);
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ code: 'account-link-invalid' });
@@ -214,7 +215,7 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     expect(sent[0]).not.toBe(old);
     const after = await linkRow(ANA);
     expect(Number(after.token_version)).toBe(Number(before.token_version) + 1);
-    const ctx = tokensContext({ tenantId: 'acme', userId: ANA });
+    const ctx = tokensContext({ tenantId: 'acme', userId: `key-user:${ANA}` });
     const [was, now] = [before, after].map(
       (r) => unseal<{ refresh_token: string }>(parseSealingKeys(keys), r.sealed_tokens, ctx).refresh_token,
     );
@@ -257,7 +258,7 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     const { refresh_token } = unseal<{ refresh_token: string }>(
       parseSealingKeys(keys),
       row.sealed_tokens,
-      tokensContext({ tenantId: 'acme', userId: ANA }),
+      tokensContext({ tenantId: 'acme', userId: `key-user:${ANA}` }),
     );
     const unlinked = await t.request('DELETE', '/me/account-link', { headers: asUser(ANA) });
     expect(unlinked).toMatchObject({ status: 200, body: { unlinked: true, revoked_at_provider: true } });

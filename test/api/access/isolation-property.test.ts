@@ -7,12 +7,13 @@ import { programOf } from '../../support/isolation/operations.js';
 import { emptyAllTables } from '../../support/isolation/reset.js';
 import { runProgram } from '../../support/isolation/runner.js';
 import { type IsolationUpstream, startIsolationUpstream } from '../../support/isolation/upstream.js';
-import { KEY_USERS, type Principal, Registry } from '../../support/isolation/world.js';
+import { KEY_NAMESPACE, KEY_USERS, type Principal, Registry } from '../../support/isolation/world.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 
 /**
  * Isolation as a property (issue 5, item 2): random programs of tenants, users and admins (some users
- * calling through their tenant's API key, acting for them with X-Memory-User, every other request) storing
+ * calling through their tenant's API key only, acting for them with X-Memory-User in the key's user
+ * namespace, stored apart from the JWT users of the same id, issue 39) storing
  * turns (memory API and /memoryChat, with Idempotency-Keys from a pool every user shares), reading,
  * searching, asking for context, recalling SQL, aiming at other users' sessions, deleting, clearing,
  * exporting and erasing (searching, context, SQL recall and deleting half the time through the MCP
@@ -145,7 +146,7 @@ async function giveApiKeys(t: TestApp, principals: Principal[]): Promise<void> {
     const admin = principals.find((p) => p.admin && p.tenantId === user.tenantId)!;
     const res = await t.request('POST', '/admin/api-keys', {
       token: admin.token,
-      body: { name: `bot of ${user.key}`, act_for_users: true },
+      body: { name: `bot of ${user.key}`, act_for_users: true, user_namespace: KEY_NAMESPACE },
     });
     if (res.status !== 201) throw new Error(`creating an API key answered ${res.status}: ${JSON.stringify(res.body)}`);
     user.apiKey = res.body.api_key;

@@ -130,31 +130,37 @@ describe('the MCP server at /mcp', () => {
     );
   });
 
-  it('when an API key limited to routes acts for a user, then it is that user, its tools outside the routes are refused, and its calls are audited', async () => {
+  it('when an API key limited to routes acts for a user, then it is that user of its namespace only, its tools outside the routes are refused, and its calls are audited', async () => {
     const admin = t.token('mcp-admin', { iss: ISSUER, roles: ['memory-admin'] });
     const created = await t.request('POST', '/admin/api-keys', {
       token: admin,
-      body: { name: 'agent', act_for_users: true, routes: ['memoryChat', 'getTurnSql'] },
+      body: { name: 'agent', act_for_users: true, user_namespace: 'agent:', routes: ['memoryChat', 'getTurnSql'] },
     });
     expect(created.status).toBe(201);
     const agent = await connect({
       'x-api-key': created.body.api_key,
-      'x-memory-user': 'mcp-alice',
+      'x-memory-user': 'agent:alice',
       'x-upstream-authorization': ALICE_DENODO,
     });
 
-    const sameUser = await call(agent, 'get_turn_sql', { session_id: aliceSession, ref: 'first' });
-    expect(sameUser.structuredContent).toMatchObject({ session_id: aliceSession, turn_number: 1 });
-    const asked = await call(agent, 'ask_data_question', { question: 'What about 2021?', session_id: aliceSession });
-    expect(asked.structuredContent.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2021');
+    const asked = await call(agent, 'ask_data_question', { question: 'Total sales by region for 2021' });
+    expect(asked.isError).toBeFalsy();
+    const ownSession = asked.structuredContent.conversation_metadata.conversation_id;
+    const own = await call(agent, 'get_turn_sql', { session_id: ownSession, ref: 'first' });
+    expect(own.structuredContent).toMatchObject({ session_id: ownSession, turn_number: 1 });
+    // The JWT user mcp-alice is not a user of the key's namespace: her session is not found.
+    const jwtUsers = await call(agent, 'get_turn_sql', { session_id: aliceSession, ref: 'first' });
+    expect(jwtUsers.isError).toBe(true);
+    expect(jwtUsers.structuredContent).toMatchObject({ code: 'session-not-found', status: 404 });
 
     const refused = await call(agent, 'recall_similar_questions', { query: 'sales' });
     expect(refused.isError).toBe(true);
     expect(refused.structuredContent).toMatchObject({ code: 'forbidden', status: 403, detail: 'this API key may not call searchMemory' });
     expect((refused.content[0] as { text: string }).text).toBe('Not allowed (forbidden): this API key may not call searchMemory');
 
-    const audit = await t.request('GET', `/admin/audit?action=act_for_user&user_id=mcp-alice`, { token: admin });
+    const audit = await t.request('GET', `/admin/audit?action=act_for_user&user_id=key-user:agent:alice`, { token: admin });
     expect(audit.body.entries.map((e: Structured) => [e.target, e.api_key_id]).sort()).toEqual([
+      ['getTurnSql', created.body.key_id],
       ['getTurnSql', created.body.key_id],
       ['memoryChat', created.body.key_id],
     ]);

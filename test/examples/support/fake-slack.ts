@@ -26,7 +26,15 @@ export interface FakeSlack {
   sendEvent(
     eventsUrl: string,
     event: Record<string, unknown>,
-    options?: { signingSecret?: string },
+    options?: {
+      signingSecret?: string;
+      /** Slack's id of the event: the same on every retry of one delivery. */
+      eventId?: string;
+      /** Seconds added to now in the signed X-Slack-Request-Timestamp. */
+      timestampOffsetSec?: number;
+      /** Sent as X-Slack-Retry-Num, as Slack retries a delivery it saw no quick 200 for. */
+      retryNum?: number;
+    },
   ): Promise<{ status: number; body: string }>;
   close(): Promise<void>;
 }
@@ -104,17 +112,24 @@ export async function startFakeSlack(signingSecret: string): Promise<FakeSlack> 
         api_app_id: 'A0000001',
         event: { event_ts: event.ts, ...event },
         type: 'event_callback',
-        event_id: `Ev${String(++eventCounter).padStart(8, '0')}`,
+        event_id: options.eventId ?? `Ev${String(++eventCounter).padStart(8, '0')}`,
         event_time: Math.floor(Date.now() / 1000),
         authorizations: [{ team_id: TEAM_ID, user_id: BOT_USER_ID, is_bot: true, is_enterprise_install: false }],
       });
-      const timestamp = String(Math.floor(Date.now() / 1000));
+      const timestamp = String(Math.floor(Date.now() / 1000) + (options.timestampOffsetSec ?? 0));
       const signature = createHmac('sha256', options.signingSecret ?? signingSecret)
         .update(`v0:${timestamp}:${body}`)
         .digest('hex');
       const response = await fetch(eventsUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': timestamp, 'x-slack-signature': `v0=${signature}` },
+        headers: {
+          'content-type': 'application/json',
+          'x-slack-request-timestamp': timestamp,
+          'x-slack-signature': `v0=${signature}`,
+          ...(options.retryNum === undefined
+            ? {}
+            : { 'x-slack-retry-num': String(options.retryNum), 'x-slack-retry-reason': 'http_timeout' }),
+        },
         body,
       });
       return { status: response.status, body: await response.text() };

@@ -21,8 +21,17 @@ export interface FakeTelegram {
   apiRoot: string;
   /** Bot API calls the bot made, in order (getUpdates left out). */
   calls: BotApiCall[];
-  /** A user writes `text` in chat `chatId` (a private chat when it is the user's own id). */
-  sendText(chatId: number, user: { id: number; first_name: string }, text: string): void;
+  /**
+   * A user writes `text` in chat `chatId` (a private chat when it is the user's own id). With
+   * `senderChat` the message is sent on behalf of a chat, as Telegram sends an anonymous group admin's
+   * (the group itself, from GroupAnonymousBot) or a post as a channel (the channel, from Channel_Bot).
+   */
+  sendText(
+    chatId: number,
+    user: { id: number; first_name: string },
+    text: string,
+    senderChat?: { id: number; type: string; title: string },
+  ): void;
   /** The next call of `method` fails as Telegram fails it for a chat the bot may not write to. */
   failNext(method: string): void;
   close(): Promise<void>;
@@ -97,7 +106,7 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
   return {
     apiRoot: server.url,
     calls,
-    sendText(chatId, user, text) {
+    sendText(chatId, user, text, senderChat) {
       const command = /^\/\w+/.exec(text)?.[0];
       updates.push({
         update_id: updateId++,
@@ -108,6 +117,7 @@ export async function startFakeTelegram(): Promise<FakeTelegram> {
             chatId === user.id
               ? { id: chatId, type: 'private', first_name: user.first_name }
               : { id: chatId, type: 'group', title: 'Sales' },
+          ...(senderChat ? { sender_chat: senderChat } : {}),
           date: now(),
           text,
           ...(command ? { entities: [{ type: 'bot_command', offset: 0, length: command.length }] } : {}),

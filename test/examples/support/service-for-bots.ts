@@ -1,10 +1,13 @@
 import { expect } from 'vitest';
 import type { TestApp } from '../../support/service/test-app.js';
 
-/** An API key acting for end users, limited to `routes`, as a tenant admin makes one for a bot (docs/api-keys.md). */
-export async function createBotApiKey(t: TestApp, name: string, routes: string[]): Promise<string> {
+/** An API key acting for the end users of `userNamespace`, limited to `routes`, as a tenant admin makes one for a bot (docs/api-keys.md). */
+export async function createBotApiKey(t: TestApp, name: string, userNamespace: string, routes: string[]): Promise<string> {
   const admin = t.token(`${name}-admin`, { roles: ['memory-admin'] });
-  const created = await t.request('POST', '/admin/api-keys', { token: admin, body: { name, act_for_users: true, routes } });
+  const created = await t.request('POST', '/admin/api-keys', {
+    token: admin,
+    body: { name, act_for_users: true, user_namespace: userNamespace, routes },
+  });
   expect(created.status).toBe(201);
   return created.body.api_key;
 }

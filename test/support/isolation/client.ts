@@ -36,7 +36,6 @@ export interface SendOptions {
 export class IsolationClient {
   private inFlight = 0;
   /** Requests so far per principal that has an API key: even ones go with the key, odd ones with the JWT. */
-  private readonly keyTurns = new Map<number, number>();
 
   constructor(
     private readonly baseUrl: string,
@@ -111,14 +110,11 @@ export class IsolationClient {
     return { status: result.isError ? body.status : 200, headers: reply.headers, text: JSON.stringify(body), body };
   }
 
-  /** The caller's JWT, or every other request of a principal with an API key, the key acting for them. */
+  /** The caller's JWT, or for a principal with an API key, the key acting for them (their only way in). */
   private credentials(caller: Principal): Record<string, string> {
-    if (!caller.apiKey) return { authorization: `Bearer ${caller.token}` };
-    const turn = this.keyTurns.get(caller.index) ?? 0;
-    this.keyTurns.set(caller.index, turn + 1);
-    if (turn % 2 === 1) return { authorization: `Bearer ${caller.token}` };
+    if (!caller.apiKey || !caller.actAs) return { authorization: `Bearer ${caller.token}` };
     this.count('sent with an API key');
-    return { 'x-api-key': caller.apiKey, 'x-memory-user': caller.userId };
+    return { 'x-api-key': caller.apiKey, 'x-memory-user': caller.actAs };
   }
 
   count(outcome: string): void {

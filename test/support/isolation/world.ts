@@ -18,11 +18,12 @@ export interface Principal {
   marker: string;
   token: string;
   /**
-   * An API key of the principal's tenant with the act_for_users permission, for the principals that
-   * use one (KEY_USERS): their requests alternate between it (with X-Memory-User) and their JWT, so
-   * both must reach the same memory for the model to stay exact.
+   * An API key of the principal's tenant acting for users of the namespace `bot:`, for the principals
+   * that use one (KEY_USERS): every request of theirs goes through it with X-Memory-User `actAs`, and
+   * their user id is the one the service stores, `key-user:bot:usr_…`, which no JWT can carry.
    */
   apiKey?: string;
+  actAs?: string;
 }
 
 export interface GdprRequestRecord {
@@ -59,8 +60,17 @@ const LAYOUT: { tenant: 0 | 1 | 'default'; shared: boolean; admin: boolean }[] =
   { tenant: 'default', shared: true, admin: false },
 ];
 export const PRINCIPALS_PER_RUN = LAYOUT.length;
-/** A plain user of each tenant, and the shared user id of the second (the id a missing tenant filter confuses). */
+/**
+ * A plain user of each tenant, and the shared user id of the second (the id a missing tenant filter
+ * confuses), acting through a key: the JWT users of the same tag (P0, P6) must stay strangers to them.
+ */
 export const KEY_USERS = [1, 3, 4];
+export const KEY_NAMESPACE = 'bot:';
+
+/** The `usr_…` tag in a user id, whether a JWT's subject or a key-acted user's stored id. */
+function tagOf(userId: string): string | undefined {
+  return userId.match(USER_ID)?.[0];
+}
 export const ADMIN_INDEXES = LAYOUT.flatMap((p, i) => (p.admin ? [i] : []));
 
 /** The principals of one run, and the owner of every id and text handed out to them so far. */
@@ -79,8 +89,10 @@ export class Registry {
     for (const t of tenants) this.tenants.add(t);
     return LAYOUT.map((spec, index) => {
       const tenantId = spec.tenant === 'default' ? 'default' : tenants[spec.tenant]!;
-      const userId = spec.shared ? shared : randomTag('usr');
-      if (!spec.shared) this.uniqueUserIds.add(userId);
+      const tag = spec.shared ? shared : randomTag('usr');
+      if (!spec.shared) this.uniqueUserIds.add(tag);
+      const actAs = KEY_USERS.includes(index) ? `${KEY_NAMESPACE}${tag}` : undefined;
+      const userId = actAs ? `key-user:${actAs}` : tag;
       const claims: Record<string, unknown> = {
         ...(spec.tenant === 'default' ? {} : { tenant: tenantId }),
         ...(spec.admin ? { roles: ['memory-admin'] } : {}),
@@ -93,6 +105,7 @@ export class Registry {
         admin: spec.admin,
         marker: randomTag('mk'),
         token: sign(userId, claims),
+        ...(actAs ? { actAs } : {}),
       };
       this.markers.set(principal.marker, principal);
       return principal;
@@ -130,7 +143,7 @@ export class Registry {
     }
     for (const userId of text.match(USER_ID) ?? []) {
       if (echoed(userId)) continue;
-      if (this.uniqueUserIds.has(userId) && userId !== viewer.userId && !this.isParticipantVisibleTo(viewer, userId)) {
+      if (this.uniqueUserIds.has(userId) && userId !== tagOf(viewer.userId) && !this.isParticipantVisibleTo(viewer, userId)) {
         found.add(`user id ${userId}`);
       }
     }
@@ -144,7 +157,7 @@ export class Registry {
   /** A user id the viewer may see because it names the actor or subject of a request the viewer sees. */
   private isParticipantVisibleTo(viewer: Principal, userId: string): boolean {
     for (const request of this.requests.values()) {
-      if ((request.actorUserId === userId || request.subjectUserId === userId) && this.canSee(viewer, request)) return true;
+      if ((tagOf(request.actorUserId) === userId || tagOf(request.subjectUserId) === userId) && this.canSee(viewer, request)) return true;
     }
     return false;
   }
