@@ -21,6 +21,8 @@ describe('the Slack bot example', () => {
   let slack: FakeSlack;
   let bot: App;
   let eventsUrl: string;
+  /** Reads the bot's users' memory as the bot does: a key of the bot's namespace. */
+  let reader: string;
 
   beforeAll(async () => {
     ({ t, upstream } = await startServiceWithUpstream());
@@ -39,6 +41,7 @@ describe('the Slack bot example', () => {
         memoryScope: 'session',
       },
     });
+    reader = await createBotApiKey(t, 'slack-reader', 'slack:', ['listSessions']);
     const server = (await bot.start(0)) as Server;
     eventsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
   });
@@ -60,7 +63,9 @@ describe('the Slack bot example', () => {
     );
 
   const sessionOf = async (user: string, key: string) => {
-    const found = await t.request('GET', `/sessions?key=${encodeURIComponent(key)}`, { token: t.token(user) });
+    const found = await t.request('GET', `/sessions?key=${encodeURIComponent(key)}`, {
+      headers: { 'x-api-key': reader, 'x-memory-user': user },
+    });
     return found.body.sessions[0];
   };
 
@@ -303,5 +308,55 @@ describe('the Slack bot example', () => {
     expect(forged.status).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(slack.calls.slice(since)).toEqual([]);
+  });
+
+  it('when Slack retries an event or it is replayed (the same event_id), then it is answered once', async () => {
+    const question = 'Which region sold the most umbrellas in 2012?';
+    const event = {
+      type: 'app_mention',
+      user: 'U0000ALICE',
+      text: `<@${BOT_USER_ID}> ${question}`,
+      ts: '1700002000.000100',
+      channel: CHANNEL,
+    };
+    let since = slack.calls.length;
+    expect((await slack.sendEvent(eventsUrl, event, { eventId: 'Ev0REPLAYED' })).status).toBe(200);
+    await nextCall('chat.postMessage', since);
+
+    // The attack's replay, and Slack's own retries of the delivery: acknowledged, not answered again.
+    expect((await slack.sendEvent(eventsUrl, event, { eventId: 'Ev0REPLAYED' })).status).toBe(200);
+    expect((await slack.sendEvent(eventsUrl, event, { eventId: 'Ev0REPLAYED', retryNum: 1 })).status).toBe(200);
+    // A retry of an event the bot never took in (it was down) is answered.
+    since = slack.calls.length;
+    const missed = { ...event, text: `<@${BOT_USER_ID}> Sales for 2011?`, ts: '1700002001.000100' };
+    expect((await slack.sendEvent(eventsUrl, missed, { eventId: 'Ev0MISSED', retryNum: 2 })).status).toBe(200);
+    expect((await nextCall('chat.postMessage', since)).args.thread_ts).toBe(missed.ts);
+
+    expect(upstream.requests.filter((r) => r.body?.question === question)).toHaveLength(1);
+    expect(slack.calls.filter((c) => c.method === 'chat.postMessage' && c.args.thread_ts === event.ts)).toHaveLength(1);
+  });
+
+  it('when a signed event is dated six minutes ahead or behind, then the bot refuses it and answers nothing', async () => {
+    const since = slack.calls.length;
+    const event = {
+      type: 'app_mention',
+      user: 'U0000ALICE',
+      text: `<@${BOT_USER_ID}> Sales for 2010?`,
+      ts: '1700002100.000100',
+      channel: CHANNEL,
+    };
+    for (const offset of [6 * 60, -6 * 60]) {
+      const res = await slack.sendEvent(eventsUrl, event, { timestampOffsetSec: offset });
+      expect(res.status, String(offset)).toBe(401);
+    }
+    // Four minutes ahead is within the window: answered, and the only answer in the thread.
+    await slack.sendEvent(eventsUrl, { ...event, text: `<@${BOT_USER_ID}> Sales for 2009?` }, { timestampOffsetSec: 4 * 60 });
+    await nextCall('chat.postMessage', since);
+    expect(
+      slack.calls
+        .slice(since)
+        .filter((c) => c.method === 'chat.postMessage')
+        .map((c) => c.args.text),
+    ).toEqual(['Total sales by region for 2009: EMEA 100, AMER 200.']);
   });
 });
