@@ -28,6 +28,10 @@ export const ConfigSchema = Type.Object({
   MAX_CONNECTIONS: Type.Integer({ minimum: 0, default: 10_000 }),
   // Requests per minute per (tenant, user); 0 turns the limit off. Kept in Redis when REDIS_URL is set.
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 120 }),
+  // Requests per minute per API key, whichever users it acts for (docs/api-keys.md); 0 turns it off.
+  RATE_LIMIT_PER_KEY_PER_MINUTE: Type.Integer({ minimum: 0, default: 1200 }),
+  // Failed authentications (401) per minute per client address before its requests are refused (429); 0: off.
+  AUTH_FAILURES_PER_MINUTE: Type.Integer({ minimum: 0, default: 30 }),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   // The service's origin as its clients reach it (https://memorychat.example.com behind a TLS proxy), where it names

@@ -43,12 +43,19 @@ export default fp(
 
     app.addHook('onRequest', async (request, reply) => {
       if (isPublicRoute(request)) return;
-      // An API key (docs/api-keys.md) names its end user in a header; that id passes the JWT subject's rules.
-      request.identity = presentsApiKey(request)
-        ? await identityOfApiKey(request, app.db, (userId, tenantId) =>
-            identityFrom({ [config.JWT_USER_CLAIM]: userId, [config.JWT_TENANT_CLAIM]: tenantId }, config),
-          )
-        : await identityOfJwt(request, config);
+      // An address that failed too often is refused before its credential is checked (plugins/rate-limit.ts).
+      await app.authFailures?.refuseIfThrottled(request, reply);
+      try {
+        // An API key (docs/api-keys.md) names its end user in a header; that id passes the JWT subject's rules.
+        request.identity = presentsApiKey(request)
+          ? await identityOfApiKey(request, app.db, (userId, tenantId) =>
+              identityFrom({ [config.JWT_USER_CLAIM]: userId, [config.JWT_TENANT_CLAIM]: tenantId }, config),
+            )
+          : await identityOfJwt(request, config);
+      } catch (err) {
+        if (err instanceof AppError && err.status === 401) await app.authFailures?.recordFailure(request);
+        throw err;
+      }
       // Logs name the tenant and a stable pseudonym of the user, never the user id itself.
       request.log = request.log.child({ tenant: request.identity.tenantId, user: userPseudonym(request.identity) });
       reply.log = request.log; // "request completed" is logged through the reply's logger

@@ -28,7 +28,8 @@ describe('authentication', () => {
   describe('with JWT_SECRET (HS256)', () => {
     let t: TestApp;
     beforeAll(async () => {
-      t = await startTestApp({ JWT_ISSUER: 'https://idp.test', JWT_AUDIENCE: 'memorychat' });
+      // Dozens of refused tokens from one address: the failed-authentication throttle is off here (tested in key-and-auth-failure-limits.test.ts).
+      t = await startTestApp({ JWT_ISSUER: 'https://idp.test', JWT_AUDIENCE: 'memorychat', AUTH_FAILURES_PER_MINUTE: '0' });
       apps.push(t);
     });
     const sign = (claims: Record<string, unknown>, options: Record<string, unknown> = {}) =>
