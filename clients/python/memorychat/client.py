@@ -18,7 +18,7 @@ JSON = dict[str, Any]
 class Memorychat:
     """
     One caller of the service: a user's JWT (`token`), or an API key (`api_key`), optionally acting
-    for the end user `user` (sent as X-Memory-User; the key needs the act_for_users permission).
+    for the end user `user` (sent as X-Memory-User; the key needs the act_for_users permission and the id must start with its user_namespace).
     Every method returns the service's JSON as dicts and raises MemorychatError for a problem document.
     """
 
@@ -210,9 +210,23 @@ class Memorychat:
 
     # --- API keys (an admin's JWT, role memory-admin) ---------------------------------------------
 
-    def create_api_key(self, name: str, *, act_for_users: bool = False, databases: list[str] | None = None, routes: list[str] | None = None) -> JSON:
-        """A new key of the admin's tenant; `api_key` in the reply is the secret, shown this once."""
-        body = _without_none({"name": name, "act_for_users": act_for_users, "databases": databases, "routes": routes})
+    def create_api_key(
+        self,
+        name: str,
+        *,
+        act_for_users: bool = False,
+        user_namespace: str | None = None,
+        databases: list[str] | None = None,
+        routes: list[str] | None = None,
+    ) -> JSON:
+        """A new key of the admin's tenant; `api_key` in the reply is the secret, shown this once.
+
+        With `act_for_users`, `user_namespace` (e.g. "slack:T123:") is required: the key acts only for
+        user ids that start with it, and their memory is apart from users who sign in with a JWT.
+        """
+        body = _without_none(
+            {"name": name, "act_for_users": act_for_users, "user_namespace": user_namespace, "databases": databases, "routes": routes}
+        )
         return self._json("POST", "/admin/api-keys", body=body)
 
     def api_keys(self) -> JSON:

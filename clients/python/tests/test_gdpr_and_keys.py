@@ -30,19 +30,25 @@ class ApiKeyTest(unittest.TestCase):
         self.tenant = f"tenant-{uuid.uuid4().hex[:8]}"
         self.admin = as_admin(self.tenant)
 
-    def test_when_a_bot_acts_for_a_user_with_an_api_key_then_it_shares_memory_with_the_users_jwt(self) -> None:
-        created = self.admin.create_api_key("telegram-bot", act_for_users=True)
+    def test_when_a_bot_acts_for_a_user_of_its_namespace_then_memory_is_theirs_and_apart_from_the_jwt_user(self) -> None:
+        created = self.admin.create_api_key("telegram-bot", act_for_users=True, user_namespace="tg:")
+        self.assertEqual(created["user_namespace"], "tg:")
         bot = Memorychat(BASE_URL, api_key=created["api_key"])
-        user = new_user("tg")
+        user = new_user("tg:")
         first = bot.for_user(user).ask("Show me total sales by region for 2024", session_key="chat-7")
-        own = as_user(user, tenant=self.tenant)
-        follow_up = own.ask("What about 2023?", session_key="chat-7")
+        follow_up = bot.for_user(user).ask("What about 2023?", session_key="chat-7")
         self.assertEqual(follow_up["conversation_metadata"]["conversation_id"], first["conversation_metadata"]["conversation_id"])
         self.assertEqual(follow_up["memory_context_used"]["history_messages_count"], 1)
-        # A user id beyond ASCII travels as UTF-8 and is the same user as the JWT's sub.
-        accented = "zoë-" + uuid.uuid4().hex[:6]
+        # The JWT user of the same id is another user.
+        self.assertEqual(as_user(user, tenant=self.tenant).sessions()["sessions"], [])
+        # A user id beyond ASCII travels as UTF-8.
+        accented = "tg:zoë-" + uuid.uuid4().hex[:6]
         bot.for_user(accented).store_turn("Hallo?", "Hallo.")
-        self.assertEqual(len(as_user(accented, tenant=self.tenant).sessions()["sessions"]), 1)
+        self.assertEqual(len(bot.for_user(accented).sessions()["sessions"]), 1)
+        # A user outside the namespace is refused with the problem's code.
+        with self.assertRaises(MemorychatError) as caught:
+            bot.for_user(new_user("slack:")).sessions()
+        self.assertEqual((caught.exception.status, caught.exception.code), (403, "forbidden"))
 
         listed = self.admin.api_keys()["api_keys"]
         self.assertEqual([k["key_id"] for k in listed], [created["key_id"]])
@@ -54,8 +60,8 @@ class ApiKeyTest(unittest.TestCase):
             Memorychat(BASE_URL, api_key=own_memory["api_key"], user="someone").sessions()
         self.assertEqual((caught.exception.status, caught.exception.code), (403, "forbidden"))
 
-        created = self.admin.create_api_key("short-lived", act_for_users=True)
-        bot = Memorychat(BASE_URL, api_key=created["api_key"], user=new_user())
+        created = self.admin.create_api_key("short-lived", act_for_users=True, user_namespace="py:")
+        bot = Memorychat(BASE_URL, api_key=created["api_key"], user=new_user("py:"))
         bot.sessions()
         self.assertIsNotNone(self.admin.revoke_api_key(created["key_id"])["revoked_at"])
         with self.assertRaises(MemorychatError) as caught:

@@ -3616,6 +3616,8 @@ export interface operations {
                             key_id: string;
                             name: string;
                             act_for_users: boolean;
+                            /** @description null: the key acts for no user */
+                            user_namespace: string | null;
                             databases: string[] | null;
                             routes: string[] | null;
                             /** Format: date-time */
@@ -3676,10 +3678,12 @@ export interface operations {
                     /** @description What the key is for, e.g. "slack-bot" */
                     name: string;
                     /**
-                     * @description May act for the end user named in X-Memory-User, reading and writing their memory as their JWT would
+                     * @description May act for the end users named in X-Memory-User whose ids start with user_namespace
                      * @default false
                      */
                     act_for_users: boolean;
+                    /** @description Required with act_for_users: the prefix of the user ids the key may act for, ending with ":" (e.g. "slack:T123:"). Their memory is apart from JWT users' memory */
+                    user_namespace?: string;
                     /** @description Bounds the memory the key uses to these databases, as a JWT's databases claim does; absent: no bound */
                     databases?: string[];
                     /** @description The operationIds the key may call (e.g. memoryChat, listSessions); absent: every route a user may call */
@@ -3699,6 +3703,8 @@ export interface operations {
                         key_id: string;
                         name: string;
                         act_for_users: boolean;
+                        /** @description null: the key acts for no user */
+                        user_namespace: string | null;
                         databases: string[] | null;
                         routes: string[] | null;
                         /** Format: date-time */
@@ -3778,6 +3784,8 @@ export interface operations {
                         key_id: string;
                         name: string;
                         act_for_users: boolean;
+                        /** @description null: the key acts for no user */
+                        user_namespace: string | null;
                         databases: string[] | null;
                         routes: string[] | null;
                         /** Format: date-time */
