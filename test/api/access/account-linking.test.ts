@@ -156,7 +156,9 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     const otherKey = parseSealingKeys(`k2026:${randomBytes(32).toString('base64')}`);
     expect(() => unseal(otherKey, row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: `key-user:${ANA}` }))).toThrow(UnsealError);
     // Nor does Ana's sealed value open as Ben's.
-    expect(() => unseal(parseSealingKeys(keys), row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: `key-user:${BEN}` }))).toThrow(UnsealError);
+    expect(() => unseal(parseSealingKeys(keys), row.sealed_tokens, tokensContext({ tenantId: 'acme', userId: `key-user:${BEN}` }))).toThrow(
+      UnsealError,
+    );
   });
 
   it('when an agent acts for a linked user through the MCP server, then the SDK gets that user’s own token and answers with their views', async () => {
