@@ -13,7 +13,8 @@ import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 /**
  * Isolation as a property (issue 5, item 2): random programs of tenants, users and admins (some users
  * calling through their tenant's API key only, acting for them with X-Memory-User in the key's user
- * namespace, stored apart from the JWT users of the same id, issue 39) storing
+ * namespace, stored apart from the JWT users of the same id, and naming JWT users, stored key-user ids
+ * and other keys in X-Memory-User, always refused: issue 39) storing
  * turns (memory API and /memoryChat, with Idempotency-Keys from a pool every user shares), reading,
  * searching, asking for context, recalling SQL, aiming at other users' sessions, deleting, clearing,
  * exporting and erasing (searching, context, SQL recall and deleting half the time through the MCP

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { ADMIN_INDEXES, PRINCIPALS_PER_RUN } from './world.js';
+import type { ImpersonatedForm } from './key-ops.js';
+import { ADMIN_INDEXES, KEY_USERS, PRINCIPALS_PER_RUN } from './world.js';
 
 /**
  * The operations an isolation run is made of. They name sessions and requests by position
@@ -37,7 +38,8 @@ export type Op =
   | { kind: 'sqlKeyword'; who: number; target: Target; word: number }
   | { kind: 'export' | 'erase' | 'adminJobs'; who: number }
   | { kind: 'adminExport' | 'adminErase'; who: number; subject: number }
-  | { kind: 'peekRequest'; who: number; pick: number };
+  | { kind: 'peekRequest'; who: number; pick: number }
+  | { kind: 'keyImpersonates'; who: number; victim: number; form: ImpersonatedForm };
 
 type SqlRefChoice = 'first' | 'last' | 'previous' | number;
 
@@ -110,6 +112,15 @@ export const operation: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: c('adminErase'), who: adminCaller, subject: fc.integer({ min: 0, max: GHOST_SUBJECT }) }) },
   { weight: 6, arbitrary: fc.record({ kind: c('peekRequest'), who, pick }) },
   { weight: 2, arbitrary: fc.record({ kind: c('adminJobs'), who }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: c('keyImpersonates'),
+      who: fc.constantFrom(...KEY_USERS),
+      victim: who,
+      form: fc.constantFrom<ImpersonatedForm>('jwt-id', 'stored-id', 'key-principal'),
+    }),
+  },
 );
 
 /**

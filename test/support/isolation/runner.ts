@@ -1,5 +1,6 @@
 import { IsolationViolation } from './client.js';
 import { adminJobs, adminRequest, adminSubject, peekRequest, selfService } from './gdpr-ops.js';
+import { keyImpersonates } from './key-ops.js';
 import { context, search, sqlByKeyword, sqlByRef } from './memory-ops.js';
 import type { Op } from './operations.js';
 import { type RunContext, victimOf } from './run.js';
@@ -87,6 +88,8 @@ async function execute(run: RunContext, op: Op): Promise<void> {
       return peekRequest(run, caller, op.pick);
     case 'adminJobs':
       return adminJobs(run, caller);
+    case 'keyImpersonates':
+      return keyImpersonates(run, caller, op.victim, op.form);
   }
 }
 
