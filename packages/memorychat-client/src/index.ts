@@ -18,7 +18,7 @@ export type Reply<Id extends keyof operations> = operations[Id]['responses'] ext
     ? R
     : never;
 
-/** An API key from `POST /admin/api-keys`, acting for the end user `user` (X-Memory-User) when given. */
+/** An API key from `POST /admin/api-keys`, acting for the end user `user` (X-Memory-User, within the key's user_namespace) when given. */
 export interface ApiKeyCredentials {
   apiKey: string;
   user?: string;
