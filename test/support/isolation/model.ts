@@ -19,6 +19,10 @@ export interface ModelTurn {
 export interface ModelSession {
   id: string;
   name: string;
+  /** Named after its first question (no session_name given, never renamed): a clear renames it. */
+  namedByQuestion: boolean;
+  /** memory_scope "session": searched only by its own id. */
+  keptToItself: boolean;
   live: boolean;
   turns: ModelTurn[];
   /** Turn numbers keep growing through clears. */
@@ -30,6 +34,8 @@ export interface KeyRecord {
   fingerprint: string;
   status: number;
   body: unknown;
+  /** The session the request wrote into: its clear or deletion deletes the stored reply. */
+  sessionId: string;
 }
 
 export type SqlRef = 'first' | 'last' | 'previous' | number;
@@ -54,15 +60,21 @@ export class PrincipalModel {
     return this.live().reduce((n, s) => n + s.turns.length, 0);
   }
 
-  /** Turns `POST /memory/search` can return: one of each near-duplicate pair (the original). */
+  /**
+   * Turns `POST /memory/search` can return: of the session it names, else of every live session not
+   * kept to itself (memory_scope "session"); one of each near-duplicate pair (the original).
+   */
   searchable(sessionId?: string): ModelTurn[] {
-    return this.live()
-      .filter((s) => !sessionId || s.id === sessionId)
-      .flatMap((s) => s.turns.filter((t) => t.duplicateOf === null || !s.turns.some((o) => o.number === t.duplicateOf)));
+    return originals(this.live().filter((s) => (sessionId ? s.id === sessionId : !s.keptToItself)));
   }
 
-  addSession(id: string, name: string): ModelSession {
-    const session: ModelSession = { id, name, live: true, turns: [], lastNumber: 0 };
+  /** Turns `/memoryChat` may recall as similar, an upper bound: of every live session, originals only. */
+  recallable(): ModelTurn[] {
+    return originals(this.live());
+  }
+
+  addSession(id: string, name: string, namedByQuestion: boolean): ModelSession {
+    const session: ModelSession = { id, name, namedByQuestion, keptToItself: false, live: true, turns: [], lastNumber: 0 };
     this.sessions.push(session);
     return session;
   }
@@ -98,10 +110,25 @@ export class PrincipalModel {
     return session.turns.filter((t) => t.hasSql && t.question.toLowerCase().includes(word.toLowerCase())).at(-1);
   }
 
+  /**
+   * A session cleared or deleted (services/db/repositories/sessions.ts): the replies stored for writes
+   * into it are deleted, so a retry with such a key runs anew; a name taken from its first question
+   * becomes "Forgotten conversation".
+   */
+  forget(session: ModelSession): void {
+    for (const [key, record] of this.keys) if (record.sessionId === session.id) this.keys.delete(key);
+    if (session.namedByQuestion && session.turns.length > 0) session.name = 'Forgotten conversation';
+    session.namedByQuestion = false;
+  }
+
   /** GDPR erasure: sessions, turns, exports and stored Idempotency-Key responses are gone. */
   erase(): void {
     for (const session of this.sessions) session.live = false;
     this.keys.clear();
     this.liveExports.clear();
   }
+}
+
+function originals(sessions: ModelSession[]): ModelTurn[] {
+  return sessions.flatMap((s) => s.turns.filter((t) => t.duplicateOf === null || !s.turns.some((o) => o.number === t.duplicateOf)));
 }

@@ -68,6 +68,8 @@ export async function renameSession(run: RunContext, caller: Principal, target: 
   if (!own) return client.expectStatus(reply, 404, what, 'session-not-found');
   client.expectStatus(reply, 200, what);
   own.name = name;
+  own.namedByQuestion = false;
+  own.keptToItself = scope === 'session';
   client.expect(
     reply.body.session_name === name && reply.body.message_count === own.turns.length && reply.body.memory_scope === scope,
     () => `${what}: expected "${name}" with ${own.turns.length} turns, got ${reply.text.slice(0, 300)}`,
@@ -83,6 +85,7 @@ export async function deleteSession(run: RunContext, caller: Principal, target: 
   const what = `P${caller.index} ${mcp ? 'MCP forget_session' : 'DELETE'} /sessions/${id}`;
   if (!own) return client.expectStatus(reply, 404, what, 'session-not-found');
   client.expectStatus(reply, mcp ? 200 : 204, what);
+  run.models[caller.index]!.forget(own);
   own.live = false;
 }
 
@@ -93,6 +96,7 @@ export async function clearSession(run: RunContext, caller: Principal, target: T
   const what = `P${caller.index} POST /sessions/${id}/clear`;
   if (!own) return client.expectStatus(reply, 404, what, 'session-not-found');
   client.expectStatus(reply, 200, what);
+  run.models[caller.index]!.forget(own);
   own.turns = [];
   client.expect(reply.body.message_count === 0 && reply.body.session_id === id, () => `${what}: ${reply.text.slice(0, 300)}`);
 }

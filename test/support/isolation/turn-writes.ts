@@ -16,6 +16,7 @@ export interface TurnWrite {
   question: string;
   /** The name a new session gets. */
   sessionName: string;
+  namedByQuestion: boolean;
   hasSql: boolean;
   hasResult: boolean;
   ok: boolean;
@@ -42,6 +43,7 @@ export function buildTurnWrite(run: RunContext, caller: Principal, op: TurnWrite
       key,
       question,
       sessionName: question,
+      namedByQuestion: true,
       hasSql: !op.clarify,
       hasResult: !op.clarify,
       ok: !op.clarify,
@@ -66,6 +68,7 @@ export function buildTurnWrite(run: RunContext, caller: Principal, op: TurnWrite
     key,
     question,
     sessionName: named ?? question,
+    namedByQuestion: named === undefined,
     hasSql: op.sql,
     hasResult: op.result,
     ok: op.sql,
@@ -110,10 +113,10 @@ export async function sendTurnWrite(run: RunContext, caller: Principal, write: T
   if (!session) {
     client.expect(!run.registry.sessions.has(id), () => `${what}: the new session id ${id} was handed out before`);
     run.registry.sessions.set(id, caller.key);
-    session = model.addSession(id, write.sessionName);
+    session = model.addSession(id, write.sessionName, write.namedByQuestion);
   }
   const priorTurns = session.turns.length;
-  const similarBound = Math.min(3, model.searchable().filter((t) => t.ok).length);
+  const similarBound = Math.min(3, model.recallable().filter((t) => t.ok).length);
   const duplicateOf = write.route === 'addTurn' ? model.expectedDuplicateOf(session, write.question, run.dedupWindow) : null;
   const turn = model.addTurn(session, {
     question: write.question,
@@ -140,7 +143,7 @@ export async function sendTurnWrite(run: RunContext, caller: Principal, write: T
       () => `${what}: expected turn ${turn.number} (duplicate of ${duplicateOf}), got ${JSON.stringify(body.turn)}`,
     );
   }
-  if (write.key) model.keys.set(write.key, { fingerprint, status: reply.status, body });
+  if (write.key) model.keys.set(write.key, { fingerprint, status: reply.status, body, sessionId: id });
 }
 
 /** Sends the caller's last keyed turn write again, byte for byte, as a client retrying would. */
