@@ -20,6 +20,8 @@ const TIMEOUT_MS = 3000;
 const SIXTY_FOUR_COLUMNS = `SELECT pg_sleep(2.5) AS c1, ${Array.from({ length: 63 }, (_, i) => `1 AS c${i + 2}`).join(', ')} FROM generate_series(1, 8)`;
 const LIFTS_ITS_TIMEOUT =
   "SELECT CASE WHEN g = 1 THEN set_config('statement_timeout', '0', true) END, pg_sleep(CASE WHEN g > 32 THEN 5 ELSE 0 END) FROM generate_series(1, 40) g";
+/** The sixty-four columns for 200 rows: 500 s unless the service ends it. */
+const SIXTY_FOUR_COLUMNS_FOR_LONG = SIXTY_FOUR_COLUMNS.replace('generate_series(1, 8)', 'generate_series(1, 200)');
 const LOCK_KEY = 739_104;
 const TAKES_A_LOCK = `SELECT pg_advisory_lock(${LOCK_KEY}) AS locked`;
 const LOCKS_HELD = `SELECT count(*) AS held FROM pg_locks WHERE locktype = 'advisory' AND objid = ${LOCK_KEY} AND objsubid = 1`;
@@ -36,6 +38,7 @@ describe('the sql answerer: one time bound per question, and nothing left on the
         'lift the timeout': LIFTS_ITS_TIMEOUT,
         'take a lock': TAKES_A_LOCK,
         'which locks': LOCKS_HELD,
+        'no way to end it': SIXTY_FOUR_COLUMNS_FOR_LONG,
       }),
     );
     warehouse = await startSqlWarehouse();
@@ -57,19 +60,30 @@ describe('the sql answerer: one time bound per question, and nothing left on the
 
   const ask = (question: string) => t.request('POST', '/memoryChat', { token: t.token('mallory', { tenant: 'evil' }), body: { question } });
 
-  /** The warehouse reader's active statements, seen as the superuser (the reader's sessions are hidden from other logins). */
-  const readerStatements = async () => {
+  const asSuperuser = async <T>(run: (client: pg.Client) => Promise<T>): Promise<T> => {
     const client = new pg.Client({ ...SERVER, user: SUPERUSER, database: 'postgres' });
     await client.connect();
     try {
-      const found = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND state = 'active'", [
-        new URL(warehouse.env.SQL_DATABASE_URL).username,
-      ]);
-      return found.rows[0].n as number;
+      return await run(client);
     } finally {
       await client.end();
     }
   };
+  const reader = () => new URL(warehouse.env.SQL_DATABASE_URL).username;
+  /** The warehouse reader's active statements, seen as the superuser (the reader's sessions are hidden from other logins). */
+  const readerStatements = () =>
+    asSuperuser(async (client) => {
+      const found = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1 AND state = 'active'", [
+        reader(),
+      ]);
+      return found.rows[0].n as number;
+    });
+  /** The warehouse reader's backends, whatever their state. */
+  const readerBackends = () =>
+    asSuperuser(async (client) => {
+      const found = await client.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [reader()]);
+      return found.rows[0].n as number;
+    });
 
   it.runIf(ON_SERVER).each([
     { question: 'sixty-four columns, one row per fetch', case: 'stretches the question over many fetches' },
@@ -115,4 +129,27 @@ describe('the sql answerer: one time bound per question, and nothing left on the
       expect(seen.rows).toEqual([{ n: 0 }]);
     }
   });
+
+  it.runIf(ON_SERVER)(
+    "when the service cannot open its connection to end the statement (the login at its CONNECTION LIMIT), then it closes the question's own connection: the answer is the timeout and the backend is gone",
+    async () => {
+      // The question's own connection is the login's one: pg_terminate_backend needs a second, refused.
+      await asSuperuser((client) => client.query(`ALTER ROLE ${pg.escapeIdentifier(reader())} CONNECTION LIMIT 1`));
+      try {
+        const reply = await ask('no way to end it: one slow row per fetch, 200 of them');
+        expect(reply.status).toBe(200);
+        expect(reply.body.answer).toMatch(new RegExp(`^The query ran longer than ${TIMEOUT_MS} ms and the database cancelled it`));
+        expect(reply.body.sql_error).toMatch(/statement timeout/);
+        const stored = await t.admin.query('SELECT status FROM turns WHERE session_id = $1', [
+          reply.body.conversation_metadata.conversation_id,
+        ]);
+        expect(stored.rows).toEqual([{ status: 'failed' }]);
+        // Ended once it noticed its client gone: the statement alone would run 500 s.
+        await expect.poll(readerBackends, { timeout: 60_000, interval: 250 }).toBe(0);
+      } finally {
+        await asSuperuser((client) => client.query(`ALTER ROLE ${pg.escapeIdentifier(reader())} CONNECTION LIMIT -1`));
+      }
+    },
+    120_000,
+  );
 });

@@ -21,6 +21,11 @@ export interface SqlDatabase {
   statementTimeoutMs: number;
   /** A query the planner estimates above this is not run. */
   maxPlanCost?: number;
+  /**
+   * client_connection_check_interval for each transaction (a server's, PostgreSQL 14+; PGlite cannot
+   * watch its socket): how soon a backend whose client closed the connection notices it mid-statement.
+   */
+  clientCheckIntervalMs?: number;
 }
 
 /**
@@ -45,27 +50,55 @@ export class StatementEndedError extends Error {
   }
 }
 
+/** How soon a server's backend notices mid-statement that its client closed the connection (below). */
+const CLIENT_CHECK_INTERVAL_MS = 1000;
+
 /**
  * A server's SqlDatabase: its pool, and cancel through pg_terminate_backend (a login may end its own
  * backends) on a connection of its own, as the pool may be full. Terminate, not cancel: a cancel
  * that arrives between two statements of the transaction (the DECLARE done, the FETCH not sent) is
- * lost and the FETCH runs on; the connection is dropped afterwards anyway.
+ * lost and the FETCH runs on; the connection is dropped afterwards anyway. When that connection
+ * cannot be had (max_connections, the login's CONNECTION LIMIT, the server refusing it) or the
+ * terminate does not take, the question's own socket is closed from our side: its statement fails at
+ * once, and the backend ends when it notices the closed socket (client_connection_check_interval,
+ * set for each transaction, unless the SQL lifted that too: then at its next write).
  */
 export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'connect' | 'cancel'>): SqlDatabase {
   return {
+    clientCheckIntervalMs: CLIENT_CHECK_INTERVAL_MS,
     ...limits,
     connect: () => pool.connect(),
     async cancel(client) {
-      const pid = (client as pg.PoolClient & { processID?: number }).processID;
-      const canceller = new pg.Client(pool.options);
-      await canceller.connect();
-      try {
-        await canceller.query('SELECT pg_terminate_backend($1)', [pid]);
-      } finally {
-        await canceller.end();
-      }
+      const terminated = await terminateBackend(pool.options, (client as pg.PoolClient & { processID?: number }).processID).catch(
+        (err: unknown) => {
+          closeSocket(client);
+          throw err;
+        },
+      );
+      if (!terminated) closeSocket(client);
     },
   };
+}
+
+/** pg_terminate_backend of `pid`, from a connection of its own: true when the backend was signalled. */
+async function terminateBackend(options: pg.PoolConfig, pid: number | undefined): Promise<boolean> {
+  const canceller = new pg.Client(options);
+  await canceller.connect();
+  try {
+    const result = await canceller.query<{ terminated: boolean }>('SELECT pg_terminate_backend($1) AS terminated', [pid]);
+    return result.rows[0]?.terminated === true;
+  } finally {
+    await canceller.end();
+  }
+}
+
+/**
+ * Destroys the socket under `client`: its running query rejects at once. Not client.end(), which
+ * destroys it too while a query runs (pg 8.23): the pool ends its clients, and the transaction
+ * releases this one to it with an error. A Terminate message would be read only after the statement.
+ */
+function closeSocket(client: pg.PoolClient): void {
+  (client as unknown as pg.Client).connection.stream.destroy();
 }
 
 /**
@@ -108,7 +141,8 @@ export async function inReadOnlyTransaction<T>(
   const end = (reason: StatementEndedError['reason']) => {
     if (ended) return;
     ended = reason;
-    // A failed cancel leaves the statement to statement_timeout (a server) or to the next restart.
+    // A cancel that fails has done what it could (a server's: closed the connection from our side;
+    // the demo's: the next statement retries the restart); the connection is dropped below either way.
     db.cancel(client).catch(() => {});
   };
   const began = performance.now();
@@ -119,10 +153,12 @@ export async function inReadOnlyTransaction<T>(
     // Gone while it connected: nothing to cancel, and nothing to run.
     if (signal?.aborted) throw new StatementEndedError('cancelled', { cause: signal.reason });
     await client.query('BEGIN READ ONLY');
-    await client.query("SELECT set_config('statement_timeout', $1, true), set_config('search_path', $2, true)", [
-      String(leftMs),
-      db.schemas.map((schema) => pg.escapeIdentifier(schema)).join(', '),
-    ]);
+    const settings: [string, string][] = [
+      ['statement_timeout', String(leftMs)],
+      ['search_path', db.schemas.map((schema) => pg.escapeIdentifier(schema)).join(', ')],
+    ];
+    if (db.clientCheckIntervalMs !== undefined) settings.push(['client_connection_check_interval', String(db.clientCheckIntervalMs)]);
+    await client.query(`SELECT ${settings.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(', ')}`, settings.flat());
     if (db.role) await client.query(`SET LOCAL ROLE ${pg.escapeIdentifier(db.role)}`);
     return await work(client);
   } catch (err) {
