@@ -79,6 +79,9 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    // The proxies' addresses only, never "every hop": a client could then name any address in
+    // X-Forwarded-For and escape the throttle on failed authentications.
+    trustProxy: config.TRUST_PROXY ? config.TRUST_PROXY.split(',').map((proxy) => proxy.trim()) : false,
     ...connectionTimeouts(config),
     // The id is chosen by requestIdOf (validated), not taken from the header as sent.
     requestIdHeader: false,

@@ -32,6 +32,10 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_PER_KEY_PER_MINUTE: Type.Integer({ minimum: 0, default: 1200 }),
   // Failed authentications (401) per minute per client address before its requests are refused (429); 0: off.
   AUTH_FAILURES_PER_MINUTE: Type.Integer({ minimum: 0, default: 30 }),
+  // The reverse proxies in front of the service, so that the client address (the failed-authentication
+  // throttle's key, request logs) is taken from X-Forwarded-For past them: their addresses and CIDR
+  // ranges, comma-separated. Unset: the TCP peer is the client.
+  TRUST_PROXY: Type.Optional(Type.String({ pattern: '^[0-9A-Fa-f.:/]+(?:\\s*,\\s*[0-9A-Fa-f.:/]+)*$' })),
   // Comma-separated origins allowed to call the API from a browser, or `*`; unset: no CORS headers.
   CORS_ORIGINS: Type.Optional(Type.String({ minLength: 1 })),
   // The service's origin as its clients reach it (https://memorychat.example.com behind a TLS proxy), where it names

@@ -82,3 +82,37 @@ describe.each([
     expect((await t.request('GET', '/healthz')).status).toBe(200);
   });
 });
+
+describe('the client address behind a reverse proxy (TRUST_PROXY)', () => {
+  const apps: TestApp[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+  });
+  const start = async (env: Record<string, string>) => {
+    const app = await startTestApp({ AUTH_FAILURES_PER_MINUTE: '2', ...env });
+    apps.push(app);
+    return app;
+  };
+  const failFrom = async (app: TestApp, address: string) => {
+    for (let i = 0; i < 2; i++) {
+      const res = await app.request('GET', '/sessions', { token: 'not-a-jwt', headers: { 'x-forwarded-for': address } });
+      expect(res.status).toBe(401);
+    }
+  };
+
+  it('when the proxy is trusted, then failures count per address it forwards, and another client behind it is not throttled', async () => {
+    const t = await start({ TRUST_PROXY: '127.0.0.1' });
+    await failFrom(t, '203.0.113.7');
+    const guesser = await t.request('GET', '/sessions', { token: t.token('u'), headers: { 'x-forwarded-for': '203.0.113.7' } });
+    expectRateLimited(guesser, 'failed authentications');
+    const neighbour = await t.request('GET', '/sessions', { token: t.token('u'), headers: { 'x-forwarded-for': '203.0.113.8' } });
+    expect(neighbour.status).toBe(200);
+  });
+
+  it('when no proxy is trusted, then X-Forwarded-For is not believed: a client cannot name a new address to escape the throttle', async () => {
+    const t = await start({});
+    await failFrom(t, '203.0.113.7');
+    const escape = await t.request('GET', '/sessions', { token: t.token('u'), headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expectRateLimited(escape, 'failed authentications');
+  });
+});
