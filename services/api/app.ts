@@ -99,7 +99,14 @@ export async function buildApp(deps: AppDeps) {
 
   app.decorate('config', config);
   // The embedded database also rewrites the erased tables after an erase, so no deleted row stays in its files.
-  app.decorate('db', scopedDatabase(deps.db, { rewriteErasedTables: !config.DATABASE_URL, blockingIndexBuilds: !config.DATABASE_URL }));
+  app.decorate(
+    'db',
+    scopedDatabase(deps.db, {
+      rewriteErasedTables: !config.DATABASE_URL,
+      blockingIndexBuilds: !config.DATABASE_URL,
+      reclaimWindowMs: config.eraseReclaimWindowMs,
+    }),
+  );
 
   app.addSchema(ProblemSchema);
   // First of all hooks, so every response (errors, 401, 404, 429 included) carries the id its logs carry.

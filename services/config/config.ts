@@ -218,6 +218,10 @@ export const ConfigSchema = Type.Object({
   SUMMARY_MAX_INPUT_TOKENS: Type.Integer({ minimum: 500, maximum: 200_000, default: 6000 }),
   SUMMARY_MAX_TOKENS: Type.Integer({ minimum: 50, maximum: 8000, default: 600 }),
   GDPR_EXPORT_TTL: Type.String({ pattern: DURATION_PATTERN, default: '7d' }),
+  // Erase requests an hour per subject and per requesting user; 0 turns the limit off (docs/configuration.md).
+  GDPR_ERASE_REQUESTS_PER_HOUR: Type.Integer({ minimum: 0, default: 5 }),
+  // How long the reclaim after an erase waits for other erasures to share it (docs/design.md §7).
+  ERASE_RECLAIM_WINDOW: Type.String({ pattern: DURATION_PATTERN, default: '30s' }),
   // How long access-audit entries are kept; retention cleanup deletes older ones (docs/privacy.md#access-audit).
   ACCESS_AUDIT_RETENTION: Type.String({ pattern: DURATION_PATTERN, default: '400d' }),
   REEMBED_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 2048, default: 100 }),
@@ -246,6 +250,7 @@ export type Config = RawConfig & {
   jwtMaxAgeMs?: number;
   cleanupIntervalMs: number;
   gdprExportTtlMs: number;
+  eraseReclaimWindowMs: number;
   accessAuditRetentionMs: number;
   idempotencyTtlMs: number;
   idempotencyClaimLeaseMs: number;
@@ -448,6 +453,7 @@ function deriveConfig(raw: RawConfig): Config {
     ...(raw.JWT_MAX_AGE ? { jwtMaxAgeMs: parseDurationMs(raw.JWT_MAX_AGE) } : {}),
     cleanupIntervalMs: parseDurationMs(raw.MEMORY_CLEANUP_INTERVAL),
     gdprExportTtlMs: parseDurationMs(raw.GDPR_EXPORT_TTL),
+    eraseReclaimWindowMs: parseDurationMs(raw.ERASE_RECLAIM_WINDOW),
     accessAuditRetentionMs: parseDurationMs(raw.ACCESS_AUDIT_RETENTION),
     idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),
     idempotencyClaimLeaseMs: parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE),

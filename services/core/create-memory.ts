@@ -70,7 +70,7 @@ export function createMemory(parts: MemoryParts) {
     ...(metrics ? { turnWritten: (turn) => recordTurnStored(metrics, turn) } : {}),
   };
   const execute = createVqlExecutor(config);
-  const gdpr = { db, queue, clock };
+  const gdpr = { db, queue, clock, eraseRequestsPerHour: config.GDPR_ERASE_REQUESTS_PER_HOUR };
 
   return {
     clock,

@@ -18,7 +18,7 @@ export interface Database {
  * exactly one connection: never wait for a second connection while holding the first.
  */
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'>,
+  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'> & Partial<Pick<Config, 'eraseReclaimWindowMs'>>,
   options: { onIdleClientError?: (err: Error) => void } = {},
 ): Promise<Database> {
   if (config.DATABASE_URL) {
@@ -26,14 +26,14 @@ export async function openDatabase(
       new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX }),
       options.onIdleClientError,
     );
-    return { pool, scoped: scopedDatabase(pool), embedded: false, close: () => pool.end() };
+    return { pool, scoped: scopedDatabase(pool, { reclaimWindowMs: config.eraseReclaimWindowMs }), embedded: false, close: () => pool.end() };
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR);
   const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);
   const statistics = keepTableStatistics(pool);
   return {
     pool,
-    scoped: scopedDatabase(pool, { rewriteErasedTables: true, blockingIndexBuilds: true }),
+    scoped: scopedDatabase(pool, { rewriteErasedTables: true, blockingIndexBuilds: true, reclaimWindowMs: config.eraseReclaimWindowMs }),
     embedded: true,
     async close() {
       statistics.stop();

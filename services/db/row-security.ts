@@ -3,7 +3,8 @@ import { type AnnIndexState, maintainAnnIndexes, rebuildMemoryKb, withBuildMemor
 import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
-import { RECLAIMED_AFTER_ERASURE } from './user-tables.js';
+import { coalescedReclaim } from './coalesced-reclaim.js';
+import { RECLAIMED_AFTER_ERASURE, type UserTable } from './user-tables.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
 export interface RowOwner {
@@ -24,10 +25,11 @@ export interface ScopedDatabase {
   /** Statements of jobs that work across users: retention cleanup, re-embedding, job bookkeeping. */
   asMaintenance(): Queryable;
   /**
-   * After an erase: frees the space of the deleted rows, so their text leaves the database's files
-   * instead of lingering in dead tuples (docs/gdpr-storage.md).
+   * After an erase: frees the space of the deleted rows in `tables`, so their text leaves the database's
+   * files instead of lingering in dead tuples (docs/gdpr-storage.md). Requests within one window share
+   * one run (db/coalesced-reclaim.ts); this resolves when the run that covers them finished.
    */
-  reclaimErasedRows(): Promise<void>;
+  reclaimErasedRows(tables: readonly UserTable[]): Promise<void>;
   /** Builds again the approximate indexes whose lists are out of step with their rows (db/ann-index-upkeep.ts). */
   maintainAnnIndexes(): Promise<AnnIndexState[]>;
 }
@@ -45,10 +47,18 @@ export interface ScopedDatabaseOptions {
    * connection serves nothing else meanwhile anyway.
    */
   blockingIndexBuilds?: boolean;
+  /** How long the reclaim after an erase waits for other erasures to join it (ERASE_RECLAIM_WINDOW). */
+  reclaimWindowMs?: number;
 }
 
-/** Every table an erase deletes from or rewrites (runGdprErase: access_audit gets a pseudonym); names from this list only, never from input. */
-const ERASED_TABLES = RECLAIMED_AFTER_ERASURE.join(', ');
+/**
+ * The tables to reclaim, in the list's order, names from RECLAIMED_AFTER_ERASURE only, never from input;
+ * an export's parts go with their export (their rows are deleted by its cascade).
+ */
+function reclaimedTables(tables: readonly UserTable[]): UserTable[] {
+  const wanted = new Set(tables.includes('gdpr_exports') ? [...tables, 'gdpr_export_parts' as const] : tables);
+  return RECLAIMED_AFTER_ERASURE.filter((table) => wanted.has(table));
+}
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const onCitus = citusCheck(pool);
@@ -57,34 +67,40 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
     asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus),
     asMaintenance: () => maintenance,
     maintainAnnIndexes: () => maintainAnnIndexes({ pool, maintenance, onCitus, blocking: options.blockingIndexBuilds ?? false }),
-    // As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM
-    // cannot run in one); it reads and writes no row, so no scope is taken.
-    async reclaimErasedRows() {
-      // ANALYZE too: the tables' statistics hold sampled column values, the erased user's among them.
-      if (!options.rewriteErasedTables) {
-        await pool.query(`VACUUM (ANALYZE) ${ERASED_TABLES}`);
-        return;
-      }
-      // A rewrite builds every index again, the approximate ones too, whose k-means needs more than
-      // the embedded database's 16 MB of maintenance_work_mem (db/ann-index-upkeep.ts).
-      const client = await pool.connect();
-      try {
-        await withBuildMemory(client, await rebuildMemoryKb(client), () => client.query(`VACUUM FULL ${ERASED_TABLES}`));
-      } finally {
-        client.release();
-      }
-      // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
-      // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
-      await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [RECLAIMED_AFTER_ERASURE]);
-      await pool.query(`ANALYZE ${ERASED_TABLES}`);
-      await pool.query('VACUUM FULL pg_statistic');
-      // The rows are also in the WAL: a new segment, then two checkpoints, let Postgres remove the
-      // older segments (the embedded database runs with wal_recycle=off, so they are deleted, not reused).
-      await pool.query('SELECT pg_switch_wal()');
-      await pool.query('CHECKPOINT');
-      await pool.query('CHECKPOINT');
-    },
+    reclaimErasedRows: coalescedReclaim((tables) => reclaim(pool, reclaimedTables(tables), options), options.reclaimWindowMs ?? 0),
   };
+}
+
+/**
+ * As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM cannot run
+ * in one); it reads and writes no row, so no scope is taken.
+ */
+async function reclaim(pool: pg.Pool, tables: UserTable[], options: ScopedDatabaseOptions): Promise<void> {
+  if (tables.length === 0) return;
+  const names = tables.join(', ');
+  // ANALYZE too: the tables' statistics hold sampled column values, the erased user's among them.
+  if (!options.rewriteErasedTables) {
+    await pool.query(`VACUUM (ANALYZE) ${names}`);
+    return;
+  }
+  // A rewrite builds every index again, the approximate ones too, whose k-means needs more than
+  // the embedded database's 16 MB of maintenance_work_mem (db/ann-index-upkeep.ts).
+  const client = await pool.connect();
+  try {
+    await withBuildMemory(client, await rebuildMemoryKb(client), () => client.query(`VACUUM FULL ${names}`));
+  } finally {
+    client.release();
+  }
+  // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
+  // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
+  await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [tables]);
+  await pool.query(`ANALYZE ${names}`);
+  await pool.query('VACUUM FULL pg_statistic');
+  // The rows are also in the WAL: a new segment, then two checkpoints, let Postgres remove the
+  // older segments (the embedded database runs with wal_recycle=off, so they are deleted, not reused).
+  await pool.query('SELECT pg_switch_wal()');
+  await pool.query('CHECKPOINT');
+  await pool.query('CHECKPOINT');
 }
 
 /**

@@ -34,6 +34,7 @@ export const ERROR_CATALOG = {
   'unsupported-media-type': { status: 415, title: 'Unsupported content type' },
   'misdirected-request': { status: 421, title: 'The request names a host this service does not answer to' },
   'rate-limited': { status: 429, title: 'Too many requests' },
+  'erase-requests-limited': { status: 429, title: 'Too many erasure requests' },
   'sql-queries-limited': { status: 429, title: 'Too many questions to the SQL answerer at once' },
   'idempotency-key-reused': { status: 422, title: 'The Idempotency-Key was already used for a different request' },
   'headers-too-large': { status: 431, title: 'The request headers are too large' },
@@ -75,6 +76,8 @@ export class AppError extends Error {
       cause?: unknown;
       /** Extra members of the problem document, e.g. the conversation a failed turn was stored in. */
       extensions?: Record<string, unknown>;
+      /** Sent as Retry-After: when asking again can succeed. */
+      retryAfterSeconds?: number;
     } = {},
   ) {
     super(detail ?? ERROR_CATALOG[code].title, { cause: extra.cause });

@@ -75,6 +75,7 @@ const CLIENT_ERRORS: Record<string, ErrorCode> = {
 
 function sendProblem(reply: FastifyReply, problem: AppError, instance: string) {
   if (problem.status === 401) reply.header('www-authenticate', 'Bearer');
+  if (problem.extra.retryAfterSeconds !== undefined) reply.header('retry-after', String(problem.extra.retryAfterSeconds));
   return reply.status(problem.status).type('application/problem+json').send(problemDocument(problem, instance));
 }
 

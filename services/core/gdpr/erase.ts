@@ -1,6 +1,7 @@
 import { pseudonymiseAccessAudit } from '../../db/repositories/access-audit.js';
 import { raiseEraseEpoch } from '../../db/repositories/erasures.js';
 import {
+  addAuditCount,
   deleteUserExports,
   deleteUserSessions,
   deleteUserTurns,
@@ -10,7 +11,7 @@ import {
 } from '../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../db/repositories/idempotency.js';
 import { deleteUserLinkedIdentities } from '../../db/repositories/linked-identities.js';
-import type { ErasedTable } from '../../db/user-tables.js';
+import type { ErasedTable, UserTable } from '../../db/user-tables.js';
 import { userPseudonym } from '../../model/identity.js';
 import { PermanentJobError } from '../job-queue.js';
 import type { GdprJobDeps } from './export.js';
@@ -40,11 +41,22 @@ const ERASE_STEPS: {
   linked_identities: { count: 'linked_identities', deleteBatch: deleteUserLinkedIdentities },
 };
 
+/** The table each count's rows were deleted from: their space is reclaimed after the erasure. */
+const COUNTED_TABLE: Record<keyof EraseCounts, UserTable> = {
+  turns: 'turns',
+  sessions: 'sessions',
+  exports: 'gdpr_exports',
+  idempotency_keys: 'idempotency_keys',
+  linked_identities: 'linked_identities',
+  queued_jobs: 'job_outbox',
+};
+
 /**
  * Erases a user (docs/design.md §7): turns (with their embeddings), sessions (with their summaries), stored
  * exports, Idempotency-Key responses and a linked account's tokens, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
- * each batch its own short transaction, so a large user never holds a long lock; a retried job
- * simply continues. The audit row is kept, with counts only.
+ * each batch its own short transaction that also adds its count to the audit row, so a large user never
+ * holds a long lock, a retried job simply continues, and the counts are what was deleted, over every
+ * attempt. The audit row is kept, with counts only.
  */
 export async function runGdprErase(
   deps: GdprJobDeps & { batchSize: number; removeQueuedJobs: (tenantId: string, userId: string) => Promise<number> },
@@ -59,31 +71,32 @@ export async function runGdprErase(
   const userId = audit.subject_user_id;
   // Everything else acts for the subject only: row-level security confines it to their rows.
   const subject = deps.db.asUser({ tenantId: job.tenantId, userId });
-  // Counts accumulate across attempts so the audit row reports the whole erasure.
-  const counts: EraseCounts = {
-    turns: 0,
-    sessions: 0,
-    exports: 0,
-    idempotency_keys: 0,
-    linked_identities: 0,
-    queued_jobs: 0,
-    ...audit.counts,
-  };
   // The barrier before any deletion: a request already running for this user (an answer can take
   // minutes) either stored before this returns, and is deleted below, or stores nothing (migration 011).
   await raiseEraseEpoch(subject, job.tenantId, userId);
+  // Jobs live in the queue, not in this database: their count is added once they are gone, so a kill
+  // between the two loses it (the jobs are gone either way).
+  const removeJobs = async () => {
+    const removed = await deps.removeQueuedJobs(job.tenantId, userId);
+    if (removed > 0) await addAuditCount(jobBookkeeping, job.tenantId, job.requestId, 'queued_jobs', removed);
+  };
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
   // at the end for anything queued meanwhile.
-  counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  await removeJobs();
   for (const { count: what, deleteBatch } of Object.values(ERASE_STEPS)) {
+    let deletedHere = 0;
     for (;;) {
-      const deleted = await deleteBatch(subject, job.tenantId, userId, deps.batchSize);
-      counts[what] += deleted;
+      const deleted = await subject.transaction(async (tx) => {
+        const n = await deleteBatch(tx, job.tenantId, userId, deps.batchSize);
+        if (n > 0) await addAuditCount(tx, job.tenantId, job.requestId, what, n);
+        return n;
+      });
+      deletedHere += deleted;
       if (deleted < deps.batchSize) break;
     }
-    deps.log.info({ what, deleted: counts[what] }, 'erase step finished');
+    deps.log.info({ what, deleted: deletedHere }, 'erase step finished');
   }
-  counts.queued_jobs += await deps.removeQueuedJobs(job.tenantId, userId);
+  await removeJobs();
   // The access audit is the record of who saw this user's memory: kept, with the user's id replaced by
   // the pseudonym the logs use (docs/privacy.md#access-audit).
   const pseudonymised = await pseudonymiseAccessAudit(
@@ -93,9 +106,29 @@ export async function runGdprErase(
     `erased:${userPseudonym({ tenantId: job.tenantId, userId })}`,
   );
   deps.log.info({ pseudonymised }, 'erase: access-audit entries pseudonymised');
-  // Deleted rows stay readable in the database's files until their space is reclaimed.
-  await deps.db.reclaimErasedRows();
-  deps.log.info({}, 'erase: space of the deleted rows reclaimed');
+  // The counts of every attempt, a killed one's included: its deleted rows are in the files still.
+  const counts = erasedCounts((await findAuditRow(jobBookkeeping, job.tenantId, job.requestId))?.counts ?? {});
+  const touched = (Object.keys(counts) as (keyof EraseCounts)[]).filter((what) => counts[what] > 0).map((what) => COUNTED_TABLE[what]);
+  if (pseudonymised > 0) touched.push('access_audit');
+  // Deleted rows stay readable in the database's files until their space is reclaimed: only the tables
+  // this erasure deleted from, in one run with the other erasures finishing meanwhile, none if it deleted nothing.
+  if (touched.length > 0) {
+    await deps.db.reclaimErasedRows(touched);
+    deps.log.info({ tables: touched }, 'erase: space of the deleted rows reclaimed');
+  }
+  // The counts read above, written whole so that a count with nothing deleted reads 0.
   await markAuditFinished(jobBookkeeping, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
   return counts;
+}
+
+function erasedCounts(stored: Record<string, number>): EraseCounts {
+  const count = (what: keyof EraseCounts) => Number(stored[what] ?? 0);
+  return {
+    turns: count('turns'),
+    sessions: count('sessions'),
+    exports: count('exports'),
+    idempotency_keys: count('idempotency_keys'),
+    linked_identities: count('linked_identities'),
+    queued_jobs: count('queued_jobs'),
+  };
 }

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AuditRow,
+  countErasesSince,
   type ExportRef,
   findAuditRow,
   findExport,
+  findUnfinishedErase,
   insertAuditRow,
   markAuditFinished,
   readExportPart,
@@ -26,11 +28,17 @@ export interface GdprDeps {
   db: ScopedDatabase;
   queue: JobQueue;
   clock: () => Date;
+  /** GDPR_ERASE_REQUESTS_PER_HOUR: per subject and per requesting user; 0 is no limit. */
+  eraseRequestsPerHour: number;
 }
+
+const HOUR_MS = 3_600_000;
 
 /**
  * Records a GDPR request in the audit table and queues its job. The subject is always in the
- * actor's tenant: an admin acts only within the tenant of their token.
+ * actor's tenant: an admin acts only within the tenant of their token. An erasure asked for while
+ * one of the same subject is queued or running is that one (the same request id), and new erase
+ * requests are limited per hour per subject and per requesting user (docs/design.md §7).
  */
 export async function requestGdpr(
   deps: GdprDeps,
@@ -41,7 +49,12 @@ export async function requestGdpr(
 ): Promise<AuditRow> {
   const now = deps.clock();
   // The request and its access-audit entry commit together.
-  const row = await deps.db.asUser(actor).transaction(async (tx) => {
+  // An admin sees the subject's pending erasure, whoever asked for it.
+  const found = await deps.db.asUser({ ...actor, tenantAdmin: isAdmin(actor) }).transaction(async (tx) => {
+    if (action === 'erase') {
+      const pending = await pendingOrAllowedErase(tx, deps, actor, subjectUserId, now);
+      if (pending) return { pending };
+    }
     const inserted = await insertAuditRow(tx, {
       tenant_id: actor.tenantId,
       request_id: randomUUID(),
@@ -51,8 +64,10 @@ export async function requestGdpr(
       requested_at: now,
     });
     await recordAccess(tx, { actor, subjectUserId, action, target: inserted.request_id, at: now, origin });
-    return inserted;
+    return { inserted };
   });
+  if (found.pending) return found.pending;
+  const row = found.inserted;
   try {
     await enqueueGdprJob(deps.queue, row);
   } catch (err) {
@@ -64,6 +79,36 @@ export async function requestGdpr(
     throw new AppError('queue-unavailable', 'the request could not be queued; please retry', { cause: err });
   }
   return row;
+}
+
+/**
+ * The subject's erasure still queued or running, which a new request joins; otherwise nothing, once the
+ * limit allows another. Concurrent requests for one subject take turns on a lock held to the end of
+ * the transaction, so the second sees the first's row instead of adding its own.
+ */
+async function pendingOrAllowedErase(
+  tx: Queryable,
+  deps: Pick<GdprDeps, 'eraseRequestsPerHour'>,
+  actor: Identity,
+  subjectUserId: string,
+  now: Date,
+): Promise<AuditRow | undefined> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [JSON.stringify(['gdpr-erase', actor.tenantId, subjectUserId])]);
+  const pending = await findUnfinishedErase(tx, actor.tenantId, subjectUserId);
+  if (pending || deps.eraseRequestsPerHour === 0) return pending;
+  const since = new Date(now.getTime() - HOUR_MS);
+  const limited: Parameters<typeof countErasesSince>[2][] = [{ column: 'subject_user_id', userId: subjectUserId }];
+  if (actor.userId !== subjectUserId) limited.push({ column: 'actor_user_id', userId: actor.userId });
+  for (const who of limited) {
+    const { count, earliest } = await countErasesSince(tx, actor.tenantId, who, since);
+    if (count < deps.eraseRequestsPerHour || !earliest) continue;
+    const retryAfterSeconds = Math.max(1, Math.ceil((earliest.getTime() + HOUR_MS - now.getTime()) / 1000));
+    const whose = who.column === 'subject_user_id' ? 'for this user' : 'by you';
+    throw new AppError('erase-requests-limited', `${count} erase requests ${whose} in the last hour; ask again in ${retryAfterSeconds} s`, {
+      retryAfterSeconds,
+    });
+  }
+  return undefined;
 }
 
 /**

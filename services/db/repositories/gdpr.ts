@@ -54,6 +54,46 @@ export async function markAuditFinished(
 }
 
 /**
+ * Adds `n` to one of the request's counts: called in the transaction of the deletion it counts, so the
+ * audit row's counts are exactly what was deleted, whichever attempt deleted it.
+ */
+export async function addAuditCount(db: Queryable, tenantId: string, requestId: string, what: string, n: number): Promise<void> {
+  await db.query(
+    `UPDATE gdpr_audit SET counts = jsonb_set(counts, ARRAY[$3::text], to_jsonb(COALESCE((counts->>$3)::bigint, 0) + $4))
+     WHERE tenant_id = $1 AND request_id = $2`,
+    [tenantId, requestId, what, n],
+  );
+}
+
+/** The subject's erase request still queued or running, if any: a new request for them joins it. */
+export async function findUnfinishedErase(db: Queryable, tenantId: string, subjectUserId: string): Promise<AuditRow | undefined> {
+  const { rows } = await db.query<AuditRow>(
+    `SELECT * FROM gdpr_audit WHERE tenant_id = $1 AND subject_user_id = $2 AND action = 'erase' AND status IN ('queued', 'running')
+     ORDER BY requested_at LIMIT 1`,
+    [tenantId, subjectUserId],
+  );
+  return rows[0];
+}
+
+/**
+ * How many erase requests were made since `since` for the subject, or by the actor, and when the
+ * earliest of them was: the per-user limit on erasures (core/gdpr/erase-limit.ts).
+ */
+export async function countErasesSince(
+  db: Queryable,
+  tenantId: string,
+  who: { column: 'subject_user_id' | 'actor_user_id'; userId: string },
+  since: Date,
+): Promise<{ count: number; earliest: Date | null }> {
+  const { rows } = await db.query<{ count: number; earliest: Date | null }>(
+    `SELECT count(*)::int AS count, min(requested_at) AS earliest FROM gdpr_audit
+     WHERE tenant_id = $1 AND ${who.column} = $2 AND action = 'erase' AND requested_at > $3`,
+    [tenantId, who.userId, since],
+  );
+  return rows[0]!;
+}
+
+/**
  * Requests of every tenant still queued or running that were made before `before`, oldest first: a
  * cross-tenant maintenance read for the cleanup, which queues their jobs again (services/core/gdpr/requeue.ts).
  */

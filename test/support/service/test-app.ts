@@ -64,6 +64,8 @@ export async function startTestApp(
     ANSWER_AUTH: 'none',
     ...testDatabase.env,
     LOG_LEVEL: 'silent',
+    // An erasure's reclaim waits for no other: a test that merges reclaims sets its own window.
+    ERASE_RECLAIM_WINDOW: '0ms',
     ...env,
   });
   const database = options.database ?? (await openDatabase(config));
