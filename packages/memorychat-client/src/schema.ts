@@ -306,7 +306,7 @@ export interface paths {
         post?: never;
         /**
          * Erase all my data
-         * @description Queues the erasure of every session, turn, summary, embedding, export and queued job of the caller.
+         * @description Queues the erasure of every session, turn, summary, embedding, export and queued job of the caller. While one is queued or running, answers with that one; at most GDPR_ERASE_REQUESTS_PER_HOUR new ones an hour (429).
          */
         delete: operations["eraseMyData"];
         options?: never;
@@ -341,7 +341,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Erase a user's data (memory-admin, same tenant) */
+        /**
+         * Erase a user's data (memory-admin, same tenant)
+         * @description While an erasure of the user is queued or running, answers with that one; at most GDPR_ERASE_REQUESTS_PER_HOUR new ones an hour per user and per admin (429).
+         */
         delete: operations["eraseUserData"];
         options?: never;
         head?: never;
