@@ -26,7 +26,12 @@ export async function openDatabase(
       new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX }),
       options.onIdleClientError,
     );
-    return { pool, scoped: scopedDatabase(pool, { reclaimWindowMs: config.eraseReclaimWindowMs }), embedded: false, close: () => pool.end() };
+    return {
+      pool,
+      scoped: scopedDatabase(pool, { reclaimWindowMs: config.eraseReclaimWindowMs }),
+      embedded: false,
+      close: () => pool.end(),
+    };
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR);
   const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);

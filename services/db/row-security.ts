@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { type AnnIndexState, maintainAnnIndexes, rebuildMemoryKb, withBuildMemory } from './ann-index-upkeep.js';
 import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
+import { coalescedReclaim } from './coalesced-reclaim.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
-import { coalescedReclaim } from './coalesced-reclaim.js';
 import { RECLAIMED_AFTER_ERASURE, type UserTable } from './user-tables.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */

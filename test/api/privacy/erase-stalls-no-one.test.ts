@@ -34,7 +34,13 @@ describe('erasure requests: merged, limited, counted and reclaimed once', () => 
   /** The erase job as the worker runs it, on `db` (the service's, or one that fails part-way). */
   const eraseJob = (requestId: string, db: ScopedDatabase = t.database.scoped, batchSize = 4) =>
     runGdprErase(
-      { db, clock: () => t.clock.now, log: silentLog, batchSize, removeQueuedJobs: (tenant, user) => t.app.queue.removeUserJobs(tenant, user) },
+      {
+        db,
+        clock: () => t.clock.now,
+        log: silentLog,
+        batchSize,
+        removeQueuedJobs: (tenant, user) => t.app.queue.removeUserJobs(tenant, user),
+      },
       { tenantId: 'default', requestId },
     );
 
@@ -79,7 +85,9 @@ describe('erasure requests: merged, limited, counted and reclaimed once', () => 
     const byAdmin = await t.request('DELETE', '/admin/users/erase-twice', { token: admin() });
     expect(byAdmin.status).toBe(202);
     expect(byAdmin.body.request_id).toBe(first.body.request_id);
-    const { rows } = await t.admin.query(`SELECT count(*)::int AS n FROM gdpr_audit WHERE subject_user_id = 'erase-twice' AND action = 'erase'`);
+    const { rows } = await t.admin.query(
+      `SELECT count(*)::int AS n FROM gdpr_audit WHERE subject_user_id = 'erase-twice' AND action = 'erase'`,
+    );
     expect(rows[0].n).toBe(1);
 
     await eraseJob(first.body.request_id);
@@ -102,7 +110,8 @@ describe('erasure requests: merged, limited, counted and reclaimed once', () => 
 
     // An admin's requests count against the admin as well as each subject.
     const bulkAdmin = t.token('bulk-admin', { roles: ['memory-admin'] });
-    for (const user of ['bulk-1', 'bulk-2']) expect((await t.request('DELETE', `/admin/users/${user}`, { token: bulkAdmin })).status).toBe(202);
+    for (const user of ['bulk-1', 'bulk-2'])
+      expect((await t.request('DELETE', `/admin/users/${user}`, { token: bulkAdmin })).status).toBe(202);
     const third = await t.request('DELETE', '/admin/users/bulk-3', { token: bulkAdmin });
     expect(third.status).toBe(429);
     expect(third.body.code).toBe('erase-requests-limited');
