@@ -1,8 +1,9 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runGdprErase } from '../../../services/core/gdpr/erase.js';
-import type { ScopedDatabase } from '../../../services/db/row-security.js';
+import { type ScopedDatabase, scopedDatabase } from '../../../services/db/row-security.js';
 import type { UserTable } from '../../../services/db/user-tables.js';
-import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix } from '../../support/databases/redis.js';
+import { deleteKeysUnder, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../../support/databases/redis.js';
 import { countUserRows, seedSession } from '../../support/service/seed-memory.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
 import { silentLog } from '../../support/service/test-worker.js';
@@ -172,4 +173,53 @@ describe('erasure requests: merged, limited, counted and reclaimed once', () => 
     await eraseJob(some.body.request_id, someone.db);
     expect(someone.reclaims).toEqual([['turns', 'sessions', 'access_audit']]);
   });
+
+  it('when three users with turns are erased at once and another tenant reads meanwhile, then the read is answered while they run and one VACUUM covers all three', async () => {
+    const statements: string[] = [];
+    // The service's database, as it is set up for this database, with a window, whose statements are recorded.
+    const db = scopedDatabase(recording(t.database.pool, statements), {
+      rewriteErasedTables: t.database.embedded,
+      blockingIndexBuilds: t.database.embedded,
+      reclaimWindowMs: 5000,
+    });
+    await seedSession(t.admin, { tenantId: 'other-tenant', userId: 'reader', turns: 200, expiresAt: future() });
+    const requests: string[] = [];
+    for (const user of ['erase-together-1', 'erase-together-2', 'erase-together-3']) {
+      await seedSession(t.admin, { userId: user, turns: 5, expiresAt: future() });
+      requests.push((await t.request('DELETE', '/me', { token: t.token(user) })).body.request_id);
+    }
+    const erasures = Promise.all(requests.map((id) => eraseJob(id, db)));
+    // All three have deleted their rows and wait in the reclaim's window.
+    await waitFor(
+      async () => (await t.admin.query(`SELECT count(*)::int AS n FROM turns WHERE user_id LIKE 'erase-together-%'`)).rows[0].n === 0,
+      20_000,
+      'the deletions',
+    );
+    const read = await t.request('GET', '/sessions', { token: t.token('reader', { tenant: 'other-tenant' }) });
+    expect(read.status).toBe(200);
+    const statuses = await t.admin.query('SELECT status FROM gdpr_audit WHERE request_id = ANY($1)', [requests]);
+    expect(statuses.rows.map((r) => r.status)).toEqual(['running', 'running', 'running']);
+    await erasures;
+    expect(statements.filter((s) => /^VACUUM\b/.test(s) && /\bturns\b/.test(s))).toHaveLength(1);
+  });
 });
+
+/** `pool`, recording the text of every statement run through it or through a client it lends. */
+function recording(pool: pg.Pool, statements: string[]): pg.Pool {
+  const record = (statement: unknown) =>
+    statements.push(typeof statement === 'string' ? statement : String((statement as pg.QueryConfig).text));
+  const queries = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(object, key) {
+        const value = Reflect.get(object, key, object);
+        if (key === 'query')
+          return (statement: unknown, ...rest: unknown[]) => {
+            record(statement);
+            return (value as (...args: unknown[]) => unknown).call(object, statement, ...rest);
+          };
+        if (key === 'connect') return async () => queries(await (value as () => Promise<pg.PoolClient>).call(object));
+        return typeof value === 'function' ? value.bind(object) : value;
+      },
+    });
+  return queries(pool);
+}
