@@ -61,7 +61,7 @@ const COUNTED_TABLE: Record<keyof EraseCounts, UserTable> = {
 export async function runGdprErase(
   deps: GdprJobDeps & { batchSize: number; removeQueuedJobs: (tenantId: string, userId: string) => Promise<number> },
   job: { tenantId: string; requestId: string },
-): Promise<EraseCounts> {
+): Promise<{ counts: EraseCounts; turnsDeletedNow: number }> {
   // The job knows its request, not yet its subject: the audit row is read and kept across users.
   const jobBookkeeping = deps.db.asMaintenance();
   const audit = await findAuditRow(jobBookkeeping, job.tenantId, job.requestId);
@@ -83,6 +83,7 @@ export async function runGdprErase(
   // Jobs first, so no queued summarization re-touches rows while they are being deleted; then again
   // at the end for anything queued meanwhile.
   await removeJobs();
+  let turnsDeletedNow = 0;
   for (const { count: what, deleteBatch } of Object.values(ERASE_STEPS)) {
     let deletedHere = 0;
     for (;;) {
@@ -94,6 +95,7 @@ export async function runGdprErase(
       deletedHere += deleted;
       if (deleted < deps.batchSize) break;
     }
+    if (what === 'turns') turnsDeletedNow = deletedHere;
     deps.log.info({ what, deleted: deletedHere }, 'erase step finished');
   }
   await removeJobs();
@@ -119,7 +121,8 @@ export async function runGdprErase(
   }
   // The counts read above, written whole so that a count with nothing deleted reads 0.
   await markAuditFinished(jobBookkeeping, job.tenantId, job.requestId, { status: 'completed', now: deps.clock(), counts: { ...counts } });
-  return counts;
+  // The counts over every attempt, and the turns this attempt deleted, which a metric adds up.
+  return { counts, turnsDeletedNow };
 }
 
 function erasedCounts(stored: Record<string, number>): EraseCounts {

@@ -75,8 +75,8 @@ function uninstrumentedProcessors(deps: ProcessorDeps): Processors {
           requireIds(data, ['tenantId', 'requestId']),
         ),
       );
-      deps.metrics?.turnsDeleted.inc({ reason: 'erasure' }, erased.turns);
-      return erased;
+      deps.metrics?.turnsDeleted.inc({ reason: 'erasure' }, erased.turnsDeletedNow);
+      return erased.counts;
     },
 
     're-embed': (data, ctx) =>

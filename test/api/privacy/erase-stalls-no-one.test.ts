@@ -137,8 +137,9 @@ describe('erasure requests: merged, limited, counted and reclaimed once', () => 
     expect((await auditOf(request.body.request_id)).counts).toEqual({ turns: 12 });
     expect((await countUserRows(t.admin, subject)).turns).toBe(18);
 
-    const counts = await eraseJob(request.body.request_id);
+    const { counts, turnsDeletedNow } = await eraseJob(request.body.request_id);
     expect(counts).toMatchObject({ turns: 30, sessions: 3 });
+    expect(turnsDeletedNow).toBe(18);
     const audit = await auditOf(request.body.request_id);
     expect(audit.status).toBe('completed');
     expect(audit.counts).toMatchObject({ turns: 30, sessions: 3, exports: 0, idempotency_keys: 0, linked_identities: 0 });
