@@ -32,6 +32,7 @@ const CITUS = [
   'test/api/privacy/gdpr.test.ts',
   'test/api/privacy/gdpr-large-export.test.ts',
   'test/api/privacy/erase-barrier.test.ts',
+  'test/api/privacy/erase-stalls-no-one.test.ts',
   'test/api/http/idempotency.test.ts',
   'test/api/memory-api/retention.test.ts',
   'test/api/privacy/access-audit.test.ts',
