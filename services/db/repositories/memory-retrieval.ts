@@ -2,34 +2,21 @@ import type { DatabaseScope, Identity } from '../../model/identity.js';
 import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { HistoryTurn, RecentQuestion, SimilarTurn, TurnStatus } from '../../model/turns.js';
 import { type Param, param, type SqlFragment, sql, toQuery } from '../sql.js';
-import { vectorParam } from '../vector-param.js';
-import { erasureEpoch } from './erasures.js';
-import { annHistory, FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
-import { pathHint, rememberPath } from './path-memory.js';
+import { annHistory, fusedCandidates } from './hybrid-rank.js';
+import { rememberPath } from './path-memory.js';
 import { prepared, type Queryable } from './queryable.js';
 import { sameAnswerer, unrecallableSessions } from './recall-bounds.js';
 import { SESSION_COLUMNS, sessionFromJson } from './session-row.js';
 import { databaseScopeSql, isBounded } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
 import { NOT_ASKED } from './turns.js';
+import { type UserSearchRequest, userCandidateSearch } from './user-search.js';
 
-export interface RetrievalRequest {
-  identity: Identity;
+export interface RetrievalRequest extends UserSearchRequest {
   /** Resume this session; absent for a new one. */
   sessionId?: string;
   now: Date;
   windowSize: number;
-  k: number;
-  /** A turn found by the vector alone must be at least this similar; a lexical match needs no floor. */
-  minSimilarity: number;
-  embedding: number[] | null;
-  embeddingModel: string;
-  /** The question's lexical terms, and as a tsquery literal (services/core/search-terms/lexical-terms.ts); none: vector only. */
-  search?: { query: string; terms: string[] } | null;
-  /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
-  exactSearchMaxTurns?: number;
-  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the approximate path by turn count alone. */
-  annRowCost?: number;
   scope: DatabaseScope;
   /** Also read the window turns' message chains (the memory API replays them). */
   withMessages?: boolean;
@@ -79,20 +66,15 @@ export interface Retrieved {
  * other turns of the active embedding model (answered turns only, never down-rated ones).
  */
 export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
-  const tenant = param(req.identity.tenantId);
-  const user = param(req.identity.userId);
   const session = param(req.sessionId ?? null);
   const now = param(req.now);
-  const vector = param(req.embedding ? vectorParam(req.embedding) : null);
   const scope = databaseScopeSql(req.scope);
   const bounded = isBounded(req.scope);
-  const query = param(req.search?.query ?? null);
-  const queryTerms = param(req.search?.terms ?? null);
-  const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
   const exactOnly = req.memoryScope === 'session';
-  const hint = pathHint(req.identity, req.embeddingModel, req, exactOnly);
-  const epoch = erasureEpoch(tenant, user);
   const distributed = await db.isDistributed?.();
+  const search = userCandidateSearch(req, { distributed, exactOnly });
+  const { tenant, user } = search;
+  const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
 
   const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
@@ -128,19 +110,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
      ), unrecallable AS (
        ${unrecallableSessions(tenant, user, now, session)}
      ), ${fusedCandidates({
-       tenant,
-       user,
-       vector,
-       embeddingModel: req.embeddingModel,
-       query,
-       queryTerms,
-       depth,
-       minSimilarity: req.minSimilarity,
-       exactSearchMaxTurns: req.exactSearchMaxTurns,
-       annRowCost: req.annRowCost,
-       distributed,
-       exactOnly,
-       path: { hint, epoch },
+       ...search,
        where: sql`t.status = 'ok' AND t.feedback_rating IS DISTINCT FROM 'down' AND ${scope}
          AND t.session_id NOT IN (SELECT u.session_id FROM unrecallable u)
          AND ${visibleInSearch(tenant, user)}

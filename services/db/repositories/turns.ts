@@ -1,14 +1,13 @@
 import type { DatabaseScope, Identity } from '../../model/identity.js';
 import type { HistoryTurn, RecentQuestion, TurnRef, TurnStatus } from '../../model/turns.js';
 import { param, type SqlFragment, sql, toQuery } from '../sql.js';
-import { vectorParam } from '../vector-param.js';
-import { erasureEpoch } from './erasures.js';
-import { annHistory, FUSED_LIST_DEPTH, fusedCandidates } from './hybrid-rank.js';
-import { pathHint, rememberPath } from './path-memory.js';
+import { annHistory, fusedCandidates } from './hybrid-rank.js';
+import { rememberPath } from './path-memory.js';
 import { prepared, type Queryable } from './queryable.js';
 import { unrecallableSessions } from './recall-bounds.js';
 import { databaseScopeSql } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
+import { type UserSearchRequest, userCandidateSearch } from './user-search.js';
 
 /**
  * Turns that are no question answered: failed calls, memory commands and incomplete streams. They are
@@ -111,21 +110,11 @@ function lookupSql(lookup: SqlTurnLookup): { condition: SqlFragment; order: SqlF
   return { condition: sql`t.sql_query IS NOT NULL`, order };
 }
 
-export interface SearchRequest {
-  identity: Identity;
+export interface SearchRequest extends UserSearchRequest {
   now: Date;
   embedding: number[];
-  embeddingModel: string;
-  k: number;
-  minSimilarity: number;
-  /** The query's lexical terms (questionSearch); null when it has none. */
-  search: { query: string; terms: string[] } | null;
   sessionId?: string;
   scope: DatabaseScope;
-  /** MEMORY_EXACT_SEARCH_MAX_TURNS (hybrid-rank.ts, fusedCandidates); its default when absent. */
-  exactSearchMaxTurns?: number;
-  /** hybrid-rank.ts's ANN_ROW_COST when absent; 0 chooses the approximate path by turn count alone. */
-  annRowCost?: number;
 }
 
 export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
@@ -144,33 +133,18 @@ export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
  * incomplete streams are not answers to search for (re-embedding may give them a vector).
  */
 export async function searchTurns(db: Queryable, req: SearchRequest): Promise<SearchHit[]> {
-  const tenant = param(req.identity.tenantId);
-  const user = param(req.identity.userId);
-  const vector = param(vectorParam(req.embedding));
   const session = param(req.sessionId ?? null);
-  const depth = param(Math.max(req.k, FUSED_LIST_DEPTH));
-  const queryTerms = param(req.search?.terms ?? null);
-  const hint = pathHint(req.identity, req.embeddingModel, req, false);
-  const epoch = erasureEpoch(tenant, user);
   // One row per hit, each with what the path memory keeps (path-memory.ts); one row of NULL hit
   // columns when nothing is found.
   const distributed = await db.isDistributed?.();
+  const search = userCandidateSearch(req, { distributed });
+  const { tenant, user } = search;
+  const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, distributed });
   const { rows } = await db.query<SearchHit & { erase_epoch: string; ann_indexed: boolean; ann_turns: string | null }>(
     prepared(
       sql`WITH ${fusedCandidates({
-        tenant,
-        user,
-        vector,
-        embeddingModel: req.embeddingModel,
-        query: param(req.search?.query ?? null),
-        queryTerms,
-        depth,
-        minSimilarity: req.minSimilarity,
-        exactSearchMaxTurns: req.exactSearchMaxTurns,
-        annRowCost: req.annRowCost,
-        distributed,
-        path: { hint, epoch },
+        ...search,
         // Not from expired sessions, nor from sessions kept to themselves unless the search is of that session.
         where: sql`t.embedding IS NOT NULL AND t.session_id NOT IN (${unrecallableSessions(tenant, user, param(req.now), session)})
          AND (${session}::uuid IS NULL OR t.session_id = ${session}::uuid)

@@ -1,7 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { SERVER, SUPERUSER } from '../../support/databases/postgres-server.js';
-import { type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../../support/databases/sql-warehouse.js';
+import { asSuperuser, type SqlWarehouse, sqlAnswererEnv, startSqlWarehouse } from '../../support/databases/sql-warehouse.js';
 import { startFakeOpenAI } from '../../support/fakes/fake-llm.js';
 import { sqlByQuestion } from '../../support/fakes/sql-llm-by-question.js';
 import { startTestApp, type TestApp } from '../../support/service/test-app.js';
@@ -60,15 +59,6 @@ describe('the sql answerer: one time bound per question, and nothing left on the
 
   const ask = (question: string) => t.request('POST', '/memoryChat', { token: t.token('mallory', { tenant: 'evil' }), body: { question } });
 
-  const asSuperuser = async <T>(run: (client: pg.Client) => Promise<T>): Promise<T> => {
-    const client = new pg.Client({ ...SERVER, user: SUPERUSER, database: 'postgres' });
-    await client.connect();
-    try {
-      return await run(client);
-    } finally {
-      await client.end();
-    }
-  };
   const reader = () => new URL(warehouse.env.SQL_DATABASE_URL).username;
   /** The warehouse reader's active statements, seen as the superuser (the reader's sessions are hidden from other logins). */
   const readerStatements = () =>

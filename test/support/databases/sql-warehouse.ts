@@ -58,7 +58,8 @@ export async function startSqlWarehouse(): Promise<SqlWarehouse> {
   };
 }
 
-async function asSuperuser<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
+/** A statement as the server's superuser, on its `postgres` database. */
+export async function asSuperuser<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ ...SERVER, user: SUPERUSER, database: 'postgres' });
   await client.connect();
   try {
