@@ -40,6 +40,8 @@ export function conversationClient(seed: number, users: number, turn: TurnFn): (
 export async function startInstantAnswerer(): Promise<{ url: string; server: Server; requests: () => number }> {
   let count = 0;
   const server = createServer((req, res) => {
+    // memorychat asks for /openapi.json at first contact (the list encoding it takes): not a question.
+    if (req.method !== 'POST') return void res.writeHead(404).end();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

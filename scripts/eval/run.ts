@@ -40,6 +40,8 @@ const dialogues = loadDialogues(dataFile);
 let gold = '';
 let lastUpstream: { question?: string; custom_instructions?: string } = {};
 const answerer = createServer((req, res) => {
+  // memorychat asks an answerer for its /openapi.json at first contact (the list encoding it takes); this one has none.
+  if (req.method !== 'POST') return void res.writeHead(404).end();
   let raw = '';
   req.on('data', (c) => (raw += c));
   req.on('end', () => {

@@ -21,6 +21,8 @@ export async function startSlowAnswerer(options: { minMs: number; maxMs: number;
   const pending = new Map<number, string>();
   let received = 0;
   const server = createServer((req, res) => {
+    // memorychat asks for /openapi.json at first contact (the list encoding it takes): not a question.
+    if (req.method !== 'POST') return void res.writeHead(404).end();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
