@@ -78,7 +78,7 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
         name: 'slack-bot',
         act_for_users: true,
         user_namespace: 'slack:T0001:',
-        routes: ['memoryChat', 'startAccountLink', 'getAccountLink', 'unlinkAccount', 'eraseMyData', 'getGdprRequest'],
+        routes: ['memoryChat', 'getTurnResultCsv', 'startAccountLink', 'getAccountLink', 'unlinkAccount', 'eraseMyData', 'getGdprRequest'],
       },
     });
     expect(created.status).toBe(201);
@@ -185,6 +185,31 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     } finally {
       await Promise.all([ana.close(), ben.close()]);
     }
+  });
+
+  it('when a bot fetches a fresh CSV for each linked user, then the SDK runs each VQL with that user’s own token', async () => {
+    const freshCsv = async (user: string, question: string) => {
+      const asked = await ask(user, question, `thread-csv-${user}`);
+      expect(asked.status).toBe(200);
+      const token = bearerOfLastCall();
+      const session = asked.body.conversation_metadata.conversation_id;
+      const csv = await fetch(`${t.baseUrl}/sessions/${session}/turns/last/result.csv?fresh=true`, { headers: asUser(user) });
+      const executed = sdk.requests.at(-1)!;
+      return { token, session, status: csv.status, body: await csv.text(), path: executed.path, sentWith: executed.headers.authorization };
+    };
+    const ana = await freshCsv(ANA, 'Total sales by region for 2018');
+    expect(ana).toMatchObject({ status: 200, body: 'region,amount,year\n100,200,300\n', path: '/executeVQL', sentWith: ana.token });
+    const ben = await freshCsv(BEN, 'Employees per department');
+    expect(ben).toMatchObject({
+      status: 200,
+      body: 'employee_id,name,department\n100,200,300\n',
+      path: '/executeVQL',
+      sentWith: ben.token,
+    });
+    expect(ben.token).not.toBe(ana.token);
+    // Ben's bot naming Ana's session: not his.
+    const notHis = await t.request('GET', `/sessions/${ana.session}/turns/last/result.csv?fresh=true`, { headers: asUser(BEN) });
+    expect(notHis.status).toBe(404);
   });
 
   it('when the browser comes back a second time, or with a state this service did not make, then nothing is linked', async () => {
