@@ -374,3 +374,37 @@ describe.each(['0.5', '1.4'] as const)('/memoryChat in front of the Denodo AI SD
     expect(call.body.use_views).toEqual(asSent(release, ['sales_db.sales']));
   });
 });
+
+// ANSWER_URL naming the SDK's metadata endpoint: answers from the views' schema, with no SQL.
+describe('/memoryChat in front of the Denodo AI SDK 1.4 answerMetadataQuestion', () => {
+  let sdk: DenodoSdkStandIn;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release: '1.4' });
+    t = await startTestApp({ ANSWER_URL: sdk.metadataUrl, ANSWER_AUTH: undefined });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sdk?.close();
+  });
+
+  it('when a metadata question and its follow-up are asked, then the turn is stored without SQL and the follow-up carries it in memory', async () => {
+    const ask = (body: Record<string, unknown>) =>
+      t.request('POST', '/memoryChat', { token: t.token('meta'), body, headers: { 'x-upstream-authorization': ALICE } });
+    const first = await ask({ question: 'Which views hold sales by region?' });
+    expect(first.status).toBe(200);
+    expect(first.body.sql_query).toBe('');
+    expect(first.body.answer).toContain('sales_db.sales (region, amount, year)');
+    const session = first.body.conversation_metadata.conversation_id;
+    const sql = await t.request('GET', `/sessions/${session}/turns/last/sql`, { token: t.token('meta') });
+    expect(sql.status).toBe(404);
+
+    const next = await ask({ question: 'And which columns does it have?', session_id: session });
+    expect(next.status).toBe(200);
+    const call = sdk.calls.at(-1)!;
+    expect(call.path).toBe('/answerMetadataQuestion');
+    expect(String(call.body.custom_instructions)).toContain('Which views hold sales by region?');
+    expect(next.body.memory_context_used.history_messages_count).toBe(1);
+  });
+});

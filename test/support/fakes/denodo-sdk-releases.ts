@@ -331,6 +331,7 @@ export function openApiDocument(model: ReleaseModel): Record<string, unknown> {
     paths: {
       '/answerQuestion': postOperation('/answerQuestion', 'answerQuestionRequest', 'Ask a Question'),
       '/answerDataQuestion': postOperation('/answerDataQuestion', 'answerDataQuestionRequest', 'Ask a Question'),
+      '/answerMetadataQuestion': postOperation('/answerMetadataQuestion', 'answerMetadataQuestionRequest', 'Ask a Question'),
       '/streamAnswerQuestion': postOperation('/streamAnswerQuestion', 'streamAnswerQuestionRequest', 'Ask a Question - Streaming'),
       ...(model.traits.executeVql ? { '/executeVQL': postOperation('/executeVQL', 'executeVQLRequest', 'Utilities') } : {}),
     },
@@ -338,6 +339,9 @@ export function openApiDocument(model: ReleaseModel): Record<string, unknown> {
       schemas: {
         answerQuestionRequest: objectSchema('answerQuestionRequest', model.fields, ['question']),
         answerDataQuestionRequest: objectSchema('answerDataQuestionRequest', { question: model.fields.question!, ...dataFields }, [
+          'question',
+        ]),
+        answerMetadataQuestionRequest: objectSchema('answerMetadataQuestionRequest', { question: model.fields.question!, ...dataFields }, [
           'question',
         ]),
         streamAnswerQuestionRequest: objectSchema('streamAnswerQuestionRequest', model.fields, ['question']),

@@ -13,7 +13,7 @@ import { type FakeHttpServer, type RecordedRequest, sendJson, startFakeHttpServe
 export { SDK_RELEASES, type SdkRelease } from './denodo-sdk-releases.js';
 
 /**
- * A stand-in for the Denodo AI SDK's `answerQuestion`, `answerDataQuestion`, `streamAnswerQuestion`,
+ * A stand-in for the Denodo AI SDK's `answerQuestion`, `answerDataQuestion`, `answerMetadataQuestion`, `streamAnswerQuestion`,
  * `executeVQL` and `/openapi.json`, by release (0.5, 0.13, 1.2.1, 1.4: denodo-sdk-releases.ts), written
  * from the SDK's public source (denodo/denodo-ai-sdk: api/endpoints/, api/utils/sdk_utils.py,
  * api/utils/answer_question.py, api/utils/ai_tools/table_retrieval.py).
@@ -131,6 +131,7 @@ export interface DenodoSdkStandIn extends FakeHttpServer {
   answerUrl: string;
   streamUrl: string;
   dataUrl: string;
+  metadataUrl: string;
   executeVqlUrl: string;
   openApiUrl: string;
   readonly release: SdkRelease;
@@ -349,6 +350,28 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     return { views: [view], sql };
   }
 
+  /**
+   * answerMetadataQuestion (process_metadata_category): an answer from the views' schema alone, no SQL,
+   * no rows, and the views the search found as tables_used.
+   */
+  function metadataAnswerOf(request: SdkRequest, views: string[], instructions: string) {
+    const described = views.map((name) => `${name} (${(byName.get(name)?.columns ?? []).map((c) => c.name).join(', ')})`);
+    return {
+      answer: `These views hold it: ${described.join('; ')}.`,
+      sql_query: '',
+      query_explanation: '',
+      tokens: tokensOf(request.question, instructions, views),
+      related_questions: [] as string[],
+      execution_result: {},
+      tables_used: views,
+      raw_graph: '',
+      sql_execution_time: 0,
+      vector_store_search_time: 0.02,
+      llm_time: 0.3,
+      total_execution_time: 0.32,
+    };
+  }
+
   function answerOf(request: SdkRequest, views: string[], instructions: string) {
     const llm = model.traits.llmInReply ? { llm_provider: 'OpenAI', llm_model: 'gpt-5.2-none' } : {};
     const ambiguity = request.check_ambiguity ? options.clarify?.(request.question, instructions) : undefined;
@@ -448,7 +471,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     return sendJson(res, 200, { vql, execution_result: { 'Row 1': row } });
   }
 
-  const ANSWER_PATHS = new Set(['/answerQuestion', '/answerDataQuestion', '/streamAnswerQuestion']);
+  const ANSWER_PATHS = new Set(['/answerQuestion', '/answerDataQuestion', '/answerMetadataQuestion', '/streamAnswerQuestion']);
   const handler = async (req: RecordedRequest, res: ServerResponse) => {
     const path = req.path.split('?')[0]!;
     // api/middleware.py (0.10 on): every reply carries the transaction id the SDK's log lines carry.
@@ -489,6 +512,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
         'Traceback (most recent call last):\n  File "api/utils/sdk_ai_tools.py", line 1\nopenai.RateLimitError',
       );
     }
+    if (path === '/answerMetadataQuestion') return sendJson(res, 200, metadataAnswerOf(request, views, instructions));
     const reply = answerOf(request, views, instructions);
     if (path !== '/streamAnswerQuestion') return sendJson(res, 200, reply);
     // The whole answer is computed first; only its text is streamed, with no SQL, tables or tokens.
@@ -502,6 +526,7 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     ...server,
     answerUrl: `${server.url}/answerQuestion`,
     dataUrl: `${server.url}/answerDataQuestion`,
+    metadataUrl: `${server.url}/answerMetadataQuestion`,
     streamUrl: `${server.url}/streamAnswerQuestion`,
     executeVqlUrl: `${server.url}/executeVQL`,
     openApiUrl: `${server.url}/openapi.json`,
