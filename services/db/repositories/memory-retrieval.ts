@@ -66,14 +66,15 @@ export interface Retrieved {
  * other turns of the active embedding model (answered turns only, never down-rated ones).
  */
 export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Promise<Retrieved> {
+  const exactOnly = req.memoryScope === 'session';
+  const distributed = await db.isDistributed?.();
+  // Made first, the tenant and user are the statement's $1 and $2.
+  const search = userCandidateSearch(req, { distributed, exactOnly });
+  const { tenant, user } = search;
   const session = param(req.sessionId ?? null);
   const now = param(req.now);
   const scope = databaseScopeSql(req.scope);
   const bounded = isBounded(req.scope);
-  const exactOnly = req.memoryScope === 'session';
-  const distributed = await db.isDistributed?.();
-  const search = userCandidateSearch(req, { distributed, exactOnly });
-  const { tenant, user } = search;
   const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
 

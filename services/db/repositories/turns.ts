@@ -133,12 +133,13 @@ export interface SearchHit extends Omit<HistoryTurn, 'messages'> {
  * incomplete streams are not answers to search for (re-embedding may give them a vector).
  */
 export async function searchTurns(db: Queryable, req: SearchRequest): Promise<SearchHit[]> {
-  const session = param(req.sessionId ?? null);
   // One row per hit, each with what the path memory keeps (path-memory.ts); one row of NULL hit
   // columns when nothing is found.
   const distributed = await db.isDistributed?.();
+  // Made first, the tenant and user are the statement's $1 and $2.
   const search = userCandidateSearch(req, { distributed });
   const { tenant, user } = search;
+  const session = param(req.sessionId ?? null);
   const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, distributed });
   const { rows } = await db.query<SearchHit & { erase_epoch: string; ann_indexed: boolean; ann_turns: string | null }>(
