@@ -49,6 +49,8 @@ describe('isolation between tenants and users, as a property over HTTP', () => {
       ANSWER_URL: upstream.answerUrl,
       // Thousands of requests a minute per user are the point here; the limit has its own tests.
       RATE_LIMIT_PER_MINUTE: '0',
+      // Likewise erasures: admins erase many users within the hour here; the limit has its own tests.
+      GDPR_ERASE_REQUESTS_PER_HOUR: '0',
       // Low, so summaries (a background job writing into sessions) happen within a run.
       MEMORY_SUMMARIZATION_THRESHOLD: '6',
     });
