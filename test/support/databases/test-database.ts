@@ -25,7 +25,7 @@ const citus = inject('citusCluster') as
 /**
  * On the Citus cluster, the files that load it most run one at a time: each holds a session advisory
  * lock on the coordinator from its `beforeAll` to its `afterAll` (closing the connection releases it).
- * Side by side on 2 cores the large export took 246 s, past its 240 s bound (stop 43's CI), where
+ * Side by side on 2 cores the large export took 246 s, past its 240 s bound, where
  * alone it takes 82-103 s; the sequencer's order kept them apart only while the other Citus files
  * outlasted the export. Elsewhere it does nothing. Returns the release.
  */
