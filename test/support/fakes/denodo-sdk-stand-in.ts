@@ -351,13 +351,12 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   }
 
   /**
-   * answerMetadataQuestion (process_metadata_category): an answer from the views' schema alone, no SQL,
-   * no rows, and the views the search found as tables_used.
+   * A reply without SQL (process_metadata_category, process_ambiguity_category): no rows, and every
+   * view the search found as tables_used.
    */
-  function metadataAnswerOf(request: SdkRequest, views: string[], instructions: string) {
-    const described = views.map((name) => `${name} (${(byName.get(name)?.columns ?? []).map((c) => c.name).join(', ')})`);
+  function replyWithoutSql(answer: string, request: SdkRequest, views: string[], instructions: string) {
     return {
-      answer: `These views hold it: ${described.join('; ')}.`,
+      answer,
       sql_query: '',
       query_explanation: '',
       tokens: tokensOf(request.question, instructions, views),
@@ -372,26 +371,17 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     };
   }
 
+  /** answerMetadataQuestion: an answer from the views' schema alone. */
+  function metadataAnswerOf(request: SdkRequest, views: string[], instructions: string) {
+    const described = views.map((name) => `${name} (${(byName.get(name)?.columns ?? []).map((c) => c.name).join(', ')})`);
+    return replyWithoutSql(`These views hold it: ${described.join('; ')}.`, request, views, instructions);
+  }
+
   function answerOf(request: SdkRequest, views: string[], instructions: string) {
     const llm = model.traits.llmInReply ? { llm_provider: 'OpenAI', llm_model: 'gpt-5.2-none' } : {};
     const ambiguity = request.check_ambiguity ? options.clarify?.(request.question, instructions) : undefined;
     if (ambiguity) {
-      // process_ambiguity_category: no SQL, and every view the search found as tables_used.
-      return {
-        answer: ambiguityMessage(ambiguity),
-        sql_query: '',
-        query_explanation: '',
-        tokens: tokensOf(request.question, instructions, views),
-        related_questions: [] as string[],
-        execution_result: {},
-        tables_used: views,
-        raw_graph: '',
-        sql_execution_time: 0,
-        vector_store_search_time: 0.02,
-        llm_time: 0.3,
-        total_execution_time: 0.32,
-        ...llm,
-      };
+      return { ...replyWithoutSql(ambiguityMessage(ambiguity), request, views, instructions), ...llm };
     }
     const written = (options.writeSql ?? writeSql)(request.question, views, instructions);
     const base = {
