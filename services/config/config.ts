@@ -135,6 +135,11 @@ export const ConfigSchema = Type.Object({
   // services' logs; the Denodo AI SDK names its transaction id X-Transaction-ID. Empty: not sent.
   ANSWER_REQUEST_ID_HEADER: Type.String({ pattern: '^[A-Za-z0-9-]*$', maxLength: 100, default: 'X-Transaction-ID' }),
   ANSWER_LIST_FIELDS: Type.Union([Type.Literal('auto'), Type.Literal('list'), Type.Literal('comma')], { default: 'auto' }),
+  // How long the upstream's answer about which views a credential may read is trusted before it is
+  // asked again: a view revoked in Denodo leaves memory after at most this long (docs/denodo-ai-sdk.md).
+  MEMORY_VIEW_PERMISSIONS_TTL: Type.String({ pattern: DURATION_PATTERN, default: '60s' }),
+  // The most credentials whose view permissions are held at once; the least recently used go first.
+  MEMORY_VIEW_PERMISSIONS_CACHE_ENTRIES: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
 
   // Account linking (docs/account-linking.md): a bot's user signs in once with the OpenID provider that
   // Denodo trusts, and memorychat sends that user's access token upstream when an API key acts for them.
@@ -254,6 +259,7 @@ export type Config = RawConfig & {
   accessAuditRetentionMs: number;
   idempotencyTtlMs: number;
   idempotencyClaimLeaseMs: number;
+  viewPermissionsTtlMs: number;
   answerBackend: AnswerBackend;
   /** The schemas the sql answerer shows the LLM (SQL_SCHEMAS, or the demo's). */
   sqlSchemas: string[];
@@ -457,6 +463,7 @@ function deriveConfig(raw: RawConfig): Config {
     accessAuditRetentionMs: parseDurationMs(raw.ACCESS_AUDIT_RETENTION),
     idempotencyTtlMs: parseDurationMs(raw.IDEMPOTENCY_TTL),
     idempotencyClaimLeaseMs: parseDurationMs(raw.IDEMPOTENCY_CLAIM_LEASE),
+    viewPermissionsTtlMs: parseDurationMs(raw.MEMORY_VIEW_PERMISSIONS_TTL),
     answerBackend,
     sqlSchemas: listOf(raw.SQL_SCHEMAS) ?? [raw.SQL_DATABASE_URL === 'embedded-demo' ? 'demo' : 'public'],
     ...(raw.SQL_TABLES ? { sqlTables: listOf(raw.SQL_TABLES) } : {}),

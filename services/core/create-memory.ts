@@ -3,6 +3,7 @@ import type { ScopedDatabase } from '../db/row-security.js';
 import type { GdprAction } from '../model/gdpr.js';
 import type { Identity } from '../model/identity.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
+import { createViewPermissions } from '../providers/answerers/view-permissions.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import { createTenantApiKey, listTenantApiKeys, type NewApiKey, revokeTenantApiKey } from './api-keys/api-keys.js';
@@ -62,6 +63,8 @@ export function createMemory(parts: MemoryParts) {
     embedder,
     answerer: metrics ? instrumentAnswerer(parts.answerer, metrics) : parts.answerer,
     llm: parts.llm && tracedLlm(parts.llm, 'rewrite'),
+    // On the memory's clock, so a permission's age is measured as a session's is.
+    ...(config.answerBackend === 'upstream' ? { viewPermissions: createViewPermissions(config, () => clock().getTime()) } : {}),
     clock,
     settings: memorySettingsFrom(config),
     pii: createPiiMasker({ mode: config.piiMode, secret: config.MEMORY_PII_SECRET, custom: config.piiPatterns }),

@@ -4,6 +4,7 @@ import type { ScopedDatabase } from '../db/row-security.js';
 import type { Identity } from '../model/identity.js';
 import type { TurnStatus } from '../model/turns.js';
 import type { Answerer } from '../providers/answerers/answerer.js';
+import type { ViewPermissions } from '../providers/answerers/view-permissions.js';
 import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 
@@ -114,6 +115,8 @@ export interface MemoryDeps {
   answerer: Answerer;
   /** The question-rewriting LLM (LLM_PROVIDER), when configured. */
   llm?: ChatLlm;
+  /** Which views a caller may read now, with an upstream Denodo AI SDK (core/views/readable-memory.ts). */
+  viewPermissions?: ViewPermissions;
   clock: () => Date;
   settings: MemorySettings;
   /** Masks personal data in everything stored or embedded (MEMORY_PII). */

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
 import { problemResponses } from '../schemas/problem.js';
+import { upstreamAuthorizationOf } from '../upstream-credentials.js';
 
 /** docs/design.md §6: context for a new question, and search over the caller's turns. Nothing is stored. */
 const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -58,6 +59,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         vdpDatabaseNames: body.vdp_database_names,
         vdpTagNames: body.vdp_tag_names,
         minSimilarity: body.min_similarity,
+        upstreamAuthorization: upstreamAuthorizationOf(request),
       });
     },
   );

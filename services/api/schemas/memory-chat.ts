@@ -5,6 +5,7 @@ import { memoryChatReplyExample, memoryChatRequestExample } from './examples.js'
 import { idempotencyKeyHeader } from './idempotency.js';
 import { MemoryScopeField, SessionMemoryScope } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
+import { ViewPermissionsFields } from './view-permissions.js';
 
 /** A list or a comma-separated string: sent upstream in the form the answerer's release takes (docs/denodo-ai-sdk.md#releases). */
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String())]);
@@ -156,6 +157,7 @@ export const MemoryChatResponse = Type.Object(
             "What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names",
         }),
       ),
+      ...ViewPermissionsFields,
       applied: Type.Boolean({ description: 'Whether memory was used for this answer' }),
       reason: Type.Union(
         [

@@ -8,6 +8,7 @@ import {
 import { JsonObject } from './json-object.js';
 import { MemoryScopeField } from './memory-scope.js';
 import { SessionKey } from './sessions.js';
+import { ViewPermissionsFields } from './view-permissions.js';
 
 const StringOrList = Type.Union([Type.Array(Type.String()), Type.String()]);
 
@@ -100,6 +101,7 @@ export const MemorySearchBody = Type.Object(
 
 export const MemorySearchReply = Type.Object(
   {
+    ...ViewPermissionsFields,
     results: Type.Array(
       Type.Object({
         session_id: Type.String({ format: 'uuid' }),

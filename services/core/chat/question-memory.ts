@@ -6,6 +6,7 @@ import type { MemoryDeps } from '../deps.js';
 import { round } from '../rounding.js';
 import { traced } from '../tracing.js';
 import { eraseEpochAtStart } from '../turns/store-turn.js';
+import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { type Augmented, buildAugmentedRequest } from './augment.js';
 import type { MemoryChatRequest } from './chat-request.js';
 import { pinnedViews } from './pinned-views.js';
@@ -42,12 +43,13 @@ export async function memoryForQuestion(
   const retrievalStarted = performance.now();
   const decision = memoryDecision(settings.rollout, req.identity, req.useMemory);
 
-  const retrieved = await traced('memory.retrieval', {}, () =>
+  const read = await traced('memory.retrieval', {}, () =>
     readMemory(deps, { ...req, useMemory: decision.applied }, now, databases, warnings),
   );
-  if (req.sessionId && retrieved && !retrieved.session) {
+  if (req.sessionId && read && !read.session) {
     throw new AppError('session-not-found', `session ${req.sessionId} does not exist or has expired`);
   }
+  const { retrieved, readableViews } = await readableMemory(deps, req, read);
   // Without a memory read (none asked, or it failed) the epoch is read now, still before the answerer is asked.
   const eraseEpoch = storing.stores ? (storing.keyedEpoch ?? retrieved?.eraseEpoch ?? (await eraseEpochAtStart(deps.db, req.identity))) : 0;
   const context = buildMemoryContext({
@@ -69,11 +71,32 @@ export async function memoryForQuestion(
   });
   warnings.push(...augmented.warnings);
   const useViews = pinnedViews(context, req.params.use_views, databases);
-  const used = memoryContextUsed(context, augmented, useViews, {
-    applied: decision.applied && retrieved !== undefined,
-    reason: decision.applied && retrieved === undefined ? ('memory_unavailable' as const) : decision.reason,
-  });
+  const used = {
+    ...memoryContextUsed(context, augmented, useViews, {
+      applied: decision.applied && retrieved !== undefined,
+      reason: decision.applied && retrieved === undefined ? ('memory_unavailable' as const) : decision.reason,
+    }),
+    ...readableViews,
+  };
   return { retrieved, context, augmented, databases, useViews, eraseEpoch, retrievalSeconds, used };
+}
+
+/** The read memory less the turns over a view the caller may not read now, and what the reply says of it. */
+async function readableMemory(deps: MemoryDeps, req: MemoryChatRequest, read: Recalled | undefined) {
+  if (!read) return { retrieved: read, readableViews: {} };
+  const turns = [...read.window, ...read.similar];
+  const caller = { tenantId: req.identity.tenantId, userId: req.identity.userId, upstreamAuthorization: req.upstreamAuthorization };
+  const gate = await viewGateFor(
+    deps.viewPermissions,
+    caller,
+    turns.flatMap((turn) => turn.tables_used),
+  );
+  const window = keepReadable(read.window, (turn) => turn.tables_used, gate);
+  const similar = keepReadable(read.similar, (turn) => turn.tables_used, gate);
+  return {
+    retrieved: { ...read, window: window.kept, similar: similar.kept },
+    readableViews: viewPermissionsOutcome(gate, window.leftOut + similar.leftOut),
+  };
 }
 
 async function readMemory(

@@ -7,6 +7,7 @@ import type { MemoryDeps } from '../deps.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
+import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 
 export interface SearchRequest {
   query: string;
@@ -16,6 +17,8 @@ export interface SearchRequest {
   /** Only turns recorded within these tags, as `/memoryChat` and `/memory/context` bound memory. */
   vdpTagNames?: string | string[];
   minSimilarity?: number;
+  /** The caller's X-Upstream-Authorization: turns over views it may not read now are left out. */
+  upstreamAuthorization?: string;
 }
 
 /** `POST /memory/search`: the caller's turns that best match `query` (vector and lexical ranks fused), with their cosine similarity. */
@@ -51,8 +54,16 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
       },
     }),
   );
+  const caller = { tenantId: identity.tenantId, userId: identity.userId, upstreamAuthorization: req.upstreamAuthorization };
+  const gate = await viewGateFor(
+    deps.viewPermissions,
+    caller,
+    hits.flatMap((h) => h.tables_used),
+  );
+  const readable = keepReadable(hits, (h) => h.tables_used, gate);
   return {
-    results: hits.map((h) => ({
+    ...viewPermissionsOutcome(gate, readable.leftOut),
+    results: readable.kept.map((h) => ({
       ...h,
       created_at: new Date(h.created_at).toISOString(),
       similarity: Math.round(h.similarity * 10_000) / 10_000,

@@ -35,6 +35,12 @@ export interface ReleaseTraits {
   filterLogic: boolean;
   /** `/executeVQL` (1.2.1 on). */
   executeVql: boolean;
+  /**
+   * `GET /getUserPermissions` (read at 1.2 and 1.2.1; absent at 1.0): the caller's Data Marketplace
+   * profile `{username, is_admin, roles, legacy_permissions_endpoint}`, no views. 1.4 adds the query
+   * parameters `embeddings_provider`, `embeddings_model`, `vector_store_provider`.
+   */
+  userPermissions: boolean;
   /** Replies say `is_masked` (1.4) and `llm_provider`/`llm_model` (1.0 on). */
   isMasked: boolean;
   llmInReply: boolean;
@@ -145,6 +151,7 @@ export function releaseModel(release: SdkRelease): ReleaseModel {
       tagsAndLimits: after('0.13'),
       filterLogic: after('1.4'),
       executeVql: after('1.2.1'),
+      userPermissions: after('1.2.1'),
       isMasked: after('1.4'),
       llmInReply: after('1.2.1'),
     },
@@ -322,6 +329,53 @@ function postOperation(path: string, schema: string, tag: string) {
   };
 }
 
+/** FastAPI's operation for `GET /getUserPermissions` (tag "Authentication"); 1.4 reads its query parameters. */
+function userPermissionsOperation(model: ReleaseModel) {
+  const query = ['embeddings_provider', 'embeddings_model', 'vector_store_provider'].map((name) => ({
+    name,
+    in: 'query',
+    required: false,
+    schema: { type: 'string', title: titleOf(name) },
+  }));
+  return {
+    get: {
+      tags: ['Authentication'],
+      summary: 'Getuserpermissions',
+      description:
+        "Retrieves the authenticated user's profile, including their roles, global admin status,\nand whether the underlying Data Marketplace API is a legacy version.",
+      operationId: 'getUserPermissions_getUserPermissions_get',
+      ...(model.release === '1.4' ? { parameters: query } : {}),
+      responses: {
+        '200': {
+          description: 'Successful Response',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/UserPermissionsResponse' } } },
+        },
+        ...(model.release === '1.4'
+          ? {
+              '422': {
+                description: 'Validation Error',
+                content: { 'application/json': { schema: { $ref: '#/components/schemas/HTTPValidationError' } } },
+              },
+            }
+          : {}),
+      },
+      security: [{ HTTPBasic: [] }, { HTTPBearer: [] }],
+    },
+  };
+}
+
+const USER_PERMISSIONS_RESPONSE = {
+  properties: {
+    username: { type: 'string', title: 'Username' },
+    is_admin: { type: 'boolean', title: 'Is Admin' },
+    roles: { items: { type: 'string' }, type: 'array', title: 'Roles' },
+    legacy_permissions_endpoint: { type: 'boolean', title: 'Legacy Permissions Endpoint' },
+  },
+  type: 'object',
+  required: ['username', 'is_admin', 'roles', 'legacy_permissions_endpoint'],
+  title: 'UserPermissionsResponse',
+};
+
 /** The `/openapi.json` FastAPI serves for the release: its answer endpoints and their request models. */
 export function openApiDocument(model: ReleaseModel): Record<string, unknown> {
   const { question: _q, mode: _m, ...dataFields } = model.fields;
@@ -334,6 +388,7 @@ export function openApiDocument(model: ReleaseModel): Record<string, unknown> {
       '/answerMetadataQuestion': postOperation('/answerMetadataQuestion', 'answerMetadataQuestionRequest', 'Ask a Question'),
       '/streamAnswerQuestion': postOperation('/streamAnswerQuestion', 'streamAnswerQuestionRequest', 'Ask a Question - Streaming'),
       ...(model.traits.executeVql ? { '/executeVQL': postOperation('/executeVQL', 'executeVQLRequest', 'Utilities') } : {}),
+      ...(model.traits.userPermissions ? { '/getUserPermissions': userPermissionsOperation(model) } : {}),
     },
     components: {
       schemas: {
@@ -346,6 +401,7 @@ export function openApiDocument(model: ReleaseModel): Record<string, unknown> {
         ]),
         streamAnswerQuestionRequest: objectSchema('streamAnswerQuestionRequest', model.fields, ['question']),
         ...(model.traits.executeVql ? { executeVQLRequest: objectSchema('executeVQLRequest', EXECUTE_VQL_MODEL, ['vql']) } : {}),
+        ...(model.traits.userPermissions ? { UserPermissionsResponse: USER_PERMISSIONS_RESPONSE } : {}),
         HTTPValidationError: {
           properties: { detail: { items: { $ref: '#/components/schemas/ValidationError' }, type: 'array', title: 'Detail' } },
           type: 'object',

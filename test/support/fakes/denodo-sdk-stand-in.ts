@@ -14,7 +14,7 @@ export { SDK_RELEASES, type SdkRelease } from './denodo-sdk-releases.js';
 
 /**
  * A stand-in for the Denodo AI SDK's `answerQuestion`, `answerDataQuestion`, `answerMetadataQuestion`, `streamAnswerQuestion`,
- * `executeVQL` and `/openapi.json`, by release (0.5, 0.13, 1.2.1, 1.4: denodo-sdk-releases.ts), written
+ * `executeVQL`, `getUserPermissions` and `/openapi.json`, by release (0.5, 0.13, 1.2.1, 1.4: denodo-sdk-releases.ts), written
  * from the SDK's public source (denodo/denodo-ai-sdk: api/endpoints/, api/utils/sdk_utils.py,
  * api/utils/answer_question.py, api/utils/ai_tools/table_retrieval.py).
  * What it keeps of the SDK, because memorychat depends on it (docs/denodo-ai-sdk.md):
@@ -50,6 +50,10 @@ export interface SdkUser {
   token?: string;
   /** The views VDP lets this user read. */
   views: string[];
+  /** The Data Marketplace's global administrator flag, as `getUserPermissions` reports it. */
+  isAdmin?: boolean;
+  /** The user's VDP roles, as `getUserPermissions` reports them. */
+  roles?: string[];
 }
 
 export interface StandInOptions {
@@ -142,6 +146,12 @@ export interface DenodoSdkStandIn extends FakeHttpServer {
   failLlmWith(message: string | undefined): void;
   /** Grants or revokes views of a user, as a VDP administrator would. */
   grant(user: string, views: string[]): void;
+  /** Every `executeVQL` call, as the stand-in saw it: the user and the VQL. */
+  executions: { user: string; vql: string }[];
+  /** Every `getUserPermissions` call: the user it answered for. */
+  permissionLookups: { user: string }[];
+  /** Every later `getUserPermissions` fails as the SDK does when the Data Marketplace does (HTTP 500); false to stop. */
+  failPermissionsLookup(fail: boolean): void;
 }
 
 /** The request as the SDK's code reads it, after validation: lists as lists whatever the release's field type. */
@@ -252,7 +262,10 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   const index = new Map(options.views.map((v) => [v.name, viewWords(v)]));
   const byName = new Map(options.views.map((v) => [v.name, v]));
   const calls: SdkCall[] = [];
+  const executions: { user: string; vql: string }[] = [];
+  const permissionLookups: { user: string }[] = [];
   let llmFailure: string | undefined;
+  let permissionsFailure = false;
 
   const fail = (res: ServerResponse, status: number, error: string, traceback = '') =>
     sendJson(res, status, { detail: { error, traceback } });
@@ -452,13 +465,36 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
   /** executeVQL: the VQL run with the caller's credentials, so VDP's permissions apply. */
   function executeVql(who: string, values: Record<string, unknown>, res: ServerResponse) {
     const vql = values.vql as string;
+    executions.push({ user: who, vql });
     const view = /FROM\s+("?[\w]+"?\."?[\w]+"?)/i.exec(vql)?.[1]?.replaceAll('"', '');
     if (!view || !byName.has(view)) return sendJson(res, 400, { detail: `VQL execution failed: Syntax error: ${vql}` });
     if (!users[who]?.views.includes(view)) {
       return sendJson(res, 403, { detail: `VQL execution failed: The user ${who} does not have privileges to execute ${view}` });
     }
+    // execute_vql's EMPTY outcome (no rows) is an empty execution_result.
+    if (/WHERE\s+1\s*=\s*0/i.test(vql)) return sendJson(res, 200, { vql, execution_result: {} });
     const row = (byName.get(view)?.columns ?? []).slice(0, 3).map((c, i) => ({ columnName: c.name, value: String(100 * (i + 1)) }));
     return sendJson(res, 200, { vql, execution_result: { 'Row 1': row } });
+  }
+
+  /**
+   * getUserPermissions: the Data Marketplace's profile of the caller (its `user-permissions` answer
+   * less `viewsPermissions`, which the endpoint does not return), as UserPermissionsResponse.
+   */
+  function userPermissions(who: string, res: ServerResponse) {
+    permissionLookups.push({ user: who });
+    if (permissionsFailure) {
+      return sendJson(res, 500, {
+        detail: 'Failed to get user permissions from Data Marketplace: Cannot connect to host localhost:9090',
+      });
+    }
+    const user = users[who];
+    return sendJson(res, 200, {
+      username: who,
+      is_admin: user?.isAdmin ?? false,
+      roles: user?.roles ?? [],
+      legacy_permissions_endpoint: false,
+    });
   }
 
   const ANSWER_PATHS = new Set(['/answerQuestion', '/answerDataQuestion', '/answerMetadataQuestion', '/streamAnswerQuestion']);
@@ -468,6 +504,11 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
     if (model.release !== '0.5') res.setHeader('x-transaction-id', randomUUID());
     if (req.method === 'GET' && path === '/openapi.json' && options.openApi !== false) return sendJson(res, 200, openApiDocument(model));
     const vqlPath = model.traits.executeVql && path === '/executeVQL';
+    if (req.method === 'GET' && model.traits.userPermissions && path === '/getUserPermissions') {
+      const who = await caller(req, res);
+      if (who) userPermissions(who, res);
+      return;
+    }
     if (req.method !== 'POST' || (!ANSWER_PATHS.has(path) && !vqlPath)) {
       return sendJson(res, 404, { detail: 'Not Found' });
     }
@@ -527,6 +568,11 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       model = releaseModel(release);
     },
     calls,
+    executions,
+    permissionLookups,
+    failPermissionsLookup(fail) {
+      permissionsFailure = fail;
+    },
     failLlmWith(message) {
       llmFailure = message;
     },
