@@ -209,7 +209,7 @@ export interface paths {
         put?: never;
         /**
          * My turns that best match a query
-         * @description Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes.
+         * @description Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes. With an upstream Denodo AI SDK, turns over a view the caller may not read now are left out (`left_out_unreadable`).
          */
         post: operations["searchMemory"];
         delete?: never;
@@ -786,6 +786,10 @@ export interface operations {
                             custom_instructions?: string;
                             /** @description What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names */
                             use_views?: string;
+                            /** @description With an upstream Denodo AI SDK: `checked` when the caller's view permissions were asked with the caller's credentials; `unavailable` when the SDK could not say (a release before 1.2.1, an error, no credentials), and memory was bounded by vdp_database_names and the token's databases only */
+                            view_permissions?: "checked" | "unavailable";
+                            /** @description Remembered turns left out because a view they used is not readable by the caller now */
+                            left_out_unreadable?: number;
                             /** @description Whether memory was used for this answer */
                             applied: boolean;
                             /** @description Why memory was or was not used (MEMORY_ENABLED, MEMORY_ROLLOUT_PERCENT, use_memory, a failed read; a memory command sends nothing upstream) */
@@ -2420,7 +2424,10 @@ export interface operations {
     searchMemory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With ANSWER_AUTH=forward: the Denodo credentials the upstream SDK is asked with which views the caller may read now; turns over others are left out */
+                "x-upstream-authorization"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2478,6 +2485,10 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
+                        /** @description With an upstream Denodo AI SDK: `checked` when the caller's view permissions were asked with the caller's credentials; `unavailable` when the SDK could not say (a release before 1.2.1, an error, no credentials), and memory was bounded by vdp_database_names and the token's databases only */
+                        view_permissions?: "checked" | "unavailable";
+                        /** @description Remembered turns left out because a view they used is not readable by the caller now */
+                        left_out_unreadable?: number;
                         results: {
                             /** Format: uuid */
                             session_id: string;

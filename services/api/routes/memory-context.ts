@@ -1,5 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
+import {
+  MemoryContextReply,
+  MemorySearchBody,
+  MemorySearchHeaders,
+  MemorySearchReply,
+  memoryContextBody,
+} from '../schemas/memory-context.js';
 import { problemResponses } from '../schemas/problem.js';
 import { upstreamAuthorizationOf } from '../upstream-credentials.js';
 
@@ -44,8 +50,9 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'searchMemory',
         summary: 'My turns that best match a query',
         description:
-          "Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes.",
+          "Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes. With an upstream Denodo AI SDK, turns over a view the caller may not read now are left out (`left_out_unreadable`).",
         security: [{ bearerAuth: [] }],
+        headers: MemorySearchHeaders,
         body: MemorySearchBody,
         response: { 200: MemorySearchReply, ...problemResponses(400, 401, 404, 413, 415, 503) },
       },

@@ -99,6 +99,15 @@ export const MemorySearchBody = Type.Object(
   { examples: [memorySearchRequestExample] },
 );
 
+export const MemorySearchHeaders = Type.Object({
+  'x-upstream-authorization': Type.Optional(
+    Type.String({
+      description:
+        'With ANSWER_AUTH=forward: the Denodo credentials the upstream SDK is asked with which views the caller may read now; turns over others are left out',
+    }),
+  ),
+});
+
 export const MemorySearchReply = Type.Object(
   {
     ...ViewPermissionsFields,
