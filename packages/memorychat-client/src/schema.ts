@@ -2229,7 +2229,10 @@ export interface operations {
     getMemoryContext: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With ANSWER_AUTH=forward: the Denodo credentials the upstream SDK is asked with which views the caller may read now; turns over others are left out */
+                "x-upstream-authorization"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2361,6 +2364,10 @@ export interface operations {
                         };
                         /** @description Something did not fit in max_tokens */
                         truncated: boolean;
+                        /** @description With an upstream Denodo AI SDK: `checked` when the caller's view permissions were asked with the caller's credentials; `unavailable` when the SDK could not say (a release before 1.2.1, an error, no credentials), and memory was bounded by vdp_database_names and the token's databases only */
+                        view_permissions?: "checked" | "unavailable";
+                        /** @description Remembered turns left out because a view they used is not readable by the caller now */
+                        left_out_unreadable?: number;
                         warnings: string[];
                     };
                 };

@@ -1,12 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  MemoryContextReply,
-  MemorySearchBody,
-  MemorySearchHeaders,
-  MemorySearchReply,
-  memoryContextBody,
-} from '../schemas/memory-context.js';
+import { MemoryContextReply, MemorySearchBody, MemorySearchReply, memoryContextBody } from '../schemas/memory-context.js';
 import { problemResponses } from '../schemas/problem.js';
+import { ViewPermissionsHeaders } from '../schemas/view-permissions.js';
 import { upstreamAuthorizationOf } from '../upstream-credentials.js';
 
 /** docs/design.md §6: context for a new question, and search over the caller's turns. Nothing is stored. */
@@ -22,6 +17,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getMemoryContext',
         summary: 'Context for a new question (summary, history, related memories, slots)',
         security: [{ bearerAuth: [] }],
+        headers: ViewPermissionsHeaders,
         body: ContextBody,
         response: { 200: MemoryContextReply, ...problemResponses(400, 401, 404, 413, 415) },
       },
@@ -38,6 +34,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         vdpDatabaseNames: body.vdp_database_names,
         vdpTagNames: body.vdp_tag_names,
         memoryScope: body.memory_scope,
+        upstreamAuthorization: upstreamAuthorizationOf(request),
       });
     },
   );
@@ -52,7 +49,7 @@ const memoryContextRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Hybrid search over the caller's own turns: the nearest by embedding and the best lexical matches (question, SQL tables and columns) fused by reciprocal rank. `min_similarity` is a floor on the cosine that a lexical match passes. With an upstream Denodo AI SDK, turns over a view the caller may not read now are left out (`left_out_unreadable`).",
         security: [{ bearerAuth: [] }],
-        headers: MemorySearchHeaders,
+        headers: ViewPermissionsHeaders,
         body: MemorySearchBody,
         response: { 200: MemorySearchReply, ...problemResponses(400, 401, 404, 413, 415, 503) },
       },

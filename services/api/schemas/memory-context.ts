@@ -74,6 +74,7 @@ export const MemoryContextReply = Type.Object(
     memories: Type.Array(Memory),
     tokens: Tokens,
     truncated: Type.Boolean({ description: 'Something did not fit in max_tokens' }),
+    ...ViewPermissionsFields,
     warnings: Type.Array(Type.String()),
   },
   { examples: [memoryContextReplyExample] },
@@ -98,15 +99,6 @@ export const MemorySearchBody = Type.Object(
   },
   { examples: [memorySearchRequestExample] },
 );
-
-export const MemorySearchHeaders = Type.Object({
-  'x-upstream-authorization': Type.Optional(
-    Type.String({
-      description:
-        'With ANSWER_AUTH=forward: the Denodo credentials the upstream SDK is asked with which views the caller may read now; turns over others are left out',
-    }),
-  ),
-});
 
 export const MemorySearchReply = Type.Object(
   {

@@ -15,3 +15,13 @@ export const ViewPermissionsFields = {
     }),
   ),
 };
+
+/** The memory API's header for it: the credentials the SDK is asked with (ANSWER_AUTH=forward). */
+export const ViewPermissionsHeaders = Type.Object({
+  'x-upstream-authorization': Type.Optional(
+    Type.String({
+      description:
+        'With ANSWER_AUTH=forward: the Denodo credentials the upstream SDK is asked with which views the caller may read now; turns over others are left out',
+    }),
+  ),
+});

@@ -4,6 +4,7 @@ import type { MemoryDeps } from '../deps.js';
 import { sessionIdForRead } from '../sessions/session-keys.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
+import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { buildFormattedContext, type ContextFormat } from './formats.js';
 import { type MemoryScope, recallMemory } from './recall-memory.js';
 
@@ -17,6 +18,8 @@ export interface ContextRequest {
   vdpDatabaseNames?: string | string[];
   vdpTagNames?: string | string[];
   memoryScope?: MemoryScope;
+  /** The caller's X-Upstream-Authorization: turns over views it may not read now are left out. */
+  upstreamAuthorization?: string;
 }
 
 /**
@@ -49,6 +52,14 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
     ),
   );
   if (req.sessionId && !retrieved.session) throw notFound(req.sessionId);
+  const caller = { tenantId: identity.tenantId, userId: identity.userId, upstreamAuthorization: req.upstreamAuthorization };
+  const gate = await viewGateFor(
+    deps.viewPermissions,
+    caller,
+    [...retrieved.window, ...retrieved.similar].flatMap((turn) => turn.tables_used),
+  );
+  const window = keepReadable(retrieved.window, (turn) => turn.tables_used, gate);
+  const memories = keepReadable(retrieved.similar, (turn) => turn.tables_used, gate);
 
   const built = buildFormattedContext({
     question: req.question,
@@ -57,8 +68,8 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
     now,
     summary: retrieved.summary,
     slots: retrieved.slots,
-    window: retrieved.window,
-    memories: retrieved.similar,
+    window: window.kept,
+    memories: memories.kept,
   });
   return {
     session_id: retrieved.session?.session_id ?? null,
@@ -66,6 +77,7 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
     format: req.format,
     question: req.question,
     ...built,
+    ...viewPermissionsOutcome(gate, window.leftOut + memories.leftOut),
     warnings,
   };
 }

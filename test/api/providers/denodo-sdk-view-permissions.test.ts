@@ -167,6 +167,32 @@ describe('memory only from views the caller may read now (SDK 1.4)', () => {
     expect(recovered.body.memory_context_used).toMatchObject({ view_permissions: 'checked', left_out_unreadable: 0 });
   });
 
+  it('when /memory/context would carry a turn over a revoked view, then its history and memories leave it out and count it', async () => {
+    const first = await chat('context', ALICE, { question: SALES_2024 });
+    const session_id = first.body.conversation_metadata.conversation_id;
+    const context = () =>
+      t.request('POST', '/memory/context', {
+        token: t.token('context'),
+        body: { question: 'What about 2023?', session_id },
+        headers: { 'x-upstream-authorization': ALICE },
+      });
+    const before = await context();
+    expect(before.status).toBe(200);
+    expect(before.body).toMatchObject({ view_permissions: 'checked', left_out_unreadable: 0, history_turns: [1] });
+    expect(before.body.context_text).toContain('sales_db');
+
+    revokeSales('alice');
+    try {
+      t.clock.advance(TTL_MS + 1);
+      const after = await context();
+      expect(after.status).toBe(200);
+      expect(after.body).toMatchObject({ view_permissions: 'checked', left_out_unreadable: 1, history_turns: [], memories: [] });
+      expect(after.body.context_text).not.toContain('sales_db');
+    } finally {
+      restoreSales('alice');
+    }
+  });
+
   it('when /memory/search finds a turn over a revoked view, then the result leaves it out and counts it', async () => {
     await chat('search', ALICE, { question: SALES_2024 });
     const search = () =>
