@@ -30,6 +30,7 @@ export const recallSimilarTool: McpTool<typeof SimilarArguments> = {
       sessionId: args.session_id,
       vdpDatabaseNames: args.vdp_database_names,
       vdpTagNames: args.vdp_tag_names,
+      upstreamAuthorization: caller.upstreamAuthorization,
     });
     const found = reply.results.map((hit, i) =>
       [

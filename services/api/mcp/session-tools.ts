@@ -38,6 +38,7 @@ export function sessionContextTool(config: Config) {
         memoryScope: args.memory_scope,
         vdpDatabaseNames: args.vdp_database_names,
         vdpTagNames: args.vdp_tag_names,
+        upstreamAuthorization: caller.upstreamAuthorization,
       });
       return { text: reply.context_text || 'Memory holds nothing for this question yet.', data: reply };
     },
