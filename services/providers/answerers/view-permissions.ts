@@ -28,6 +28,8 @@ export type ReadableViews =
 
 /** A probe of one view is a query; past this it is taken as no answer, so a slow SDK does not hold up memory. */
 const CHECK_TIMEOUT_MS = 5_000;
+/** Probes under way at once for one request: a search of 50 turns must not open 50 queries on Denodo together. */
+const PROBES_AT_ONCE = 8;
 /** The most views kept per credential; past it that credential's views are asked again. */
 const MAX_VIEWS_PER_CREDENTIAL = 1_000;
 
@@ -153,7 +155,10 @@ export function createViewPermissions(
         if (profile.kind === 'admin') return { status: 'checked', readable: new Set(wanted) };
         const known = entry.views;
         const unknown = wanted.filter((view) => !known.has(view));
-        const answers = await Promise.all(unknown.map((view) => canRead(authorization, view)));
+        const answers: boolean[] = [];
+        for (let i = 0; i < unknown.length; i += PROBES_AT_ONCE) {
+          answers.push(...(await Promise.all(unknown.slice(i, i + PROBES_AT_ONCE).map((view) => canRead(authorization, view)))));
+        }
         const verdicts = new Map([...wanted.map((view) => [view, known.get(view) === true] as const)]);
         if (known.size + unknown.length > MAX_VIEWS_PER_CREDENTIAL) known.clear();
         for (const [i, view] of unknown.entries()) {
