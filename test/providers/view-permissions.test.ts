@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keepReadable, viewGateFor } from '../../services/core/views/readable-memory.js';
 import { createViewPermissions } from '../../services/providers/answerers/view-permissions.js';
-import { basicAuth, type DenodoSdkStandIn, startDenodoSdkStandIn } from '../support/fakes/denodo-sdk-stand-in.js';
+import { basicAuth, type DenodoSdkStandIn, SDK_RELEASES, startDenodoSdkStandIn } from '../support/fakes/denodo-sdk-stand-in.js';
 
 /** Which views a caller may read now, asked of the Denodo AI SDK stand-in (docs/denodo-ai-sdk.md#views-readable-now). */
 
@@ -75,5 +75,48 @@ describe('view permissions from the Denodo AI SDK 1.4', () => {
     const gate = await viewGateFor(permissions, { tenantId: 't', userId: 'x' }, ['sales_db.sales']);
     expect(keepReadable([{ v: ['sales_db.sales'] }], (item) => item.v, gate)).toEqual({ kept: [{ v: ['sales_db.sales'] }], leftOut: 0 });
     expect(gate?.status).toBe('unavailable');
+  });
+});
+
+describe.each(SDK_RELEASES)('getUserPermissions at the Denodo AI SDK %s', (release) => {
+  let sdk: DenodoSdkStandIn;
+  const hasIt = release === '1.2.1' || release === '1.4';
+  beforeAll(async () => {
+    sdk = await startDenodoSdkStandIn({ views: VIEWS, users: USERS, release });
+  });
+  afterAll(async () => {
+    await sdk?.close();
+  });
+
+  it(`when asked with the caller's credentials, then it ${hasIt ? 'answers the profile without views' : "is FastAPI's 404"}, and memorychat's check is ${hasIt ? 'checked' : 'unavailable'}`, async () => {
+    const response = await fetch(`${sdk.url}/getUserPermissions`, { headers: { authorization: BOB } });
+    const openApi = (await (await fetch(sdk.openApiUrl)).json()) as { paths: Record<string, unknown> };
+    if (hasIt) {
+      expect([response.status, await response.json()]).toEqual([
+        200,
+        { username: 'bob', is_admin: false, roles: [], legacy_permissions_endpoint: false },
+      ]);
+      expect(Object.keys(openApi.paths)).toContain('/getUserPermissions');
+      const refused = await fetch(`${sdk.url}/getUserPermissions`, { headers: { authorization: basicAuth('bob', 'wrong') } });
+      expect(refused.status).toBe(401);
+    } else {
+      expect([response.status, await response.json()]).toEqual([404, { detail: 'Not Found' }]);
+      expect(Object.keys(openApi.paths)).not.toContain('/getUserPermissions');
+    }
+    const permissions = createViewPermissions({
+      ANSWER_URL: sdk.answerUrl,
+      answerAuth: 'forward',
+      viewPermissionsTtlMs: 60_000,
+      MEMORY_VIEW_PERMISSIONS_CACHE_ENTRIES: 10,
+    });
+    const answer = await permissions.readable({ tenantId: 't', userId: 'b', upstreamAuthorization: BOB }, [
+      'sales_db.sales',
+      'hr_db.employees',
+    ]);
+    expect(answer).toEqual(
+      hasIt
+        ? { status: 'checked', readable: new Set(['hr_db.employees']) }
+        : { status: 'unavailable', reason: 'the Denodo AI SDK has no /getUserPermissions (it came with 1.2)' },
+    );
   });
 });
