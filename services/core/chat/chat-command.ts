@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { AppError } from '../../model/errors.js';
 import { answerMemoryCommand } from '../commands/answer-command.js';
 import type { MemoryCommand } from '../commands/recognise.js';
@@ -6,8 +5,8 @@ import type { MemoryDeps } from '../deps.js';
 import { round } from '../rounding.js';
 import { conversationMetadata } from '../sessions/session-view.js';
 import { storeTurn } from '../turns/store-turn.js';
+import type { TurnScope, TurnTarget } from '../turns/turn-scope.js';
 import type { ChatStream, MemoryChatRequest } from './chat-request.js';
-import { turnTarget } from './turn-target.js';
 
 /**
  * A memory command, answered from memory and stored as a `memory_command` turn (never history for
@@ -15,12 +14,12 @@ import { turnTarget } from './turn-target.js';
  */
 export async function runMemoryCommand(
   deps: MemoryDeps,
-  req: MemoryChatRequest & { eraseEpoch: number },
+  scope: TurnScope,
+  target: TurnTarget,
+  req: MemoryChatRequest,
   command: MemoryCommand,
   stream?: ChatStream,
 ) {
-  const now = deps.clock();
-  const sessionId = req.sessionId ?? randomUUID();
   const memoryContextUsed = {
     history_messages_count: 0,
     similar_queries_count: 0,
@@ -31,20 +30,18 @@ export async function runMemoryCommand(
     reason: 'memory_command' as const,
   };
   stream?.memory({
-    conversation_id: sessionId,
+    conversation_id: target.sessionId,
     memory_context_used: memoryContextUsed,
     memory_retrieval_time: 0,
     memory_command: command.name,
   });
   const started = performance.now();
-  const outcome = await answerMemoryCommand(deps, req.identity, req.sessionId, command).catch((err: unknown) => {
+  const outcome = await answerMemoryCommand(deps, scope, command).catch((err: unknown) => {
     throw new AppError('memory-store-unavailable', 'the memory command could not be answered; please retry', { cause: err });
   });
   const retrievalSeconds = (performance.now() - started) / 1000;
   stream?.text(outcome.answer);
-  // A scope command that starts a conversation makes its session with that scope.
-  const creating = command.name === 'memory_scope' ? { ...req, memoryScope: command.scope } : req;
-  const { response } = await storeTurn(deps, turnTarget(deps, creating, sessionId, now), {
+  const { response } = await storeTurn(deps, target, {
     turn: {
       status: 'memory_command',
       question: req.question,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Retrieved } from '../../db/repositories/memory-retrieval.js';
 import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
@@ -10,18 +9,17 @@ import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
 import { respondWithoutStoring } from '../idempotency/idempotency.js';
 import { round } from '../rounding.js';
-import { sessionIdForWrite } from '../sessions/session-keys.js';
 import { conversationMetadata } from '../sessions/session-view.js';
 import { csvUrl } from '../sessions/turn-view.js';
 import { recordContent, traced } from '../tracing.js';
-import { eraseEpochAtStart, storeTurn, type TurnTarget } from '../turns/store-turn.js';
+import { storeTurn } from '../turns/store-turn.js';
+import { resolveTurnScope, type TurnScope, type TurnTarget, turnTarget } from '../turns/turn-scope.js';
 import { storeUnfinishedTurn } from '../turns/unfinished-turn.js';
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
 import { memoryForQuestion, type QuestionMemory } from './question-memory.js';
 import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
 import { storesTurns } from './rollout.js';
-import { turnTarget } from './turn-target.js';
 
 /**
  * One proxied question (docs/design.md §4): resolve memory, ask the answerer with it, store the turn.
@@ -33,30 +31,25 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   // Outside the rollout with MEMORY_STORE_OUTSIDE_ROLLOUT=false the service is a plain proxy: no
   // session is found or made, no command recognised, nothing stored (docs/privacy.md#rollout).
   const stores = storesTurns(deps.settings.rollout, asked.identity);
-  // The user's erasure epoch is read by the request's first statement, before anything is written:
-  // on its own before a keyed session is found or made, else with the memory read (one round trip).
-  const keyedEpoch = stores && asked.sessionKey !== undefined ? await eraseEpochAtStart(deps.db, asked.identity) : undefined;
-  const req = { ...asked, sessionId: stores ? await sessionIdForWrite(deps, asked.identity, asked, asked, keyedEpoch ?? 0) : undefined };
-  const command = stores && req.memoryCommands ? recogniseMemoryCommand(req.question) : undefined;
-  if (command) {
-    const eraseEpoch = keyedEpoch ?? (await eraseEpochAtStart(deps.db, req.identity));
-    return runMemoryCommand(deps, { ...req, eraseEpoch }, command, stream);
-  }
+  const command = stores && asked.memoryCommands ? recogniseMemoryCommand(asked.question) : undefined;
+  // A scope command that starts a conversation makes its session with that scope. A command reads
+  // no memory, so the epoch is read on its own; a question's memory read brings it.
+  const scope = await resolveTurnScope(deps, command?.name === 'memory_scope' ? { ...asked, memoryScope: command.scope } : asked, {
+    stores,
+    epochWithMemoryRead: !command,
+  });
+  if (command) return runMemoryCommand(deps, scope, await turnTarget(deps.db, scope), asked, command, stream);
 
-  const now = deps.clock();
   const warnings: string[] = [];
-  const memory = await memoryForQuestion(deps, req, { stores, keyedEpoch }, now, warnings);
-  const sessionId = stores ? (req.sessionId ?? randomUUID()) : null;
-  const target = sessionId
-    ? turnTarget(deps, { ...req, eraseEpoch: memory.eraseEpoch, annIndexed: memory.retrieved?.annIndexed }, sessionId, now)
-    : undefined;
+  const memory = await memoryForQuestion(deps, scope, asked, warnings);
+  const target = scope.stores ? await turnTarget(deps.db, scope, memory.retrieved) : undefined;
   stream?.memory({
-    conversation_id: sessionId,
+    conversation_id: target?.sessionId ?? null,
     memory_context_used: memory.used,
     memory_retrieval_time: round(memory.retrievalSeconds, 4),
   });
 
-  const answer = await askAnswerer(deps, req, memory, target, stream);
+  const answer = await askAnswerer(deps, asked, memory, target, stream);
   // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
   const fields = boundedReplyFields(answer.fields, deps.settings, warnings);
   const reply = (session: SessionRow | null, duplicateOf: number | null, csv: { csv_url?: string } = {}) => ({
@@ -70,12 +63,12 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     duplicate_of: duplicateOf,
     warnings,
   });
-  if (!target) return respondWithoutStoring(deps, req.idempotency, reply(null, null));
+  if (!target) return respondWithoutStoring(deps, asked.idempotency, reply(null, null));
 
   const { response } = await storeTurn(deps, target, {
     // The answerer got the question as asked; what is stored and embedded is cut and masked (docs/privacy.md).
     turn: {
-      ...turnBase(req, memory, deps.settings.answererIdentity),
+      ...turnBase(asked, memory, deps.settings.answererIdentity),
       status: answer.status,
       answer: answer.storedAnswer ?? fields.answer,
       sqlQuery: answer.sqlQuery,
@@ -89,15 +82,15 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
         ...(typeof fields.is_masked === 'boolean' ? { is_masked: fields.is_masked } : {}),
       },
     },
-    dedupAgainst: await recentForDedup(deps, req, memory.retrieved, now),
-    ...(memory.retrieved?.questionEmbedding ? { asked: { question: req.question, embedding: memory.retrieved.questionEmbedding } } : {}),
+    dedupAgainst: await recentForDedup(deps, scope, memory.retrieved),
+    ...(memory.retrieved?.questionEmbedding ? { asked: { question: asked.question, embedding: memory.retrieved.questionEmbedding } } : {}),
     accounting: () => ({
       tokens: tokenCounts(fields.tokens),
       memoryRetrievalMs: round(memory.retrievalSeconds * 1000, 3),
       answererMs: round(answer.latencyMs, 3),
       totalMs: round(performance.now() - started, 3),
     }),
-    claim: req.idempotency,
+    claim: asked.idempotency,
     warnings,
     respond: (stored, turn) => reply(stored.session, turn.duplicateOf ?? null, csvUrl(stored, turn.executionResult)),
   });
@@ -195,18 +188,17 @@ async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: str
  * The recent questions of the session that the turn may nearly repeat: those read with memory, or
  * read now when memory could not be. Recent questions that cannot be read leave the turn unmarked.
  */
-async function recentForDedup(
-  deps: MemoryDeps,
-  req: MemoryChatRequest,
-  retrieved: Retrieved | undefined,
-  now: Date,
-): Promise<RecentQuestion[]> {
+async function recentForDedup(deps: MemoryDeps, scope: TurnScope, retrieved: Retrieved | undefined): Promise<RecentQuestion[]> {
   if (retrieved) return retrieved.recent;
-  if (!req.sessionId) return [];
-  return recentQuestions(deps.db.asUser(req.identity), req.identity, req.sessionId, now, deps.settings.maxTurnsPerSession).catch(
-    (err: unknown) => {
-      deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
-      return [];
-    },
-  );
+  if (!scope.sessionId) return [];
+  return recentQuestions(
+    deps.db.asUser(scope.identity),
+    scope.identity,
+    scope.sessionId,
+    scope.now,
+    deps.settings.maxTurnsPerSession,
+  ).catch((err: unknown) => {
+    deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
+    return [];
+  });
 }

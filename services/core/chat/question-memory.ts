@@ -5,7 +5,7 @@ import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
 import { round } from '../rounding.js';
 import { traced } from '../tracing.js';
-import { eraseEpochAtStart } from '../turns/store-turn.js';
+import type { TurnScope } from '../turns/turn-scope.js';
 import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { type Augmented, buildAugmentedRequest } from './augment.js';
 import type { MemoryChatRequest } from './chat-request.js';
@@ -19,23 +19,20 @@ export interface QuestionMemory {
   augmented: Augmented;
   databases: string[] | undefined;
   useViews: string[] | undefined;
-  /** The user's erasure epoch, read before the answerer is asked (0 when nothing is stored). */
-  eraseEpoch: number;
   retrievalSeconds: number;
   /** `memory_context_used` of the reply. */
   used: ReturnType<typeof memoryContextUsed>;
 }
 
 /**
- * Reads the session's window and the user's similar turns, packs them within the token budget and
- * builds the augmented request (docs/design.md §4). A failed read degrades to no memory plus a warning;
- * a session that is not the caller's live session is a 404.
+ * Reads the scope's session window and the user's similar turns, packs them within the token budget
+ * and builds the augmented request (docs/design.md §4). A failed read degrades to no memory plus a
+ * warning; a session that is not the caller's live session is a 404.
  */
 export async function memoryForQuestion(
   deps: MemoryDeps,
+  scope: TurnScope,
   req: MemoryChatRequest,
-  storing: { stores: boolean; keyedEpoch?: number },
-  now: Date,
   warnings: string[],
 ): Promise<QuestionMemory> {
   const { settings } = deps;
@@ -44,14 +41,12 @@ export async function memoryForQuestion(
   const decision = memoryDecision(settings.rollout, req.identity, req.useMemory);
 
   const read = await traced('memory.retrieval', {}, () =>
-    readMemory(deps, { ...req, useMemory: decision.applied }, now, databases, warnings),
+    readMemory(deps, scope, { ...req, useMemory: decision.applied }, databases, warnings),
   );
-  if (req.sessionId && read && !read.session) {
-    throw new AppError('session-not-found', `session ${req.sessionId} does not exist or has expired`);
+  if (scope.sessionId && read && !read.session) {
+    throw new AppError('session-not-found', `session ${scope.sessionId} does not exist or has expired`);
   }
   const { retrieved, readableViews } = await readableMemory(deps, req, read);
-  // Without a memory read (none asked, or it failed) the epoch is read now, still before the answerer is asked.
-  const eraseEpoch = storing.stores ? (storing.keyedEpoch ?? retrieved?.eraseEpoch ?? (await eraseEpochAtStart(deps.db, req.identity))) : 0;
   const context = buildMemoryContext({
     window: retrieved?.window ?? [],
     similar: retrieved?.similar ?? [],
@@ -78,7 +73,7 @@ export async function memoryForQuestion(
     }),
     ...readableViews,
   };
-  return { retrieved, context, augmented, databases, useViews, eraseEpoch, retrievalSeconds, used };
+  return { retrieved, context, augmented, databases, useViews, retrievalSeconds, used };
 }
 
 /** The read memory less the turns over a view the caller may not read now, and what the reply says of it. */
@@ -101,21 +96,21 @@ async function readableMemory(deps: MemoryDeps, req: MemoryChatRequest, read: Re
 
 async function readMemory(
   deps: MemoryDeps,
+  scope: TurnScope,
   req: MemoryChatRequest,
-  now: Date,
   databases: string[] | undefined,
   warnings: string[],
 ): Promise<Recalled | undefined> {
-  if (!req.useMemory && !req.sessionId) return undefined;
+  if (!req.useMemory && !scope.sessionId) return undefined;
   const { settings } = deps;
   try {
     return await recallMemory(
       deps,
       {
-        identity: req.identity,
+        identity: scope.identity,
         question: req.question,
-        sessionId: req.sessionId,
-        now,
+        sessionId: scope.sessionId,
+        now: scope.now,
         windowSize: req.useMemory ? Math.min(req.maxHistoryTurns ?? settings.maxHistoryTurns, settings.maxTurnsPerSession) : 0,
         k: req.useMemory ? (req.semanticSearchK ?? settings.semanticSearchK) : 0,
         databases,

@@ -1,10 +1,10 @@
 import { clearSession, getSessionWithTurns, updateSession } from '../../db/repositories/sessions.js';
 import { findSqlTurn, type SqlTurnLookup } from '../../db/repositories/turns.js';
-import type { Identity } from '../../model/identity.js';
 import { unreachable } from '../../model/unreachable.js';
 import type { MemoryDeps } from '../deps.js';
 import { executionResultToCsv } from '../recall/result-csv.js';
 import { containsPattern } from '../recall/turn-refs.js';
+import type { TurnScope } from '../turns/turn-scope.js';
 import type { CommandTarget, MemoryCommand, MemoryCommandName } from './recognise.js';
 
 /** A CSV this long or shorter is sent inline with its link. */
@@ -20,18 +20,17 @@ export interface CommandOutcome {
 }
 
 /**
- * A memory command answered from the session's stored turns (docs/memory-api.md, "Memory commands"),
- * without the answerer. `sessionId` is undefined for a message that starts a conversation: there is
- * nothing to recall yet. Runs before the command's own turn is stored.
+ * A memory command answered from the scope's session's stored turns (docs/memory-api.md, "Memory
+ * commands"), without the answerer. The scope has no session for a message that starts a
+ * conversation: there is nothing to recall yet. Runs before the command's own turn is stored.
  */
 export async function answerMemoryCommand(
-  deps: Pick<MemoryDeps, 'db' | 'clock' | 'settings'>,
-  identity: Identity,
-  sessionId: string | undefined,
+  deps: Pick<MemoryDeps, 'db' | 'settings'>,
+  scope: Pick<TurnScope, 'identity' | 'now' | 'sessionId'>,
   command: MemoryCommand,
 ): Promise<CommandOutcome> {
+  const { identity, now, sessionId } = scope;
   const db = deps.db.asUser(identity);
-  const now = deps.clock();
   switch (command.name) {
     case 'forget': {
       const cleared = sessionId

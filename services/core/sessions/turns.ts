@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
@@ -6,10 +5,9 @@ import type { ClientTurnStatus } from '../../model/turns.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import { eraseEpochAtStart, storeTurn } from '../turns/store-turn.js';
+import { storeTurn } from '../turns/store-turn.js';
+import { resolveTurnScope, turnTarget } from '../turns/turn-scope.js';
 import { type ChainFormat, prepareMessageChain } from './chains.js';
-import { sessionIdForWrite } from './session-keys.js';
-import { newSessionName } from './session-name.js';
 import { sessionView } from './session-view.js';
 
 export interface TurnInput {
@@ -40,69 +38,52 @@ export async function storeClientTurn(
   input: TurnInput,
   claim?: IdempotencyClaim,
 ) {
-  const eraseEpoch = await eraseEpochAtStart(deps.db, identity);
-  const target: { sessionId: string } | { newSessionName?: string } =
-    'sessionKey' in asked && asked.sessionKey !== undefined
-      ? {
-          sessionId: (await sessionIdForWrite(
-            deps,
-            identity,
-            { sessionKey: asked.sessionKey },
-            { sessionName: asked.newSessionName, question: input.question },
-            eraseEpoch,
-          )) as string,
-        }
-      : asked;
-  const chain = input.messages ? prepareMessageChain(input.messages, input.messages_format) : undefined;
-  const now = deps.clock();
-  const warnings: string[] = [];
-  const sessionId = 'sessionId' in target ? target.sessionId : randomUUID();
-  const sqlQuery = input.sql_query?.trim() || null;
-  const tablesUsed = databaseNames(input.tables_used) ?? [];
-
-  const recent =
-    'sessionId' in target
-      ? await recentQuestions(deps.db.asUser(identity), identity, sessionId, now, deps.settings.maxTurnsPerSession).catch(
-          (err: unknown) => {
-            throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
-          },
-        )
-      : [];
-  const { response } = await storeTurn(
+  // The epoch is read first, before a key finds or makes the session and before the turn is written.
+  const scope = await resolveTurnScope(
     deps,
     {
       identity,
-      sessionId,
-      createWithName:
-        'sessionId' in target ? undefined : newSessionName(deps, { sessionName: target.newSessionName, question: input.question }),
-      now,
-      eraseEpoch,
+      question: input.question,
+      ...('sessionId' in asked ? { sessionId: asked.sessionId } : { sessionKey: asked.sessionKey, sessionName: asked.newSessionName }),
     },
-    {
-      turn: {
-        status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
-        question: input.question,
-        augmentedQuestion: null,
-        answer: input.answer,
-        sqlQuery,
-        queryExplanation: input.query_explanation ?? null,
-        tablesUsed,
-        vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
-        vdpTagNames: databaseNames(input.vdp_tag_names) ?? [],
-        executionResult: input.execution_result ?? null,
-        metadata: input.metadata ?? {},
-        messages: chain ?? null,
-        context: input.context ?? null,
-      },
-      dedupAgainst: recent,
-      warnings,
-      claim,
-      respond: (stored, turn) => ({
-        session: sessionView(stored.session),
-        turn: { turn_number: stored.turnNumber, created_at: now.toISOString(), duplicate_of: turn.duplicateOf ?? null },
-        warnings,
-      }),
-    },
+    { stores: true, epochWithMemoryRead: false },
   );
+  const chain = input.messages ? prepareMessageChain(input.messages, input.messages_format) : undefined;
+  const warnings: string[] = [];
+  const sqlQuery = input.sql_query?.trim() || null;
+  const tablesUsed = databaseNames(input.tables_used) ?? [];
+
+  const recent = scope.sessionId
+    ? await recentQuestions(deps.db.asUser(identity), identity, scope.sessionId, scope.now, deps.settings.maxTurnsPerSession).catch(
+        (err: unknown) => {
+          throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
+        },
+      )
+    : [];
+  const { response } = await storeTurn(deps, await turnTarget(deps.db, scope), {
+    turn: {
+      status: input.status ?? (sqlQuery ? 'ok' : 'clarification'),
+      question: input.question,
+      augmentedQuestion: null,
+      answer: input.answer,
+      sqlQuery,
+      queryExplanation: input.query_explanation ?? null,
+      tablesUsed,
+      vdpDatabaseNames: databaseNames(input.vdp_database_names) ?? [],
+      vdpTagNames: databaseNames(input.vdp_tag_names) ?? [],
+      executionResult: input.execution_result ?? null,
+      metadata: input.metadata ?? {},
+      messages: chain ?? null,
+      context: input.context ?? null,
+    },
+    dedupAgainst: recent,
+    warnings,
+    claim,
+    respond: (stored, turn) => ({
+      session: sessionView(stored.session),
+      turn: { turn_number: stored.turnNumber, created_at: scope.now.toISOString(), duplicate_of: turn.duplicateOf ?? null },
+      warnings,
+    }),
+  });
   return response;
 }

@@ -3,8 +3,6 @@ import { ClaimTakenOverError } from '../../db/repositories/idempotency.js';
 import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnCompletingKey } from '../../db/repositories/turn-append.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
-import type { Identity } from '../../model/identity.js';
-import type { MemoryScope } from '../../model/sessions.js';
 import type { NewTurn, RecentQuestion, TurnAccounting, TurnStatus } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
@@ -13,21 +11,8 @@ import { turnSearchTerms } from '../search-terms/lexical-terms.js';
 import { traced } from '../tracing.js';
 import { embedWithDedup } from './near-duplicate.js';
 import { storableTurn } from './storable-turn.js';
+import { erasedDuringRequest, type TurnTarget } from './turn-scope.js';
 import { embeddedTurnText } from './turn-text.js';
-
-/** Where a turn goes: the caller's session, created with this name when it is new. */
-export interface TurnTarget {
-  identity: Identity;
-  sessionId: string;
-  createWithName?: string;
-  /** The memory scope a new session keeps: the scope of the request that makes it. */
-  createWithScope?: MemoryScope;
-  now: Date;
-  /** The user's erasure epoch when the request started: the turn is not stored if it moved since. */
-  eraseEpoch: number;
-  /** The request's retrieval searched the user's turns through the approximate index (AppendTurnRequest.annIndexed). */
-  annIndexed?: boolean;
-}
 
 /** A turn as its writer has it, and what the writer wants done with it. */
 export interface TurnWrite<R> {
@@ -129,44 +114,23 @@ async function appendWithClaim<R>(
 ): Promise<{ stored: AppendedTurn; response: R } | undefined> {
   const scope = db.asUser(request.identity);
   try {
-    if (!claim) {
-      const stored = await appendTurn(scope, request);
-      if (!stored) await assertNotErased(db, request);
-      return stored && { stored, response: respond(stored) };
-    }
-    const completed = await appendTurnCompletingKey(scope, request, { ...claim.ref, claimId: claim.claimId }, (stored) => ({
-      status: claim.status,
-      body: respond(stored),
-    }));
-    if (!completed) {
+    const appended = claim
+      ? await appendTurnCompletingKey(scope, request, { ...claim.ref, claimId: claim.claimId }, (stored) => ({
+          status: claim.status,
+          body: respond(stored),
+        }))
+      : await appendTurn(scope, request).then((stored) => stored && { stored, response: { body: respond(stored) } });
+    if (!appended) {
       await assertNotErased(db, request);
       return undefined;
     }
-    claim.completed = true;
-    return { stored: completed.stored, response: completed.response.body };
+    if (claim) claim.completed = true;
+    return { stored: appended.stored, response: appended.response.body };
   } catch (err) {
     if (err instanceof ClaimTakenOverError || err instanceof AppError) throw err;
     if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
     throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
   }
-}
-
-/**
- * The user's erasure epoch, read when a request that stores starts, before it writes anything (a
- * keyed session, the turn): an erasure that begins after this refuses the request's writes.
- */
-export async function eraseEpochAtStart(db: ScopedDatabase, identity: Identity): Promise<number> {
-  try {
-    return await readEraseEpoch(db.asUser(identity), identity.tenantId, identity.userId);
-  } catch (err) {
-    throw new AppError('memory-store-unavailable', 'the memory store could not be read; please retry', { cause: err });
-  }
-}
-
-export function erasedDuringRequest(cause?: unknown): AppError {
-  return new AppError('erased-during-request', "the user's data was erased while this request ran; nothing of it was stored", {
-    cause,
-  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { StoredTurnText } from '../privacy/mask-turn.js';
-import { storeTurn, type TurnTarget, type TurnWriterDeps } from './store-turn.js';
+import { storeTurn, type TurnWriterDeps } from './store-turn.js';
+import type { TurnTarget } from './turn-scope.js';
 
 /**
  * Upstream failures and streams whose client went away are kept, flagged, so the conversation's
