@@ -1,8 +1,5 @@
-import type { Retrieved } from '../../db/repositories/memory-retrieval.js';
-import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { SessionRow } from '../../model/sessions.js';
-import type { RecentQuestion } from '../../model/turns.js';
 import type { Answer, AnswerRequest } from '../../providers/answerers/answerer.js';
 import { recogniseMemoryCommand } from '../commands/recognise.js';
 import { databaseNames } from '../database-names.js';
@@ -13,8 +10,8 @@ import { conversationMetadata } from '../sessions/session-view.js';
 import { csvUrl } from '../sessions/turn-view.js';
 import { recordContent, traced } from '../tracing.js';
 import { storeTurn } from '../turns/store-turn.js';
-import { resolveTurnScope, type TurnScope, type TurnTarget, turnTarget } from '../turns/turn-scope.js';
-import { storeUnfinishedTurn } from '../turns/unfinished-turn.js';
+import { resolveTurnScope, type TurnTarget, turnTarget } from '../turns/turn-scope.js';
+import { type QuestionTurnBase, storeUnfinishedTurn } from '../turns/unfinished-turn.js';
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
 import { memoryForQuestion, type QuestionMemory } from './question-memory.js';
@@ -43,13 +40,18 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const warnings: string[] = [];
   const memory = await memoryForQuestion(deps, scope, asked, warnings);
   const target = scope.stores ? await turnTarget(deps.db, scope, memory.retrieved) : undefined;
-  stream?.memory({
-    conversation_id: target?.sessionId ?? null,
-    memory_context_used: memory.used,
-    memory_retrieval_time: round(memory.retrievalSeconds, 4),
-  });
+  const retrievalTime = round(memory.retrievalSeconds, 4);
+  stream?.memory({ conversation_id: target?.sessionId ?? null, memory_context_used: memory.used, memory_retrieval_time: retrievalTime });
+  // What every turn of this question stores, whatever the answerer did.
+  const base = {
+    question: asked.question,
+    augmentedQuestion: memory.augmented.question === asked.question ? null : memory.augmented.question,
+    vdpDatabaseNames: memory.databases ?? [],
+    vdpTagNames: databaseNames(asked.params.vdp_tag_names) ?? [],
+    answerer: deps.settings.answererIdentity,
+  };
 
-  const answer = await askAnswerer(deps, asked, memory, target, stream);
+  const answer = await askAnswerer(deps, asked, memory, stream, target && { target, base });
   // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
   const fields = boundedReplyFields(answer.fields, deps.settings, warnings);
   const reply = (session: SessionRow | null, duplicateOf: number | null, csv: { csv_url?: string } = {}) => ({
@@ -59,7 +61,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     ...(answer.asksClarification ? { asks_clarification: true } : {}),
     conversation_metadata: session && conversationMetadata(session),
     memory_context_used: memory.used,
-    memory_retrieval_time: round(memory.retrievalSeconds, 4),
+    memory_retrieval_time: retrievalTime,
     duplicate_of: duplicateOf,
     warnings,
   });
@@ -68,7 +70,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const { response } = await storeTurn(deps, target, {
     // The answerer got the question as asked; what is stored and embedded is cut and masked (docs/privacy.md).
     turn: {
-      ...turnBase(asked, memory, deps.settings.answererIdentity),
+      ...base,
       status: answer.status,
       answer: answer.storedAnswer ?? fields.answer,
       sqlQuery: answer.sqlQuery,
@@ -82,7 +84,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
         ...(typeof fields.is_masked === 'boolean' ? { is_masked: fields.is_masked } : {}),
       },
     },
-    dedupAgainst: await recentForDedup(deps, scope, memory.retrieved),
+    dedupAgainst: memory.recent,
     ...(memory.retrieved?.questionEmbedding ? { asked: { question: asked.question, embedding: memory.retrieved.questionEmbedding } } : {}),
     accounting: () => ({
       tokens: tokenCounts(fields.tokens),
@@ -99,27 +101,18 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
 
 export type MemoryChatResponse = Awaited<ReturnType<typeof runMemoryChat>>;
 
-/** What every turn of this question stores, whatever the answerer did. */
-function turnBase(req: MemoryChatRequest, memory: QuestionMemory, answerer: string) {
-  return {
-    question: req.question,
-    augmentedQuestion: memory.augmented.question === req.question ? null : memory.augmented.question,
-    vdpDatabaseNames: memory.databases ?? [],
-    vdpTagNames: databaseNames(req.params.vdp_tag_names) ?? [],
-    answerer,
-  };
-}
-
 /**
  * Asks the answerer with the question's memory. A stream whose client went away, and an upstream
- * failure, leave their turn stored as unfinished (never history for later SQL) before the error goes on.
+ * failure, leave their turn stored as unfinished (never history for later SQL) before the error goes
+ * on; the reply's answer reaches a stream as one chunk once the answerer has the whole turn (SQL,
+ * tables, tokens), which the stored turn needs (docs/denodo-ai-sdk.md#streaming).
  */
 async function askAnswerer(
   deps: MemoryDeps,
   req: MemoryChatRequest,
   memory: QuestionMemory,
-  target: TurnTarget | undefined,
   stream: ChatStream | undefined,
+  unfinished: { target: TurnTarget; base: QuestionTurnBase } | undefined,
 ): Promise<Answer> {
   const request: AnswerRequest = {
     question: memory.augmented.question,
@@ -133,72 +126,33 @@ async function askAnswerer(
     ...(stream ? { signal: stream.signal } : {}),
     ...(req.clientGone ? { clientGone: req.clientGone } : {}),
   };
-  const streamed: string[] = [];
+  // What a stream was sent: kept with the turn when its client went away while it was written.
+  let streamed = '';
   try {
-    const onText = stream
-      ? (text: string) => {
-          streamed.push(text);
-          stream.text(text);
-        }
-      : undefined;
     return await traced('answerer.answer', { 'memorychat.answerer': deps.answerer.kind }, async (span) => {
-      const answered = await ask(deps, request, onText);
+      const answered = await deps.answerer.answer(request);
+      if (stream) {
+        streamed = answered.fields.answer;
+        stream.text(streamed);
+      }
       if (span) recordContent(span, { 'memorychat.question': request.question, 'memorychat.sql_query': answered.sqlQuery });
       return answered;
     });
   } catch (err) {
-    if (stream?.signal.aborted) {
-      if (target) {
-        await storeUnfinishedTurn(
-          deps,
-          target,
-          { ...turnBase(req, memory, deps.settings.answererIdentity), status: 'incomplete', answer: streamed.join('') },
-          { incomplete: true },
-        );
-      }
-      throw new ClientGoneError('the client went away before the answer was complete');
-    }
-    if (target && err instanceof AppError && err.code.startsWith('upstream-')) {
+    const gone = stream?.signal.aborted === true;
+    const upstream = err instanceof AppError && err.code.startsWith('upstream-') ? err : undefined;
+    if (unfinished && (gone || upstream)) {
       await storeUnfinishedTurn(
         deps,
-        target,
-        { ...turnBase(req, memory, deps.settings.answererIdentity), status: 'upstream_error', answer: '' },
-        {
-          error_code: err.code,
-          error_detail: err.message,
-        },
+        unfinished.target,
+        unfinished.base,
+        gone
+          ? { status: 'incomplete', answer: streamed, metadata: { incomplete: true } }
+          : { status: 'upstream_error', answer: '', metadata: { error_code: upstream?.code, error_detail: upstream?.message } },
       );
-      err.extra.extensions = { ...err.extra.extensions, conversation_id: target.sessionId };
     }
+    if (gone) throw new ClientGoneError('the client went away before the answer was complete');
+    if (unfinished && upstream) upstream.extra.extensions = { ...upstream.extra.extensions, conversation_id: unfinished.target.sessionId };
     throw err;
   }
-}
-
-/**
- * The answerer's reply; a streamed reply gets its answer as one chunk once the answerer has the whole
- * turn (SQL, tables, tokens), which the stored turn needs (docs/denodo-ai-sdk.md#streaming).
- */
-async function ask(deps: MemoryDeps, request: AnswerRequest, onText?: (text: string) => void): Promise<Answer> {
-  const answer = await deps.answerer.answer(request);
-  onText?.(answer.fields.answer);
-  return answer;
-}
-
-/**
- * The recent questions of the session that the turn may nearly repeat: those read with memory, or
- * read now when memory could not be. Recent questions that cannot be read leave the turn unmarked.
- */
-async function recentForDedup(deps: MemoryDeps, scope: TurnScope, retrieved: Retrieved | undefined): Promise<RecentQuestion[]> {
-  if (retrieved) return retrieved.recent;
-  if (!scope.sessionId) return [];
-  return recentQuestions(
-    deps.db.asUser(scope.identity),
-    scope.identity,
-    scope.sessionId,
-    scope.now,
-    deps.settings.maxTurnsPerSession,
-  ).catch((err: unknown) => {
-    deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
-    return [];
-  });
 }

@@ -1,4 +1,6 @@
+import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
+import type { RecentQuestion } from '../../model/turns.js';
 import { type BuiltContext, buildMemoryContext } from '../context/chat-block.js';
 import { type Recalled, recallMemory } from '../context/recall-memory.js';
 import { databaseNames } from '../database-names.js';
@@ -19,6 +21,11 @@ export interface QuestionMemory {
   augmented: Augmented;
   databases: string[] | undefined;
   useViews: string[] | undefined;
+  /**
+   * The session's recent questions that the turn may nearly repeat: read with memory, or on their
+   * own when memory could not be read. Questions that cannot be read leave the turn unmarked.
+   */
+  recent: RecentQuestion[];
   retrievalSeconds: number;
   /** `memory_context_used` of the reply. */
   used: ReturnType<typeof memoryContextUsed>;
@@ -47,6 +54,19 @@ export async function memoryForQuestion(
     throw new AppError('session-not-found', `session ${scope.sessionId} does not exist or has expired`);
   }
   const { retrieved, readableViews } = await readableMemory(deps, req, read);
+  const recent =
+    retrieved || !scope.sessionId
+      ? (retrieved?.recent ?? [])
+      : await recentQuestions(
+          deps.db.asUser(scope.identity),
+          scope.identity,
+          scope.sessionId,
+          scope.now,
+          settings.maxTurnsPerSession,
+        ).catch((err: unknown) => {
+          deps.log.warn({ err }, 'reading recent questions for dedup failed; storing the turn unmarked');
+          return [];
+        });
   const context = buildMemoryContext({
     window: retrieved?.window ?? [],
     similar: retrieved?.similar ?? [],
@@ -73,7 +93,7 @@ export async function memoryForQuestion(
     }),
     ...readableViews,
   };
-  return { retrieved, context, augmented, databases, useViews, retrievalSeconds, used };
+  return { retrieved, context, augmented, databases, useViews, recent, retrievalSeconds, used };
 }
 
 /** The read memory less the turns over a view the caller may not read now, and what the reply says of it. */

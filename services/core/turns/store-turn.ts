@@ -1,7 +1,6 @@
 import { isErasedDuringRequest, readEraseEpoch } from '../../db/repositories/erasures.js';
 import { ClaimTakenOverError } from '../../db/repositories/idempotency.js';
 import { type AppendedTurn, type AppendTurnRequest, appendTurn, appendTurnCompletingKey } from '../../db/repositories/turn-append.js';
-import type { ScopedDatabase } from '../../db/row-security.js';
 import { AppError } from '../../model/errors.js';
 import type { NewTurn, RecentQuestion, TurnAccounting, TurnStatus } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
@@ -44,7 +43,8 @@ const NOT_SUMMARIZED: ReadonlySet<TurnStatus> = new Set(['memory_command', 'inco
  * the stored bounds and masked (storableTurn), embedded and checked against its session's recent
  * questions (embedWithDedup), given its search terms and accounting, and stored with its response;
  * then summarization is queued when the session is due (docs/design.md §7). Throws
- * `session-not-found` when the session is not the caller's live session.
+ * `session-not-found` when the session is not the caller's live session, and `erased-during-request`,
+ * storing nothing, when the user was erased since the target's epoch was read.
  */
 export async function storeTurn<R>(
   deps: TurnWriterDeps,
@@ -76,10 +76,33 @@ export async function storeTurn<R>(
     ...(write.accounting ? { accounting: write.accounting() } : {}),
   };
   const request: AppendTurnRequest = { ...target, ttlMs: deps.settings.ttlMs, ttlMode: deps.settings.ttlMode, turn };
-  const result = await traced('memory.store', {}, () =>
-    appendWithClaim(deps.db, request, write.claim, (stored) => write.respond(stored, turn)),
-  );
+  const { claim } = write;
+  const db = deps.db.asUser(target.identity);
+  const result = await traced('memory.store', {}, async () => {
+    try {
+      // With an Idempotency-Key the claim is completed with the response in the turn's transaction, so
+      // no crash can leave a stored turn under a key that a retry would run again (docs/idempotency.md).
+      const appended = claim
+        ? await appendTurnCompletingKey(db, request, { ...claim.ref, claimId: claim.claimId }, (stored) => ({
+            status: claim.status,
+            body: write.respond(stored, turn),
+          }))
+        : await appendTurn(db, request).then((stored) => stored && { stored, response: { body: write.respond(stored, turn) } });
+      // A session that was found when the request started is gone when the user was erased meanwhile:
+      // that request gets the erasure's problem rather than a 404 for a session it did see.
+      if (!appended && (await readEraseEpoch(db, target.identity.tenantId, target.identity.userId)) !== target.eraseEpoch) {
+        throw erasedDuringRequest();
+      }
+      return appended && { stored: appended.stored, response: appended.response.body };
+    } catch (err) {
+      if (err instanceof ClaimTakenOverError || err instanceof AppError) throw err;
+      // The barrier of docs/design.md §7: the user was erased since the request started; nothing is stored.
+      if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
+      throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
+    }
+  });
   if (!result) throw new AppError('session-not-found', `session ${target.sessionId} does not exist or has expired`);
+  if (claim) claim.completed = true;
   deps.turnWritten?.({ status: turn.status, sessionTurns: result.stored.session.turn_count });
   if (NOT_SUMMARIZED.has(turn.status)) return result;
   try {
@@ -96,48 +119,4 @@ export async function storeTurn<R>(
     deps.log.warn({ err }, 'queueing summarization failed');
   }
   return result;
-}
-
-/**
- * Appends a turn and builds the request's response from it. For a request with an Idempotency-Key
- * the claim is completed with that response in the same transaction as the turn, so no crash can
- * leave a stored turn under a key that a retry would run again (docs/idempotency.md). Undefined when
- * the session is not the caller's live session. Nothing is stored, and the request gets
- * `erased-during-request`, when the user was erased since the request started (the barrier of
- * docs/design.md §7).
- */
-async function appendWithClaim<R>(
-  db: ScopedDatabase,
-  request: AppendTurnRequest,
-  claim: IdempotencyClaim | undefined,
-  respond: (stored: AppendedTurn) => R,
-): Promise<{ stored: AppendedTurn; response: R } | undefined> {
-  const scope = db.asUser(request.identity);
-  try {
-    const appended = claim
-      ? await appendTurnCompletingKey(scope, request, { ...claim.ref, claimId: claim.claimId }, (stored) => ({
-          status: claim.status,
-          body: respond(stored),
-        }))
-      : await appendTurn(scope, request).then((stored) => stored && { stored, response: { body: respond(stored) } });
-    if (!appended) {
-      await assertNotErased(db, request);
-      return undefined;
-    }
-    if (claim) claim.completed = true;
-    return { stored: appended.stored, response: appended.response.body };
-  } catch (err) {
-    if (err instanceof ClaimTakenOverError || err instanceof AppError) throw err;
-    if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
-    throw new AppError('memory-store-unavailable', 'the turn could not be stored; please retry', { cause: err });
-  }
-}
-
-/**
- * A session that was found when the request started is gone when the user was erased meanwhile:
- * that request gets the erasure's problem rather than a 404 for a session it did see.
- */
-async function assertNotErased(db: ScopedDatabase, request: AppendTurnRequest): Promise<void> {
-  const { tenantId, userId } = request.identity;
-  if ((await readEraseEpoch(db.asUser(request.identity), tenantId, userId)) !== request.eraseEpoch) throw erasedDuringRequest();
 }

@@ -1,6 +1,10 @@
+import type { TurnStatus } from '../../model/turns.js';
 import type { StoredTurnText } from '../privacy/mask-turn.js';
 import { storeTurn, type TurnWriterDeps } from './store-turn.js';
 import type { TurnTarget } from './turn-scope.js';
+
+/** What every turn of a /memoryChat question stores, whatever the answerer did. */
+export type QuestionTurnBase = Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'answerer'>;
 
 /**
  * Upstream failures and streams whose client went away are kept, flagged, so the conversation's
@@ -9,12 +13,12 @@ import type { TurnTarget } from './turn-scope.js';
 export async function storeUnfinishedTurn(
   deps: TurnWriterDeps,
   target: TurnTarget,
-  turn: Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'answerer' | 'status' | 'answer'>,
-  metadata: Record<string, unknown>,
+  base: QuestionTurnBase,
+  outcome: { status: TurnStatus; answer: string; metadata: Record<string, unknown> },
 ) {
   try {
     await storeTurn(deps, target, {
-      turn: { ...turn, sqlQuery: null, queryExplanation: null, tablesUsed: [], executionResult: null, metadata },
+      turn: { ...base, ...outcome, sqlQuery: null, queryExplanation: null, tablesUsed: [], executionResult: null },
       warnings: [],
       respond: () => undefined,
     });
