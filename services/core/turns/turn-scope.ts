@@ -8,6 +8,9 @@ import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
 import { cutText } from '../text.js';
 
+/** A new session's name, `session_name` or the start of the question, is cut to this many characters. */
+const SESSION_NAME_CHARS = 100;
+
 /**
  * What a request that may store a turn needs from the database and the clock, resolved once when it
  * starts (resolveTurnScope) and handed down as data: the memory read, the memory commands and the
@@ -27,8 +30,11 @@ export interface TurnScope {
    * brings it in the same round trip (turnTarget).
    */
   eraseEpoch?: number;
-  /** The name and memory scope of the session the turn makes when the request resumes none. */
-  newSession: { name: string; memoryScope?: MemoryScope };
+  /**
+   * The name (`session_name`, else the start of the question) and memory scope of the session the
+   * turn makes: set when the request names no session (no id, no key).
+   */
+  newSession?: { name: string; memoryScope?: MemoryScope };
 }
 
 /** Which conversation a request means: a session id, a client-chosen key, or neither (a new session). */
@@ -64,22 +70,46 @@ export interface TurnTarget {
  * Resolves the request's scope. The epoch is read first, on its own, when a key finds or makes the
  * session (that write is guarded by it) or when `epochWithMemoryRead` is false; otherwise the memory
  * read is the first statement and brings it. A caller whose turns are not stored gets no session.
+ * A key's session is made, when there is none, with the scope's name and memory scope
+ * (docs/memory-api.md, "Session keys"), unless the user was erased since the epoch was read.
  */
 export async function resolveTurnScope(
   deps: Pick<MemoryDeps, 'db' | 'clock' | 'pii' | 'settings'>,
   asked: ScopeRequest,
   plan: { stores: boolean; epochWithMemoryRead: boolean },
 ): Promise<TurnScope> {
-  const { identity } = asked;
+  const { identity, sessionKey } = asked;
   const now = deps.clock();
-  const newSession = { name: newSessionName(deps, asked), ...(asked.memoryScope ? { memoryScope: asked.memoryScope } : {}) };
-  if (!plan.stores) return { identity, now, stores: false, newSession };
+  if (!plan.stores) return { identity, now, stores: false };
   assertOneSessionChoice(asked);
-  const keyed = asked.sessionKey !== undefined;
-  const eraseEpoch = keyed || !plan.epochWithMemoryRead ? await eraseEpochAtStart(deps.db, identity) : undefined;
-  const scope = { identity, now, stores: true, eraseEpoch, newSession };
-  if (asked.sessionKey === undefined) return { ...scope, sessionId: asked.sessionId };
-  return { ...scope, sessionId: await sessionForKey(deps, scope, asked.sessionKey, eraseEpoch ?? 0) };
+  const eraseEpoch = sessionKey !== undefined || !plan.epochWithMemoryRead ? await eraseEpochAtStart(deps.db, identity) : undefined;
+  const scope = { identity, now, stores: true, eraseEpoch };
+  if (asked.sessionId !== undefined) return { ...scope, sessionId: asked.sessionId };
+  // Masked before it is cut: a cut email is still personal data (docs/privacy.md).
+  const newSession = {
+    name: cutText(
+      asked.sessionName !== undefined ? deps.pii.text(asked.sessionName) : deps.pii.text(asked.question).trim(),
+      SESSION_NAME_CHARS,
+    ),
+    ...(asked.memoryScope ? { memoryScope: asked.memoryScope } : {}),
+  };
+  if (sessionKey === undefined) return { ...scope, newSession };
+  try {
+    const { sessionId } = await findOrCreateSessionByKey(deps.db.asUser(identity), {
+      identity,
+      key: sessionKey,
+      now,
+      newSessionId: randomUUID(),
+      newSessionName: newSession.name,
+      ...(newSession.memoryScope ? { newSessionScope: newSession.memoryScope } : {}),
+      ttlMs: deps.settings.ttlMs,
+      eraseEpoch: eraseEpoch ?? 0,
+    });
+    return { ...scope, sessionId };
+  } catch (err) {
+    if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
+    throw new AppError('memory-store-unavailable', 'the session could not be found or created; please retry', { cause: err });
+  }
 }
 
 /**
@@ -102,8 +132,8 @@ export async function turnTarget(
       ? { sessionId: scope.sessionId }
       : {
           sessionId: randomUUID(),
-          createWithName: scope.newSession.name,
-          ...(scope.newSession.memoryScope ? { createWithScope: scope.newSession.memoryScope } : {}),
+          createWithName: scope.newSession?.name,
+          ...(scope.newSession?.memoryScope ? { createWithScope: scope.newSession.memoryScope } : {}),
         }),
   };
 }
@@ -132,45 +162,4 @@ async function eraseEpochAtStart(db: ScopedDatabase, identity: Identity): Promis
   } catch (err) {
     throw new AppError('memory-store-unavailable', 'the memory store could not be read; please retry', { cause: err });
   }
-}
-
-/**
- * The caller's live session with this key, made now with the scope's name and memory scope when there
- * is none (docs/memory-api.md, "Session keys"), unless the user was erased since `eraseEpoch` was
- * read: nothing is made then (erasures.ts).
- */
-async function sessionForKey(
-  deps: Pick<MemoryDeps, 'db' | 'settings'>,
-  scope: Pick<TurnScope, 'identity' | 'now' | 'newSession'>,
-  key: string,
-  eraseEpoch: number,
-): Promise<string> {
-  try {
-    const { sessionId } = await findOrCreateSessionByKey(deps.db.asUser(scope.identity), {
-      identity: scope.identity,
-      key,
-      now: scope.now,
-      newSessionId: randomUUID(),
-      newSessionName: scope.newSession.name,
-      ...(scope.newSession.memoryScope ? { newSessionScope: scope.newSession.memoryScope } : {}),
-      ttlMs: deps.settings.ttlMs,
-      eraseEpoch,
-    });
-    return sessionId;
-  } catch (err) {
-    if (isErasedDuringRequest(err)) throw erasedDuringRequest(err);
-    throw new AppError('memory-store-unavailable', 'the session could not be found or created; please retry', { cause: err });
-  }
-}
-
-const SESSION_NAME_CHARS = 100;
-
-/**
- * A new session's name, however the session comes to be (a first turn, or a session key): the name
- * asked for, or the start of the question. Masked before it is cut: a cut email is still personal data
- * (docs/privacy.md).
- */
-function newSessionName(deps: Pick<MemoryDeps, 'pii'>, naming: { sessionName?: string; question: string }): string {
-  if (naming.sessionName !== undefined) return cutText(deps.pii.text(naming.sessionName), SESSION_NAME_CHARS);
-  return cutText(deps.pii.text(naming.question).trim(), SESSION_NAME_CHARS);
 }
