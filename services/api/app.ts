@@ -98,11 +98,11 @@ export async function buildApp(deps: AppDeps) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('config', config);
-  // The embedded database also rewrites the erased tables after an erase, so no deleted row stays in its files.
+  // The embedded database, with no autovacuum, also purges the erased tables' statistics and retires the WAL after an erase.
   app.decorate(
     'db',
     scopedDatabase(deps.db, {
-      rewriteErasedTables: !config.DATABASE_URL,
+      purgeStatisticsAndWal: !config.DATABASE_URL,
       blockingIndexBuilds: !config.DATABASE_URL,
       reclaimWindowMs: config.eraseReclaimWindowMs,
     }),

@@ -38,7 +38,7 @@ export async function openDatabase(
   const statistics = keepTableStatistics(pool);
   return {
     pool,
-    scoped: scopedDatabase(pool, { rewriteErasedTables: true, blockingIndexBuilds: true, reclaimWindowMs: config.eraseReclaimWindowMs }),
+    scoped: scopedDatabase(pool, { purgeStatisticsAndWal: true, blockingIndexBuilds: true, reclaimWindowMs: config.eraseReclaimWindowMs }),
     embedded: true,
     async close() {
       statistics.stop();

@@ -1,7 +1,8 @@
 import pg from 'pg';
-import { type AnnIndexState, maintainAnnIndexes, rebuildMemoryKb, withBuildMemory } from './ann-index-upkeep.js';
+import { type AnnIndexState, maintainAnnIndexes } from './ann-index-upkeep.js';
 import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
 import { coalescedReclaim } from './coalesced-reclaim.js';
+import { reclaimErasedRows } from './erased-rows-reclaim.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
 import { RECLAIMED_AFTER_ERASURE, type UserTable } from './user-tables.js';
@@ -25,8 +26,8 @@ export interface ScopedDatabase {
   /** Statements of jobs that work across users: retention cleanup, re-embedding, job bookkeeping. */
   asMaintenance(): Queryable;
   /**
-   * After an erase: frees the space of the deleted rows in `tables`, so their text leaves the database's
-   * files instead of lingering in dead tuples (docs/gdpr-storage.md). Requests within one window share
+   * After an erase: frees the space of the deleted rows in `tables` with a plain VACUUM per table, so
+   * no query, index or statistic reaches them any more (docs/gdpr-storage.md says where their bytes can remain). Requests within one window share
    * one run (db/coalesced-reclaim.ts); this resolves when the run that covers them finished.
    */
   reclaimErasedRows(tables: readonly UserTable[]): Promise<void>;
@@ -36,12 +37,10 @@ export interface ScopedDatabase {
 
 export interface ScopedDatabaseOptions {
   /**
-   * Rewrite the erased tables (VACUUM FULL) and retire the WAL that held the rows. For the embedded
-   * database: a plain VACUUM leaves the deleted bytes in the pages' free space, and its tables are
-   * small enough to rewrite. On a server the exclusive lock of a rewrite would stall every request,
-   * so it gets a plain VACUUM.
+   * After an erase, also purge the erased tables' column statistics and retire the WAL that held the
+   * rows (db/erased-rows-reclaim.ts): for the embedded database, which has no autovacuum to do it.
    */
-  rewriteErasedTables?: boolean;
+  purgeStatisticsAndWal?: boolean;
   /**
    * Build indexes with plain CREATE INDEX, not CONCURRENTLY: for the embedded database, whose one
    * connection serves nothing else meanwhile anyway.
@@ -67,40 +66,11 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
     asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus),
     asMaintenance: () => maintenance,
     maintainAnnIndexes: () => maintainAnnIndexes({ pool, maintenance, onCitus, blocking: options.blockingIndexBuilds ?? false }),
-    reclaimErasedRows: coalescedReclaim((tables) => reclaim(pool, reclaimedTables(tables), options), options.reclaimWindowMs ?? 0),
+    reclaimErasedRows: coalescedReclaim(
+      (tables) => reclaimErasedRows(pool, reclaimedTables(tables), { purgeStatisticsAndWal: options.purgeStatisticsAndWal ?? false }),
+      options.reclaimWindowMs ?? 0,
+    ),
   };
-}
-
-/**
- * As the login that owns the tables (VACUUM needs the owner), outside any transaction (VACUUM cannot run
- * in one); it reads and writes no row, so no scope is taken.
- */
-async function reclaim(pool: pg.Pool, tables: UserTable[], options: ScopedDatabaseOptions): Promise<void> {
-  if (tables.length === 0) return;
-  const names = tables.join(', ');
-  // ANALYZE too: the tables' statistics hold sampled column values, the erased user's among them.
-  if (!options.rewriteErasedTables) {
-    await pool.query(`VACUUM (ANALYZE) ${names}`);
-    return;
-  }
-  // A rewrite builds every index again, the approximate ones too, whose k-means needs more than
-  // the embedded database's 16 MB of maintenance_work_mem (db/ann-index-upkeep.ts).
-  const client = await pool.connect();
-  try {
-    await withBuildMemory(client, await rebuildMemoryKb(client), () => client.query(`VACUUM FULL ${names}`));
-  } finally {
-    client.release();
-  }
-  // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
-  // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
-  await pool.query('DELETE FROM pg_statistic WHERE starelid = ANY($1::regclass[])', [tables]);
-  await pool.query(`ANALYZE ${names}`);
-  await pool.query('VACUUM FULL pg_statistic');
-  // The rows are also in the WAL: a new segment, then two checkpoints, let Postgres remove the
-  // older segments (the embedded database runs with wal_recycle=off, so they are deleted, not reused).
-  await pool.query('SELECT pg_switch_wal()');
-  await pool.query('CHECKPOINT');
-  await pool.query('CHECKPOINT');
 }
 
 /**

@@ -179,7 +179,7 @@ describe('erasure requests: merged, limited, counted and reclaimed once', () => 
     const statements: string[] = [];
     // The service's database, as it is set up for this database, with a window, whose statements are recorded.
     const db = scopedDatabase(recording(t.database.pool, statements), {
-      rewriteErasedTables: t.database.embedded,
+      purgeStatisticsAndWal: t.database.embedded,
       blockingIndexBuilds: t.database.embedded,
       reclaimWindowMs: 5000,
     });
