@@ -1,15 +1,15 @@
 import closeWithGrace from 'close-with-grace';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { enqueueReEmbeddingIfNeeded } from '../core/jobs/re-embedding.js';
-import { type DemoEngine, startDemoEngine } from '../db/demo/demo-engine.js';
+import { startDemoEngine } from '../db/demo/demo-engine.js';
 import { EmbeddedDatabaseInUseError } from '../db/embedded/embedded-postgres.js';
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/pool.js';
 import { loadOrCreateLocalSecret } from '../infra/local-secret.js';
 import { loggerOptions } from '../infra/logger-options.js';
 import { startTracing } from '../infra/tracing.js';
-import { checkConfiguredSqlLogin } from '../providers/answerers/sql/sql-login-check.js';
-import { answerAuthNotice } from '../providers/answerers/upstream-auth.js';
+import { answererNotice, prepareAnswerer } from '../providers/answerers/answerer-start.js';
+import type { DemoSqlEngine } from '../providers/answerers/index.js';
 import { createProviders } from '../providers/index.js';
 import { buildApp } from './app.js';
 
@@ -33,18 +33,17 @@ const database = await openDatabase(config, { onIdleClientError: (err) => logIdl
   console.error(`memorychat: ${err.message}`);
   process.exit(1);
 });
-let demoEngine: DemoEngine | undefined;
+let demoEngine: DemoSqlEngine | undefined;
 try {
   // The embedded database migrates at start; a server database is migrated by `npm run migrate`
   // (the migration Job in k8s), but migrating here too is idempotent and keeps `npm start` one step.
   await migrate(database.pool);
-  if (config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo') {
-    demoEngine = await startDemoEngine({ waitMs: config.SQL_POOL_WAIT_MS, log: { warn: (obj, msg) => app.log.warn(obj, msg) } });
-  }
-  if (config.answerBackend === 'sql') await checkConfiguredSqlLogin(config, database.pool, demoEngine);
+  ({ demoEngine } = await prepareAnswerer(config, {
+    memory: database.pool,
+    startDemoEngine: () => startDemoEngine({ waitMs: config.SQL_POOL_WAIT_MS, log: { warn: (obj, msg) => app.log.warn(obj, msg) } }),
+  }));
 } catch (err) {
   console.error(`memorychat: ${(err as Error).message}`);
-  await demoEngine?.close();
   await database.close();
   process.exit(1);
 }
@@ -101,10 +100,8 @@ app.log.info(
   },
   'memorychat ready',
 );
-if (config.answerBackend === 'upstream') {
-  const notice = answerAuthNotice(config.answerAuth);
-  app.log[notice.level](notice.message);
-}
+const notice = answererNotice(config);
+if (notice) app.log[notice.level](notice.message);
 if (config.localAuth) {
   app.log.warn(
     'local mode: no JWT_SECRET/JWT_PUBLIC_KEY/JWT_JWKS_URL, listening on loopback with a secret kept in ' +

@@ -4,7 +4,7 @@ import { type App, type AppDeps, buildApp } from '../../../services/api/app.js';
 import { type Config, loadConfig } from '../../../services/config/config.js';
 import { type DemoEngine, startDemoEngine } from '../../../services/db/demo/demo-engine.js';
 import { type Database, openDatabase } from '../../../services/db/pool.js';
-import { checkConfiguredSqlLogin } from '../../../services/providers/answerers/sql/sql-login-check.js';
+import { prepareAnswerer } from '../../../services/providers/answerers/answerer-start.js';
 import { createProviders } from '../../../services/providers/index.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../databases/test-database.js';
 
@@ -76,20 +76,16 @@ export async function startTestApp(
       this.now = new Date(this.now.getTime() + ms);
     },
   };
-  const demoEngine =
-    config.answerBackend === 'sql' && config.SQL_DATABASE_URL === 'embedded-demo'
-      ? await startDemoEngine({ waitMs: config.SQL_POOL_WAIT_MS })
-      : undefined;
   // As the service's start does (services/api/server.ts): a login that could reach the memory is refused.
-  if (config.answerBackend === 'sql') {
-    await checkConfiguredSqlLogin(config, database.pool, demoEngine).catch(async (err) => {
-      await demoEngine?.close();
-      if (!options.database) await database.close();
-      await admin.close();
-      if (!options.keepTestDatabase) await testDatabase.remove();
-      throw err;
-    });
-  }
+  const { demoEngine } = await prepareAnswerer(config, {
+    memory: database.pool,
+    startDemoEngine: () => startDemoEngine({ waitMs: config.SQL_POOL_WAIT_MS }),
+  }).catch(async (err) => {
+    if (!options.database) await database.close();
+    await admin.close();
+    if (!options.keepTestDatabase) await testDatabase.remove();
+    throw err;
+  });
   const app = await buildApp({
     config,
     db: database.pool,
