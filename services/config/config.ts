@@ -76,6 +76,8 @@ export type Config = RawConfig & {
   sqlMaxPlanCost?: number;
   /** ANSWER_AUTH, or its default: `forward` with an upstream answerer. */
   answerAuth: 'forward' | 'basic' | 'bearer' | 'none';
+  /** Each caller's credentials go upstream (ANSWER_AUTH=forward with an answerer that sends them). */
+  forwardsCallerCredentials: boolean;
   /** ACCOUNT_LINK_*: set when account linking is on (docs/account-linking.md). */
   accountLinking?: AccountLinkingSettings;
   piiMode: 'off' | 'mask' | 'hash';

@@ -39,9 +39,7 @@ export default fp(
  */
 export function answererWithLinkedAccounts(app: FastifyInstance, answerer: Answerer): Answerer {
   const { config, accountLinks } = app;
-  return accountLinks && config.answerBackend === 'upstream' && config.answerAuth === 'forward'
-    ? withLinkedAccounts(answerer, accountLinks)
-    : answerer;
+  return accountLinks && config.forwardsCallerCredentials ? withLinkedAccounts(answerer, accountLinks) : answerer;
 }
 
 /**

@@ -19,4 +19,6 @@ export interface AnswererSettings {
   defaultAuth: 'forward' | 'none';
   /** MEMORY_MAX_CONTEXT_TOKENS when unset. */
   defaultMaxContextTokens: number;
+  /** It sends each caller's own credentials upstream with ANSWER_AUTH=forward (a linked account's token among them). */
+  forwardsCallers: boolean;
 }

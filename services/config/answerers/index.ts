@@ -18,10 +18,13 @@ export function deriveAnswerer(raw: AnswererVariables) {
   const settings = ANSWERER_SETTINGS[answerBackend];
   settings.check(raw);
   checkUpstreamAuth(raw);
+  const answerAuth = raw.ANSWER_AUTH ?? settings.defaultAuth;
   return {
     answerBackend,
     /** ANSWER_AUTH, or its backend's default. */
-    answerAuth: raw.ANSWER_AUTH ?? settings.defaultAuth,
+    answerAuth,
+    /** Each caller's credentials go upstream: ANSWER_AUTH=forward with a backend that sends them. */
+    forwardsCallerCredentials: settings.forwardsCallers && answerAuth === 'forward',
     /** MEMORY_MAX_CONTEXT_TOKENS, or its backend's default. */
     MEMORY_MAX_CONTEXT_TOKENS: raw.MEMORY_MAX_CONTEXT_TOKENS ?? settings.defaultMaxContextTokens,
     ...deriveSqlAnswerer(raw),

@@ -5,4 +5,5 @@ export const noneAnswererSettings: AnswererSettings = {
   check() {},
   defaultAuth: 'none',
   defaultMaxContextTokens: 4000,
+  forwardsCallers: false,
 };

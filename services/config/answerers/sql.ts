@@ -22,6 +22,8 @@ export const sqlAnswererSettings: AnswererSettings = {
   },
   defaultAuth: 'none',
   defaultMaxContextTokens: 4000,
+  // Its SQL runs as its own read-only login, whoever asks.
+  forwardsCallers: false,
 };
 
 /** PGlite does not enforce statement_timeout, so the embedded demo keeps out what the planner knows to be expensive. */

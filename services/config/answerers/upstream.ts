@@ -10,4 +10,5 @@ export const upstreamAnswererSettings: AnswererSettings = {
   defaultAuth: 'forward',
   // The Denodo AI SDK sends custom_instructions, and so the memory block, in about four LLM prompts per question.
   defaultMaxContextTokens: 2000,
+  forwardsCallers: true,
 };

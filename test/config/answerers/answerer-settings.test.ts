@@ -37,6 +37,13 @@ describe("each answer backend's defaults", () => {
     expect(ANSWERER_SETTINGS.none).toMatchObject({ defaultAuth: 'none', defaultMaxContextTokens: 4000 });
   });
 
+  it("when ANSWER_AUTH=forward, then only the upstream answerer sends each caller's credentials", () => {
+    expect(loadConfig(ENV_OF.upstream).forwardsCallerCredentials).toBe(true);
+    expect(loadConfig({ ...ENV_OF.upstream, ANSWER_AUTH: 'none' }).forwardsCallerCredentials).toBe(false);
+    expect(loadConfig({ ...SQL, ANSWER_AUTH: 'forward' }).forwardsCallerCredentials).toBe(false);
+    expect(loadConfig({ ANSWER_AUTH: 'forward' }).forwardsCallerCredentials).toBe(false);
+  });
+
   it('when a backend is set explicitly, then its defaults follow it, not ANSWER_URL', () => {
     const config = loadConfig({ ...SQL, ANSWER_URL: 'http://x/answerQuestion' });
     expect(config).toMatchObject({ answerBackend: 'sql', answerAuth: 'none', MEMORY_MAX_CONTEXT_TOKENS: 4000 });
