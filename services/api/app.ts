@@ -103,6 +103,7 @@ export async function buildApp(deps: AppDeps) {
     'db',
     scopedDatabase(deps.db, {
       purgeStatisticsAndWal: !config.DATABASE_URL,
+      rewriteErasedTables: config.ERASE_RECLAIM === 'rewrite',
       blockingIndexBuilds: !config.DATABASE_URL,
       reclaimWindowMs: config.eraseReclaimWindowMs,
     }),

@@ -105,8 +105,10 @@ export async function maintainAnnIndexes(options: AnnIndexUpkeepOptions): Promis
 
 /**
  * Runs `work` on `client` with the maintenance_work_mem that building the approximate indexes as they
- * are needs (or more, when the session has more), then gives the session its setting back, for the
- * build of one index. Outside a transaction as CONCURRENTLY is, so a session setting.
+ * are needs (or more, when the session has more), then gives the session its setting back: for a
+ * build of one index, and for statements that rebuild all of a table's indexes (VACUUM FULL after an
+ * erase on the embedded database with ERASE_RECLAIM=rewrite). Outside a transaction as CONCURRENTLY
+ * is, so a session setting.
  */
 export async function withBuildMemory<T>(client: pg.PoolClient, kb: number, work: () => Promise<T>): Promise<T> {
   const { rows } = await client.query<{ kb: string }>(`SELECT setting AS kb FROM pg_settings WHERE name = 'maintenance_work_mem'`);
@@ -117,6 +119,16 @@ export async function withBuildMemory<T>(client: pg.PoolClient, kb: number, work
   } finally {
     await client.query(`SET maintenance_work_mem = '${before}kB'`);
   }
+}
+
+/** What building every approximate index again, with the lists it has now, needs (buildMemoryKb): the largest. */
+export async function rebuildMemoryKb(client: pg.PoolClient): Promise<number> {
+  let kb = 0;
+  for (const { index, dimension } of ANN_INDEXES.values()) {
+    const lists = await listsOf(client, index);
+    if (lists !== null) kb = Math.max(kb, buildMemoryKb(lists, dimension));
+  }
+  return kb;
 }
 
 async function listsOf(client: pg.PoolClient, index: string): Promise<number | null> {

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { rebuildMemoryKb, withBuildMemory } from './ann-index-upkeep.js';
 import type { UserTable } from './user-tables.js';
 
 export interface ErasedRowsReclaimOptions {
@@ -8,6 +9,11 @@ export interface ErasedRowsReclaimOptions {
    * autovacuum and retires its WAL only when told. A server's autovacuum and checkpoints do both.
    */
   purgeStatisticsAndWal: boolean;
+  /**
+   * Rewrite the tables (VACUUM FULL) instead: new files, the old ones deleted, so no byte of the erased
+   * rows stays in a page's free space; every other request waits for the rewrite (ERASE_RECLAIM=rewrite).
+   */
+  rewrite: boolean;
 }
 
 /**
@@ -30,8 +36,9 @@ export async function reclaimErasedRows(pool: pg.Pool, tables: readonly UserTabl
     for (const table of tables) await pool.query(`VACUUM (ANALYZE) ${table}`);
     return;
   }
+  if (options.rewrite) await rewriteTables(pool, tables);
   for (const table of tables) {
-    await pool.query(`VACUUM ${table}`);
+    if (!options.rewrite) await pool.query(`VACUUM ${table}`);
     // A table the erase emptied keeps its old statistics through an ANALYZE (which samples no row and
     // writes nothing), so they are deleted first; their old rows then leave pg_statistic's pages.
     await pool.query('DELETE FROM pg_statistic WHERE starelid = $1::regclass', [table]);
@@ -44,4 +51,17 @@ export async function reclaimErasedRows(pool: pg.Pool, tables: readonly UserTabl
   await pool.query('SELECT pg_switch_wal()');
   await pool.query('CHECKPOINT');
   await pool.query('CHECKPOINT');
+}
+
+/**
+ * A rewrite builds every index again, the approximate ones too, whose k-means needs more than the
+ * embedded database's 16 MB of maintenance_work_mem (db/ann-index-upkeep.ts).
+ */
+async function rewriteTables(pool: pg.Pool, tables: readonly UserTable[]): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await withBuildMemory(client, await rebuildMemoryKb(client), () => client.query(`VACUUM FULL ${tables.join(', ')}`));
+  } finally {
+    client.release();
+  }
 }

@@ -18,7 +18,7 @@ export interface Database {
  * exactly one connection: never wait for a second connection while holding the first.
  */
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'> & Partial<Pick<Config, 'eraseReclaimWindowMs'>>,
+  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'> & Partial<Pick<Config, 'eraseReclaimWindowMs' | 'ERASE_RECLAIM'>>,
   options: { onIdleClientError?: (err: Error) => void } = {},
 ): Promise<Database> {
   if (config.DATABASE_URL) {
@@ -38,7 +38,12 @@ export async function openDatabase(
   const statistics = keepTableStatistics(pool);
   return {
     pool,
-    scoped: scopedDatabase(pool, { purgeStatisticsAndWal: true, blockingIndexBuilds: true, reclaimWindowMs: config.eraseReclaimWindowMs }),
+    scoped: scopedDatabase(pool, {
+      purgeStatisticsAndWal: true,
+      rewriteErasedTables: config.ERASE_RECLAIM === 'rewrite',
+      blockingIndexBuilds: true,
+      reclaimWindowMs: config.eraseReclaimWindowMs,
+    }),
     embedded: true,
     async close() {
       statistics.stop();

@@ -41,6 +41,8 @@ export interface ScopedDatabaseOptions {
    * rows (db/erased-rows-reclaim.ts): for the embedded database, which has no autovacuum to do it.
    */
   purgeStatisticsAndWal?: boolean;
+  /** Rewrite the erased tables (VACUUM FULL) instead of a plain VACUUM: ERASE_RECLAIM=rewrite, embedded only. */
+  rewriteErasedTables?: boolean;
   /**
    * Build indexes with plain CREATE INDEX, not CONCURRENTLY: for the embedded database, whose one
    * connection serves nothing else meanwhile anyway.
@@ -67,7 +69,11 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
     asMaintenance: () => maintenance,
     maintainAnnIndexes: () => maintainAnnIndexes({ pool, maintenance, onCitus, blocking: options.blockingIndexBuilds ?? false }),
     reclaimErasedRows: coalescedReclaim(
-      (tables) => reclaimErasedRows(pool, reclaimedTables(tables), { purgeStatisticsAndWal: options.purgeStatisticsAndWal ?? false }),
+      (tables) =>
+        reclaimErasedRows(pool, reclaimedTables(tables), {
+          purgeStatisticsAndWal: options.purgeStatisticsAndWal ?? false,
+          rewrite: options.rewriteErasedTables ?? false,
+        }),
       options.reclaimWindowMs ?? 0,
     ),
   };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { analyzeGrownTables } from '../../../services/db/embedded/table-statistics.js';
 import { waitFor } from '../../support/databases/redis.js';
 import { freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
@@ -41,22 +41,25 @@ async function filesContaining(dir: string, needle: string): Promise<string[]> {
 }
 
 /**
- * An erased user's text must leave the embedded database's rows, indexes, statistics and WAL, not just
- * its query results: deleted rows stay in heap pages and in the WAL until their space is reclaimed and
- * the WAL is retired. What a plain VACUUM leaves is the bytes in the free space of the pages that held
- * them, until a later write there (docs/gdpr-storage.md): a rewrite would stall every tenant.
+ * An erased user's text must leave the embedded database's files, not just its query results: deleted
+ * rows stay in heap pages and in the WAL until their space is reclaimed and the WAL is retired. With
+ * ERASE_RECLAIM=rewrite no file keeps it; with the default plain VACUUM, which stalls no other tenant,
+ * only the free space of the table pages that held it may, until a later write there (docs/gdpr-storage.md).
  */
 describe('erasing a user on the embedded database', () => {
   let t: TestApp | undefined;
   let testDatabase: TestDatabase | undefined;
-  afterAll(async () => {
+  afterEach(async () => {
     await t?.close();
+    t = undefined;
     await testDatabase?.remove();
+    testDatabase = undefined;
   });
 
-  it('when a user with a canary string in turns, an export and a stored idempotent response is erased and the service stops, then the canary is in no row, index entry, statistic or WAL segment under DATA_DIR, only in the free space of the table pages that held it', async () => {
+  /** A user with a canary string in turns, an export and a stored idempotent response, erased; the service stopped. */
+  async function eraseCanaryUser(env: Record<string, string>): Promise<{ dataDir: string; canary: string }> {
     testDatabase = await freshTestDatabase();
-    t = await startTestApp({}, { testDatabase, keepTestDatabase: true });
+    t = await startTestApp(env, { testDatabase, keepTestDatabase: true });
     const dataDir = testDatabase.env.DATA_DIR;
     const canary = `canary-${randomUUID()}`;
     const subject = t.token('erasee');
@@ -110,6 +113,16 @@ describe('erasing a user on the embedded database', () => {
     await t.close();
     t = undefined;
     expect(await filesContaining(dataDir, 'Bystander question 7')).not.toEqual([]);
+    return { dataDir, canary };
+  }
+
+  it('when a user with a canary string in turns, an export and a stored idempotent response is erased with ERASE_RECLAIM=rewrite and the service stops, then no file under DATA_DIR holds the canary', async () => {
+    const { dataDir, canary } = await eraseCanaryUser({ ERASE_RECLAIM: 'rewrite' });
+    expect(await filesContaining(dataDir, canary)).toEqual([]);
+  });
+
+  it('when the same user is erased with the default reclaim (a plain VACUUM) and the service stops, then the canary is in no row, index entry, statistic or WAL segment under DATA_DIR, only in the free space of the table pages that held it', async () => {
+    const { dataDir, canary } = await eraseCanaryUser({});
     const files = await filesContaining(dataDir, canary);
     for (const file of files) {
       expect(file).toMatch(/^pg\/base\//);
