@@ -177,4 +177,12 @@ describe('loadConfig', () => {
       ]),
     );
   });
+
+  it('when ERASE_RECLAIM=rewrite is set, then the embedded database takes it and a server is refused it', () => {
+    expect(loadConfig({}).ERASE_RECLAIM).toBe('vacuum');
+    expect(loadConfig({ ERASE_RECLAIM: 'rewrite' }).ERASE_RECLAIM).toBe('rewrite');
+    expect(() => loadConfig({ ERASE_RECLAIM: 'rewrite', DATABASE_URL: 'postgres://db/memorychat' })).toThrow(
+      /ERASE_RECLAIM: `rewrite` is for the embedded database/,
+    );
+  });
 });
