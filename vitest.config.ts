@@ -27,6 +27,7 @@ const CITUS = [
   'test/api/memory-chat/memory-chat.test.ts',
   'test/api/memory-chat/memory.test.ts',
   'test/api/memory-chat/dedup.test.ts',
+  'test/api/memory-chat/verified-pairs.test.ts',
   'test/api/memory-api/turns.test.ts',
   'test/api/memory-api/sessions.test.ts',
   'test/api/privacy/gdpr.test.ts',

@@ -1,6 +1,7 @@
 // Multi-turn text-to-SQL dialogues in SParC's JSON format, and what the eval measures on the
 // upstream requests they produce.
 import { readFileSync } from 'node:fs';
+import { VERIFIED_PAIRS_HEADING } from '../../services/core/context/chat-block.js';
 import {
   CONTINUATION_INDENT,
   MEMORY_BLOCK_CLOSE,
@@ -57,11 +58,13 @@ export function carries(upstreamText: string, sql: string): boolean {
   return squash(upstreamText).includes(squash(sql));
 }
 
-export type BlockPart = 'instructions' | 'summary' | 'history' | 'similar' | 'answers';
+export type BlockPart = 'instructions' | 'summary' | 'history' | 'similar' | 'verified' | 'answers';
 
 export interface ParsedBlock {
   /** The SQL of the similar turns, in the order sent. */
   similarSql: string[];
+  /** The SQL of the tenant's verified pairs, in the order sent. */
+  verifiedSql: string[];
   /** Tokens of each part (each part's lines counted together: their sum is close to the block's count). */
   tokens: Record<BlockPart, number>;
 }
@@ -71,35 +74,41 @@ export interface ParsedBlock {
  * are spent on. Stored values continue on indented lines, so a line's part is its label's part.
  */
 export function parseMemoryBlock(text: string | undefined): ParsedBlock {
-  const parts: Record<BlockPart, string[]> = { instructions: [], summary: [], history: [], similar: [], answers: [] };
+  const parts: Record<BlockPart, string[]> = { instructions: [], summary: [], history: [], similar: [], verified: [], answers: [] };
   const similarSql: string[] = [];
+  const verifiedSql: string[] = [];
   let section: BlockPart = 'instructions';
   let current: BlockPart = 'instructions';
   let sqlLines: string[] | null = null;
+  let sqlInto = similarSql;
   for (const line of (text ?? '').split('\n')) {
     if (line.startsWith(CONTINUATION_INDENT)) {
       parts[current].push(line);
       if (sqlLines) sqlLines.push(line.slice(CONTINUATION_INDENT.length));
       continue;
     }
-    if (sqlLines) similarSql.push(sqlLines.join('\n'));
+    if (sqlLines) sqlInto.push(sqlLines.join('\n'));
     sqlLines = null;
     if (line === MEMORY_BLOCK_PREAMBLE || line === MEMORY_BLOCK_OPEN || line === MEMORY_BLOCK_CLOSE) current = section = 'instructions';
     else if (line.startsWith('Summary of earlier turns:')) current = section = 'summary';
     else if (line.startsWith('Earlier in this conversation')) current = section = 'history';
     else if (line.startsWith('Related questions this user asked before')) current = section = 'similar';
+    else if (line === VERIFIED_PAIRS_HEADING) current = section = 'verified';
     else if (line.startsWith('Answer: ')) current = 'answers';
     else {
       current = section;
-      if (section === 'similar' && line.startsWith('SQL: ')) sqlLines = [line.slice('SQL: '.length)];
+      if ((section === 'similar' || section === 'verified') && line.startsWith('SQL: ')) {
+        sqlLines = [line.slice('SQL: '.length)];
+        sqlInto = section === 'similar' ? similarSql : verifiedSql;
+      }
     }
     parts[current].push(line);
   }
-  if (sqlLines) similarSql.push(sqlLines.join('\n'));
+  if (sqlLines) sqlInto.push(sqlLines.join('\n'));
   const tokens = Object.fromEntries(
     Object.entries(parts).map(([part, lines]) => [part, lines.length ? countTokens(lines.join('\n')) : 0]),
   ) as Record<BlockPart, number>;
-  return { similarSql, tokens };
+  return { similarSql, verifiedSql, tokens };
 }
 
 /** Chance that k turns drawn at random from n include at least one of the m good ones. */

@@ -1,7 +1,9 @@
 // `npm run eval [-- --data FILE] [--json FILE]`: replays multi-turn text-to-SQL dialogues (SParC's
 // format) through the real /memoryChat, in process on an embedded database in a temporary DATA_DIR,
 // with a local answerer that returns each turn's gold SQL, and measures what memory sent upstream.
-// One user per database_id, one session per dialogue, dialogues in file order. The embedder is the
+// One user per database_id, one session per dialogue, dialogues in file order. Then a new user per
+// dialogue asks its first question, with the tenant's earlier dialogues promoted as verified pairs
+// (docs/verified-pairs.md), each request bounded to its database. The embedder is the
 // service's default unless EMBEDDINGS_PROVIDER, EMBEDDINGS_MODEL, EMBEDDINGS_DIMENSIONS,
 // OPENAI_API_KEY and OPENAI_BASE_URL in the environment choose another (any OpenAI-compatible server).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -77,7 +79,9 @@ const priorByUser = new Map<string, PriorTurn[]>();
 const followUps = { total: 0, previous: 0, allEarlier: 0 };
 const cross = { eligible: 0, hit1: 0, hit3: 0, chance1: 0, chance3: 0, topCoverage: 0, withoutEarlier: 0, withoutMatch: 0 };
 const tokens = { first: [] as number[], followUp: [] as number[] };
-const parts: Record<BlockPart, number> = { instructions: 0, summary: 0, history: 0, similar: 0, answers: 0 };
+const parts: Record<BlockPart, number> = { instructions: 0, summary: 0, history: 0, similar: 0, verified: 0, answers: 0 };
+/** Each dialogue's session in the first pass, whose turns the second promotes. */
+const stored: { user: string; sessionId: string; turns: number }[] = [];
 const retrievalMs: number[] = [];
 const started = performance.now();
 
@@ -93,7 +97,7 @@ for (const dialogue of dialogues) {
       method: 'POST',
       url: '/memoryChat',
       headers: { authorization: `Bearer ${token}` },
-      payload: { question: turn.utterance, ...(sessionId ? { session_id: sessionId } : {}) },
+      payload: { question: turn.utterance, vdp_database_names: dialogue.database_id, ...(sessionId ? { session_id: sessionId } : {}) },
     });
     if (res.statusCode !== 200) throw new Error(`/memoryChat answered ${res.statusCode}: ${res.body}`);
     const body = res.json();
@@ -127,6 +131,49 @@ for (const dialogue of dialogues) {
   }
   for (const sql of earlierSql) prior.push({ tables: tableSetKey(sql) });
   priorByUser.set(user, prior);
+  stored.push({ user, sessionId: sessionId!, turns: dialogue.interaction.length });
+}
+
+// A new user per dialogue: their first question, asked with the tenant's earlier dialogues promoted.
+const admin = sign({ sub: 'eval-admin', roles: ['memory-admin'] });
+const promotedByDatabase = new Map<string, PriorTurn[]>();
+const newUsers = { eligible: 0, hit1: 0, hit3: 0, withoutEarlier: 0, withoutMatch: 0 };
+for (const [i, dialogue] of dialogues.entries()) {
+  const first = dialogue.interaction[0];
+  if (first) {
+    gold = first.query;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/memoryChat',
+      headers: { authorization: `Bearer ${sign({ sub: `eval-new-${i}` })}` },
+      payload: { question: first.utterance, vdp_database_names: dialogue.database_id },
+    });
+    if (res.statusCode !== 200) throw new Error(`/memoryChat answered ${res.statusCode}: ${res.body}`);
+    const wanted = tableSetKey(first.query);
+    const promoted = promotedByDatabase.get(dialogue.database_id) ?? [];
+    if (!promoted.length) newUsers.withoutEarlier++;
+    else if (!promoted.some((p) => p.tables === wanted)) newUsers.withoutMatch++;
+    else {
+      newUsers.eligible++;
+      const sent = parseMemoryBlock(lastUpstream.custom_instructions).verifiedSql.map(tableSetKey);
+      if (sent[0] === wanted) newUsers.hit1++;
+      if (sent.slice(0, K).includes(wanted)) newUsers.hit3++;
+    }
+  }
+  const source = stored[i]!;
+  for (let turnNumber = 1; turnNumber <= source.turns; turnNumber++) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/admin/verified-pairs',
+      headers: { authorization: `Bearer ${admin}` },
+      payload: { user_id: source.user, session_id: source.sessionId, turn_number: turnNumber },
+    });
+    if (res.statusCode !== 201) throw new Error(`promoting a turn answered ${res.statusCode}: ${res.body}`);
+  }
+  promotedByDatabase.set(dialogue.database_id, [
+    ...(promotedByDatabase.get(dialogue.database_id) ?? []),
+    ...dialogue.interaction.map((t) => ({ tables: tableSetKey(t.query) })),
+  ]);
 }
 
 await app.close();
@@ -157,6 +204,13 @@ const figures = {
     first_questions_without_earlier_turns: cross.withoutEarlier,
     first_questions_without_same_tables: cross.withoutMatch,
   },
+  new_user_verified_pairs: {
+    questions: newUsers.eligible,
+    top_1: share(newUsers.hit1, newUsers.eligible),
+    top_3: share(newUsers.hit3, newUsers.eligible),
+    first_questions_without_earlier_pairs: newUsers.withoutEarlier,
+    first_questions_without_same_tables: newUsers.withoutMatch,
+  },
   memory_block_tokens: {
     first_question: { p50: percentile(tokens.first, 50), p95: percentile(tokens.first, 95) },
     follow_up: { p50: percentile(tokens.followUp, 50), p95: percentile(tokens.followUp, 95) },
@@ -174,6 +228,9 @@ console.log(
 );
 console.log(
   `cross-session (${cross.eligible} first questions with an earlier same-tables turn): hit@1 ${pct(figures.cross_session.hit_at_1)} (chance ${pct(figures.cross_session.chance_at_1)}), hit@3 ${pct(figures.cross_session.hit_at_3)} (chance ${pct(figures.cross_session.chance_at_3)}), top turn's table coverage ${pct(figures.cross_session.top_turn_table_coverage)}`,
+);
+console.log(
+  `new users' first questions (${newUsers.eligible} with a verified pair over the gold tables among the tenant's earlier dialogues): such a pair in memory at top-1 ${pct(figures.new_user_verified_pairs.top_1)}, within top-3 ${pct(figures.new_user_verified_pairs.top_3)}`,
 );
 const t = figures.memory_block_tokens;
 console.log(

@@ -35,6 +35,7 @@ import accountLinkRoutes from './routes/account-link.js';
 import adminApiKeyRoutes from './routes/admin-api-keys.js';
 import adminAuditRoutes from './routes/admin-audit.js';
 import adminJobsRoutes from './routes/admin-jobs.js';
+import adminVerifiedPairRoutes from './routes/admin-verified-pairs.js';
 import gdprRoutes from './routes/gdpr.js';
 import healthRoutes from './routes/health.js';
 import memoryChatRoutes from './routes/memory-chat.js';
@@ -154,6 +155,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(adminJobsRoutes);
   await app.register(adminAuditRoutes);
   await app.register(adminApiKeyRoutes);
+  await app.register(adminVerifiedPairRoutes);
   await app.register(accountLinkRoutes);
   await app.register(mcpEndpoint(SERVICE_VERSION));
   // Beyond it, Node closes new connections at once: keep it under the process's descriptor limit

@@ -18,6 +18,15 @@ import type { IdempotencyClaim } from './idempotency/idempotency.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from './jobs/summarization.js';
 import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse, recordTurnStored } from './metrics.js';
+import {
+  changeTenantSettings,
+  editPair,
+  listTenantPairs,
+  markTenantPair,
+  type PairPatch,
+  promoteTurn,
+  tenantSettings,
+} from './pairs/pair-admin.js';
 import { createPiiMasker } from './privacy/pii.js';
 import { recallResultCsv, recallSqlByKeywords, recallSqlByRef } from './recall/sql-recall.js';
 import { createVqlExecutor } from './recall/vql-execution.js';
@@ -144,6 +153,23 @@ export function createMemory(parts: MemoryParts) {
       create: (admin: Identity, input: NewApiKey) => createTenantApiKey(db, admin, input, clock()),
       list: (admin: Identity) => listTenantApiKeys(db, admin),
       revoke: (admin: Identity, keyId: string) => revokeTenantApiKey(db, admin, keyId, clock()),
+    },
+
+    /** /admin/verified-pairs: the tenant's verified question/SQL pairs (docs/verified-pairs.md). */
+    pairs: {
+      promote: (admin: Identity, source: { userId: string; sessionId: string; turnNumber: number }, origin?: AccessOrigin) =>
+        promoteTurn(deps, admin, source, origin),
+      list: (admin: Identity, q: { retired: boolean; limit: number }) => listTenantPairs(deps, admin, q),
+      edit: (admin: Identity, pairId: string, patch: PairPatch, origin?: AccessOrigin) => editPair(deps, admin, pairId, patch, origin),
+      mark: (admin: Identity, pairId: string, mark: 'retired' | 'adopted', origin?: AccessOrigin) =>
+        markTenantPair(deps, admin, pairId, mark, origin),
+    },
+
+    /** /admin/settings: the tenant's own settings. */
+    tenantSettings: {
+      get: (admin: Identity) => tenantSettings(deps, admin),
+      set: (admin: Identity, settings: { pairs_from_positive_feedback: boolean }, origin?: AccessOrigin) =>
+        changeTenantSettings(deps, admin, settings, origin),
     },
   };
 }

@@ -54,10 +54,12 @@ export interface ScopedDatabaseOptions {
 
 /**
  * The tables to reclaim, in the list's order, names from RECLAIMED_AFTER_ERASURE only, never from input;
- * an export's parts go with their export (their rows are deleted by its cascade).
+ * an export's parts go with their export, the feedback on pairs with its turns (their rows are deleted by its cascade).
  */
 function reclaimedTables(tables: readonly UserTable[]): UserTable[] {
-  const wanted = new Set(tables.includes('gdpr_exports') ? [...tables, 'gdpr_export_parts' as const] : tables);
+  const wanted = new Set<UserTable>(tables);
+  if (tables.includes('gdpr_exports')) wanted.add('gdpr_export_parts');
+  if (tables.includes('turns')) wanted.add('verified_pair_feedback');
   return RECLAIMED_AFTER_ERASURE.filter((table) => wanted.has(table));
 }
 

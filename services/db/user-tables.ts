@@ -18,19 +18,24 @@ export const USER_TABLES = {
   access_audit: { erasure: 'pseudonymised', retention: 'deleted' },
   // The record of GDPR requests: it outlives the erasure it records, with counts only.
   gdpr_audit: { erasure: 'kept', retention: 'kept' },
+  // A tenant's verified pairs (migration 023): the author's are deleted, but an adopted pair is kept
+  // without its author, its source turn, and the question they wrote unless an admin rewrote it.
+  verified_pairs: { erasure: 'deleted unless adopted', retention: 'kept' },
+  // Down ratings of answers that used a pair: ON DELETE CASCADE from the rated turn.
+  verified_pair_feedback: { erasure: 'with its parent', retention: 'with its parent' },
   // The erasure barrier: a digest of the id, kept so that a request begun before the erasure stores nothing.
   erasures: { erasure: 'kept', retention: 'kept' },
 } as const satisfies Record<string, { erasure: Erasure; retention: Retention }>;
 
-type Erasure = 'deleted' | 'with its parent' | 'pseudonymised' | 'kept';
+type Erasure = 'deleted' | 'deleted unless adopted' | 'with its parent' | 'pseudonymised' | 'kept';
 type Retention = 'deleted' | 'with its parent' | 'relayed' | 'kept';
 
 export type UserTable = keyof typeof USER_TABLES;
 type Where<K extends 'erasure' | 'retention', V> = {
   [T in UserTable]: (typeof USER_TABLES)[T][K] extends V ? T : never;
 }[UserTable];
-/** The tables whose user rows an erasure deletes, each by a step of its own. */
-export type ErasedTable = Where<'erasure', 'deleted'>;
+/** The tables whose user rows an erasure deletes (or strips of the user), each by a step of its own. */
+export type ErasedTable = Where<'erasure', 'deleted' | 'deleted unless adopted'>;
 /** The tables whose rows retention deletes when they expire, each by a step of its own. */
 export type ExpiringTable = Where<'retention', 'deleted'>;
 
@@ -40,4 +45,4 @@ export const RECLAIMED_AFTER_ERASURE: readonly UserTable[] = (Object.keys(USER_T
 );
 
 /** The columns that name a user, by which the check finds the tables of this list. */
-export const USER_COLUMNS = ['user_id', 'subject_user_id', 'actor_user_id', 'user_digest'] as const;
+export const USER_COLUMNS = ['user_id', 'subject_user_id', 'actor_user_id', 'user_digest', 'author_user_id'] as const;

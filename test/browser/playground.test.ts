@@ -192,6 +192,40 @@ describe('the memory playground in chromium', () => {
     expect((await similar.locator('td').nth(2).textContent())?.match(/turn 1 of/g)).toHaveLength(2);
   });
 
+  it("when an admin verifies a turn of theirs, then another user's answer shows it among the tenant's verified examples", async () => {
+    const admin = service.token('playground-admin', { roles: ['memory-admin'] });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Your token (JWT)').fill(admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Signed in as playground-admin').first().waitFor();
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Chat' }).click();
+    await page.getByLabel('Question', { exact: true }).fill('How many stores opened in Porto in 2021?');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    await page.locator('.exchange').first().getByText('Verified examples of the tenant: 0').waitFor();
+
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Sessions' }).click();
+    await page.getByRole('button', { name: 'Open How many stores opened in Porto in 2021?' }).click();
+    await page.getByRole('button', { name: 'Verify turn 1 for the tenant' }).click();
+    await page.getByText('Turn 1 is a verified pair of the tenant').waitFor();
+
+    // Another user of the tenant, signed in afterwards: the pair is in their answer's memory.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Your token (JWT)').fill(service.token('playground-colleague'));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Signed in as playground-colleague').first().waitFor();
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Chat' }).click();
+    await page.getByLabel('Question', { exact: true }).fill('Stores opened in Porto in 2021?');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    const exchange = page.locator('.exchange').first();
+    await exchange.getByText('Verified examples of the tenant: 1').waitFor();
+    expect(await exchange.locator('ul.verified li').textContent()).toContain('How many stores opened in Porto in 2021?');
+    // A user who is no admin is offered no Verify button.
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Sessions' }).click();
+    await page.getByRole('button', { name: 'Open Stores opened in Porto in 2021?' }).click();
+    await page.getByRole('heading', { name: 'Stores opened in Porto in 2021?: 1 turns' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Verify turn 1 for the tenant' }).count()).toBe(0);
+  });
+
   it('when the whole tour is over, then the browser reported no script error and no CSP violation', () => {
     expect(problems).toEqual([]);
   });

@@ -70,16 +70,29 @@ describe('stored text in context', () => {
 
   it('when memory for /memoryChat is built from hostile turns, then it is one delimited data block with every stored line inside it', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(markedText, markedText, markedText), { minLength: 1, maxLength: 4 }), markedText, (rows, summary) => {
-        const window = rows.map(([q, a, s], i) => turn(rows.length - i, q.text, a.text, s.text));
-        const built = buildMemoryContext({
-          window,
-          similar: [turn(99, rows[0]![0].text, 'a', 'SELECT 1')],
-          summary: summary.text,
-          maxTokens: 100_000,
-        });
-        expectDelimitedMemory(built.text, [...rows.flatMap((r) => r.map((m) => m.marker)), summary.marker]);
-      }),
+      fc.property(
+        fc.array(fc.tuple(markedText, markedText, markedText), { minLength: 1, maxLength: 4 }),
+        markedText,
+        fc.tuple(markedText, markedText, markedText),
+        (rows, summary, [pairQuestion, pairSql, pairView]) => {
+          const window = rows.map(([q, a, s], i) => turn(rows.length - i, q.text, a.text, s.text));
+          const built = buildMemoryContext({
+            window,
+            similar: [turn(99, rows[0]![0].text, 'a', 'SELECT 1')],
+            summary: summary.text,
+            // A verified pair's question, SQL and views are stored text too (docs/verified-pairs.md).
+            pairs: [{ pair_id: 'p', question: pairQuestion.text, sql_query: pairSql.text, tables_used: [pairView.text], similarity: 0.5 }],
+            maxTokens: 100_000,
+          });
+          expectDelimitedMemory(built.text, [
+            ...rows.flatMap((r) => r.map((m) => m.marker)),
+            summary.marker,
+            pairQuestion.marker,
+            pairSql.marker,
+            pairView.marker,
+          ]);
+        },
+      ),
       { seed: SEED, numRuns: 300 },
     );
   });

@@ -17,6 +17,7 @@ const context = (history: HistoryTurn[], similarTurns: SimilarTurn[] = []): Buil
   text: 'block',
   history,
   similar: similarTurns,
+  pairs: [],
   summaryUsed: false,
   tokens: 10,
   truncated: false,

@@ -7,6 +7,8 @@ import { startTestApp, type TestApp } from '../support/service/test-app.js';
  */
 const EXEMPT: Record<string, string> = {
   migrations: "the migrator's ledger (postgres-migrations): one row per migration file, belonging to no tenant",
+  // One row per tenant, no user's (migration 023): a reference table on Citus, its key the tenant alone.
+  tenant_settings: "a tenant's own settings, belonging to no user",
 };
 
 /** The column naming a row's user, where it is not `user_id`. */
@@ -21,6 +23,9 @@ const USER_COLUMN: Record<string, string> = {
   // The erasure barrier's row outlives the user's data, so it names the user by the sha256 of their
   // id (migration 011); a reference table on Citus, read beside each user's shard.
   erasures: 'user_digest',
+  // A verified pair belongs to its tenant, read by all its users (migration 023): a reference table on
+  // Citus. Its author is a column, not its key: an adopted pair outlives its author.
+  verified_pairs: 'pair_id',
 };
 
 interface Key {

@@ -492,6 +492,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/verified-pairs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's verified pairs, with the negative feedback on each (memory-admin) */
+        get: operations["listVerifiedPairs"];
+        put?: never;
+        /**
+         * Promote a user's answered turn to a verified pair of the tenant (memory-admin)
+         * @description The turn keeps its question (masked as stored), SQL, views and databases, not its rows. 201 with the new pair; 200 with the live pair a turn promoted before already has.
+         */
+        post: operations["promoteVerifiedPair"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verified-pairs/{pair_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Correct a verified pair's SQL or rewrite its question (memory-admin) */
+        patch: operations["editVerifiedPair"];
+        trace?: never;
+    };
+    "/admin/verified-pairs/{pair_id}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retire a verified pair: it is recalled no more, and stays listed (memory-admin) */
+        post: operations["retireVerifiedPair"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/verified-pairs/{pair_id}/adopt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Adopt a verified pair as the tenant's own: it outlives its author's erasure, without the author (memory-admin) */
+        post: operations["adoptVerifiedPair"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's settings (memory-admin) */
+        get: operations["getTenantSettings"];
+        /** Change the tenant's settings (memory-admin) */
+        put: operations["updateTenantSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me/account-link": {
         parameters: {
             query?: never;
@@ -777,6 +867,23 @@ export interface operations {
                                 question: string;
                                 /** @description Cosine similarity, 1 = identical */
                                 similarity: number;
+                            }[];
+                            /** @description The tenant's verified pairs in the memory block */
+                            verified_pairs_count?: number;
+                            /** @description The tenant's verified question/SQL pairs in the memory block, best first (docs/verified-pairs.md) */
+                            verified_pairs?: {
+                                /** Format: uuid */
+                                pair_id: string;
+                                question: string;
+                                /** @description The pair's views, added to use_views */
+                                views: string[];
+                                /** @description Cosine similarity, 1 = identical */
+                                similarity: number;
+                                /**
+                                 * @description A verified example of the tenant, not the user's own memory
+                                 * @enum {boolean}
+                                 */
+                                verified: true;
                             }[];
                             context_tokens: number;
                             context_truncated: boolean;
@@ -3525,8 +3632,8 @@ export interface operations {
             query?: {
                 /** @description Entries where this user is the subject or the actor */
                 user_id?: string;
-                /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; act_for_user: an API key called a route for the user named in X-Memory-User */
-                action?: "export" | "erase" | "download" | "admin_read" | "act_for_user";
+                /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; act_for_user: an API key called a route for the user named in X-Memory-User; pair_promote / pair_edit / pair_retire / pair_adopt: an admin acted on a verified pair (the subject is its author); tenant_settings: an admin changed the tenant's settings */
+                action?: "export" | "erase" | "download" | "admin_read" | "act_for_user" | "pair_promote" | "pair_edit" | "pair_retire" | "pair_adopt" | "tenant_settings";
                 /** @description Entries at or after this time */
                 from?: string;
                 /** @description Entries before this time */
@@ -3554,8 +3661,8 @@ export interface operations {
                             at: string;
                             actor_user_id: string;
                             subject_user_id: string;
-                            /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; act_for_user: an API key called a route for the user named in X-Memory-User */
-                            action: "export" | "erase" | "download" | "admin_read" | "act_for_user";
+                            /** @description export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; act_for_user: an API key called a route for the user named in X-Memory-User; pair_promote / pair_edit / pair_retire / pair_adopt: an admin acted on a verified pair (the subject is its author); tenant_settings: an admin changed the tenant's settings */
+                            action: "export" | "erase" | "download" | "admin_read" | "act_for_user" | "pair_promote" | "pair_edit" | "pair_retire" | "pair_adopt" | "tenant_settings";
                             /** @description The GDPR request acted on; for act_for_user, the operationId called */
                             target: string;
                             /** @description X-Request-Id of the request that did it */
@@ -3835,6 +3942,712 @@ export interface operations {
             };
             /** @description Not found (or not the caller's) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listVerifiedPairs: {
+        parameters: {
+            query?: {
+                /** @description Also list retired pairs */
+                retired?: boolean;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first */
+                        verified_pairs: {
+                            /** Format: uuid */
+                            pair_id: string;
+                            /** @description Masked as stored turns are; null once the author of an adopted pair was erased and no admin had rewritten it */
+                            question: string | null;
+                            sql_query: string;
+                            /** @description The pair's views */
+                            tables_used: string[];
+                            /** @description Recalled only for requests whose database scope covers these */
+                            vdp_database_names: string[];
+                            vdp_tag_names: string[];
+                            /** @description The user whose turn it came from; null once they were erased */
+                            author_user_id: string | null;
+                            source: {
+                                /** Format: uuid */
+                                session_id: string;
+                                turn_number: number;
+                            } | null;
+                            promoted_via: "admin" | "feedback";
+                            /** Format: date-time */
+                            promoted_at: string;
+                            adopted_at: string | null;
+                            question_edited_at: string | null;
+                            sql_edited_at: string | null;
+                            retired_at: string | null;
+                            /** @description Users' down ratings of answers whose memory held this pair */
+                            negative_feedback: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    promoteVerifiedPair: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The user whose turn becomes a pair */
+                    user_id: string;
+                    /** Format: uuid */
+                    session_id: string;
+                    turn_number: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created: boolean;
+                        pair: {
+                            /** Format: uuid */
+                            pair_id: string;
+                            /** @description Masked as stored turns are; null once the author of an adopted pair was erased and no admin had rewritten it */
+                            question: string | null;
+                            sql_query: string;
+                            /** @description The pair's views */
+                            tables_used: string[];
+                            /** @description Recalled only for requests whose database scope covers these */
+                            vdp_database_names: string[];
+                            vdp_tag_names: string[];
+                            /** @description The user whose turn it came from; null once they were erased */
+                            author_user_id: string | null;
+                            source: {
+                                /** Format: uuid */
+                                session_id: string;
+                                turn_number: number;
+                            } | null;
+                            promoted_via: "admin" | "feedback";
+                            /** Format: date-time */
+                            promoted_at: string;
+                            adopted_at: string | null;
+                            question_edited_at: string | null;
+                            sql_edited_at: string | null;
+                            retired_at: string | null;
+                            /** @description Users' down ratings of answers whose memory held this pair */
+                            negative_feedback: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created: boolean;
+                        pair: {
+                            /** Format: uuid */
+                            pair_id: string;
+                            /** @description Masked as stored turns are; null once the author of an adopted pair was erased and no admin had rewritten it */
+                            question: string | null;
+                            sql_query: string;
+                            /** @description The pair's views */
+                            tables_used: string[];
+                            /** @description Recalled only for requests whose database scope covers these */
+                            vdp_database_names: string[];
+                            vdp_tag_names: string[];
+                            /** @description The user whose turn it came from; null once they were erased */
+                            author_user_id: string | null;
+                            source: {
+                                /** Format: uuid */
+                                session_id: string;
+                                turn_number: number;
+                            } | null;
+                            promoted_via: "admin" | "feedback";
+                            /** Format: date-time */
+                            promoted_at: string;
+                            adopted_at: string | null;
+                            question_edited_at: string | null;
+                            sql_edited_at: string | null;
+                            retired_at: string | null;
+                            /** @description Users' down ratings of answers whose memory held this pair */
+                            negative_feedback: number;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    editVerifiedPair: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pair_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The question rewritten: the tenant's own text, kept when the author is erased */
+                    question?: string;
+                    /** @description The corrected SQL */
+                    sql_query?: string;
+                    /** @description The views the corrected SQL reads (added to use_views when the pair is recalled) */
+                    tables_used?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        pair_id: string;
+                        /** @description Masked as stored turns are; null once the author of an adopted pair was erased and no admin had rewritten it */
+                        question: string | null;
+                        sql_query: string;
+                        /** @description The pair's views */
+                        tables_used: string[];
+                        /** @description Recalled only for requests whose database scope covers these */
+                        vdp_database_names: string[];
+                        vdp_tag_names: string[];
+                        /** @description The user whose turn it came from; null once they were erased */
+                        author_user_id: string | null;
+                        source: {
+                            /** Format: uuid */
+                            session_id: string;
+                            turn_number: number;
+                        } | null;
+                        promoted_via: "admin" | "feedback";
+                        /** Format: date-time */
+                        promoted_at: string;
+                        adopted_at: string | null;
+                        question_edited_at: string | null;
+                        sql_edited_at: string | null;
+                        retired_at: string | null;
+                        /** @description Users' down ratings of answers whose memory held this pair */
+                        negative_feedback: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retireVerifiedPair: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pair_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        pair_id: string;
+                        /** @description Masked as stored turns are; null once the author of an adopted pair was erased and no admin had rewritten it */
+                        question: string | null;
+                        sql_query: string;
+                        /** @description The pair's views */
+                        tables_used: string[];
+                        /** @description Recalled only for requests whose database scope covers these */
+                        vdp_database_names: string[];
+                        vdp_tag_names: string[];
+                        /** @description The user whose turn it came from; null once they were erased */
+                        author_user_id: string | null;
+                        source: {
+                            /** Format: uuid */
+                            session_id: string;
+                            turn_number: number;
+                        } | null;
+                        promoted_via: "admin" | "feedback";
+                        /** Format: date-time */
+                        promoted_at: string;
+                        adopted_at: string | null;
+                        question_edited_at: string | null;
+                        sql_edited_at: string | null;
+                        retired_at: string | null;
+                        /** @description Users' down ratings of answers whose memory held this pair */
+                        negative_feedback: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    adoptVerifiedPair: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                pair_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        pair_id: string;
+                        /** @description Masked as stored turns are; null once the author of an adopted pair was erased and no admin had rewritten it */
+                        question: string | null;
+                        sql_query: string;
+                        /** @description The pair's views */
+                        tables_used: string[];
+                        /** @description Recalled only for requests whose database scope covers these */
+                        vdp_database_names: string[];
+                        vdp_tag_names: string[];
+                        /** @description The user whose turn it came from; null once they were erased */
+                        author_user_id: string | null;
+                        source: {
+                            /** Format: uuid */
+                            session_id: string;
+                            turn_number: number;
+                        } | null;
+                        promoted_via: "admin" | "feedback";
+                        /** Format: date-time */
+                        promoted_at: string;
+                        adopted_at: string | null;
+                        question_edited_at: string | null;
+                        sql_edited_at: string | null;
+                        retired_at: string | null;
+                        /** @description Users' down ratings of answers whose memory held this pair */
+                        negative_feedback: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (or not the caller's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTenantSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A turn its user rates up, whose SQL ran, becomes a verified pair of the tenant without an admin */
+                        pairs_from_positive_feedback: boolean;
+                    };
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this user; Retry-After says when to retry */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable or not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateTenantSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A turn its user rates up, whose SQL ran, becomes a verified pair of the tenant without an admin */
+                    pairs_from_positive_feedback: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A turn its user rates up, whose SQL ran, becomes a verified pair of the tenant without an admin */
+                        pairs_from_positive_feedback: boolean;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed for this token */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -65,13 +65,25 @@ function download(name, type, content) {
 
 // ---- sign-in and views
 
-function userOf(jwt) {
+function claimsOf(jwt) {
   try {
-    const claims = JSON.parse(atob(jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
-    return claims.sub ?? 'signed in';
+    return JSON.parse(atob(jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
   } catch {
-    return 'signed in';
+    return {};
   }
+}
+
+function userOf(jwt) {
+  return claimsOf(jwt).sub ?? 'signed in';
+}
+
+/**
+ * Whether to offer the tenant's admin actions: a hint from the token's default roles claim only; the
+ * service decides (403 for anyone else).
+ */
+function isAdmin(jwt) {
+  const roles = claimsOf(jwt).roles;
+  return (Array.isArray(roles) ? roles : String(roles ?? '').split(' ')).includes('memory-admin');
 }
 
 function signIn(newToken) {
@@ -232,6 +244,18 @@ function memoryUsed(reply, roundTripMs) {
     details.append(el('p', { text: 'None.' }));
   }
 
+  const verified = used.verified_pairs ?? [];
+  details.append(el('h4', { text: `Verified examples of the tenant: ${verified.length}` }));
+  details.append(
+    verified.length
+      ? el(
+          'ul',
+          { className: 'verified' },
+          ...verified.map((p) => el('li', { text: `${p.question} (${p.views.join(', ') || 'no views'})` })),
+        )
+      : el('p', { text: 'None.' }),
+  );
+
   details.append(
     el('h4', { text: 'Sent upstream' }),
     el('p', { text: 'Question:' }),
@@ -379,6 +403,17 @@ async function openSession(id) {
         }),
       );
       item.append(showSql, csv, sqlBox);
+      if (turn.status === 'ok' && isAdmin(token)) {
+        const verify = el('button', { type: 'button', text: 'Verify', 'aria-label': `Verify turn ${turn.turn_number} for the tenant` });
+        verify.addEventListener(
+          'click',
+          guarded(async () => {
+            await api('POST', '/admin/verified-pairs', { user_id: userOf(token), session_id: id, turn_number: turn.turn_number });
+            say(`Turn ${turn.turn_number} is a verified pair of the tenant: its users' questions over its databases now get it.`);
+          }),
+        );
+        item.append(verify);
+      }
     }
     return item;
   });

@@ -2,11 +2,23 @@ import Type from 'typebox';
 import { MAX_ID_CHARS } from '../../model/identity.js';
 
 const AccessAction = Type.Union(
-  [Type.Literal('export'), Type.Literal('erase'), Type.Literal('download'), Type.Literal('admin_read'), Type.Literal('act_for_user')],
+  [
+    Type.Literal('export'),
+    Type.Literal('erase'),
+    Type.Literal('download'),
+    Type.Literal('admin_read'),
+    Type.Literal('act_for_user'),
+    Type.Literal('pair_promote'),
+    Type.Literal('pair_edit'),
+    Type.Literal('pair_retire'),
+    Type.Literal('pair_adopt'),
+    Type.Literal('tenant_settings'),
+  ],
   {
     description:
       "export / erase: a GDPR request was made; download: an export was downloaded; admin_read: an admin read another user's request; " +
-      'act_for_user: an API key called a route for the user named in X-Memory-User',
+      'act_for_user: an API key called a route for the user named in X-Memory-User; ' +
+      "pair_promote / pair_edit / pair_retire / pair_adopt: an admin acted on a verified pair (the subject is its author); tenant_settings: an admin changed the tenant's settings",
   },
 );
 

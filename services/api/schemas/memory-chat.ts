@@ -147,6 +147,19 @@ export const MemoryChatResponse = Type.Object(
           { description: 'Past questions of this user in the context, most similar first' },
         ),
       ),
+      verified_pairs_count: Type.Optional(Type.Integer({ description: "The tenant's verified pairs in the memory block" })),
+      verified_pairs: Type.Optional(
+        Type.Array(
+          Type.Object({
+            pair_id: Type.String({ format: 'uuid' }),
+            question: Type.String(),
+            views: Type.Array(Type.String(), { description: "The pair's views, added to use_views" }),
+            similarity: Type.Number({ description: 'Cosine similarity, 1 = identical' }),
+            verified: Type.Literal(true, { description: "A verified example of the tenant, not the user's own memory" }),
+          }),
+          { description: "The tenant's verified question/SQL pairs in the memory block, best first (docs/verified-pairs.md)" },
+        ),
+      ),
       context_tokens: Type.Integer(),
       context_truncated: Type.Boolean(),
       augmented_question: Type.String({ description: 'What was sent upstream as the question' }),

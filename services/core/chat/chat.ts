@@ -5,6 +5,7 @@ import { recogniseMemoryCommand } from '../commands/recognise.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
 import { respondWithoutStoring } from '../idempotency/idempotency.js';
+import { pairsMetadata } from '../pairs/pair-recall.js';
 import { round } from '../rounding.js';
 import { conversationMetadata } from '../sessions/session-view.js';
 import { csvUrl } from '../sessions/turn-view.js';
@@ -82,6 +83,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
         ...(answer.asksClarification ? { asks_clarification: true } : {}),
         // The SDK's word (1.4) that the answer comes from rows Denodo masked: shown with the stored turn.
         ...(typeof fields.is_masked === 'boolean' ? { is_masked: fields.is_masked } : {}),
+        ...pairsMetadata(memory.context.pairs),
       },
     },
     dedupAgainst: memory.recent,

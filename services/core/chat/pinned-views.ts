@@ -11,7 +11,7 @@ export const MAX_PINNED_VIEWS = 10;
 /**
  * The `use_views` sent to the answerer: the caller's, then the candidate views of a clarifying question
  * the latest turn asked (the question answers it), then the views the memory block's SQL read (latest
- * turn first, then similar past turns), within the caller's `vdp_database_names`. The Denodo
+ * turn first, then similar past turns, then the tenant's verified pairs), within the caller's `vdp_database_names`. The Denodo
  * AI SDK chooses its views by embedding `question` alone, so a follow-up such as "What about 2023?"
  * finds none of the views its earlier SQL used unless they are named here (docs/denodo-ai-sdk.md).
  * Undefined when there is nothing to send.
@@ -29,6 +29,7 @@ export function pinnedViews(context: BuiltContext, callerUseViews: unknown, data
       .concat(context.similar)
       .filter((turn) => turn.status === 'ok' && turn.sql_query)
       .flatMap((turn) => turn.tables_used),
+    ...context.pairs.flatMap((pair) => pair.tables_used),
   ].filter((view) => withinDatabases(view, databases));
   const pinned = [...new Set(fromMemory)].filter((view) => !caller.includes(view)).slice(0, MAX_PINNED_VIEWS);
   const all = [...caller, ...pinned];

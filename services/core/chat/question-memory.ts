@@ -5,6 +5,7 @@ import { type BuiltContext, buildMemoryContext } from '../context/chat-block.js'
 import { type Recalled, recallMemory } from '../context/recall-memory.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
+import { pairsUsed } from '../pairs/pair-recall.js';
 import { round } from '../rounding.js';
 import { traced } from '../tracing.js';
 import type { TurnScope } from '../turns/turn-scope.js';
@@ -71,6 +72,7 @@ export async function memoryForQuestion(
     window: retrieved?.window ?? [],
     similar: retrieved?.similar ?? [],
     summary: retrieved?.summary ?? null,
+    pairs: retrieved?.pairs ?? [],
     maxTokens: settings.maxContextTokens,
   });
   const retrievalSeconds = (performance.now() - retrievalStarted) / 1000;
@@ -139,6 +141,7 @@ async function readMemory(
         answerer: settings.answererIdentity,
         // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
         recentQuestions: settings.maxTurnsPerSession,
+        verifiedPairs: req.useMemory,
       },
       (err) => {
         deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');
@@ -168,6 +171,7 @@ function memoryContextUsed(
       question: t.question,
       similarity: round(t.similarity, 4),
     })),
+    ...pairsUsed(context.pairs),
     context_tokens: context.tokens,
     context_truncated: context.truncated,
     augmented_question: augmented.question,

@@ -1,7 +1,8 @@
+import type { PairExample } from '../../db/repositories/verified-pairs.js';
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 import { countRecurringTokens, countTokensByLine, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
-import { historyOf, type MemoryItem, memoryItems, packMemory, similarOf } from './pack.js';
+import { historyOf, type MemoryItem, memoryItems, packMemory, pairsOf, similarOf } from './pack.js';
 
 /** Answers are context, not content: a long answer is cut to this many characters. */
 export const ANSWER_CHARS_IN_CONTEXT = 500;
@@ -12,6 +13,8 @@ export interface ContextInput {
   /** Most similar first. */
   similar: SimilarTurn[];
   summary: string | null;
+  /** The tenant's verified pairs, best first (docs/verified-pairs.md). */
+  pairs?: PairExample[];
   maxTokens: number;
 }
 
@@ -21,6 +24,8 @@ export interface BuiltContext {
   /** The window turns that made it in, oldest first. */
   history: HistoryTurn[];
   similar: SimilarTurn[];
+  /** The verified pairs that made it in, best first. */
+  pairs: PairExample[];
   summaryUsed: boolean;
   tokens: number;
   truncated: boolean;
@@ -50,6 +55,7 @@ export function buildMemoryContext(input: ContextInput): BuiltContext {
     text: rendered.text,
     history: historyOf(kept),
     similar: similarOf(kept),
+    pairs: pairsOf(kept),
     summaryUsed: kept.some((i) => i.kind === 'summary'),
     tokens: rendered.tokens,
     truncated,
@@ -59,6 +65,7 @@ export function buildMemoryContext(input: ContextInput): BuiltContext {
 function renderItem(item: MemoryItem): string {
   if (item.kind === 'summary') return quoteStored(item.text);
   if (item.kind === 'slots') return '';
+  if (item.kind === 'pair') return renderPair(item.pair);
   return renderTurn(item.turn);
 }
 
@@ -66,11 +73,13 @@ function renderBlock(items: MemoryItem[]): string {
   const summary = items.find((i): i is Extract<MemoryItem, { kind: 'summary' }> => i.kind === 'summary');
   const history = historyOf(items);
   const similar = similarOf(items);
+  const pairs = pairsOf(items);
   const parts: string[] = [];
   if (summary) parts.push(`Summary of earlier turns:\n${CONTINUATION_INDENT}${quoteStored(summary.text)}`);
   if (history.length) {
     parts.push(`Earlier in this conversation (oldest first):\n${history.map(renderTurn).join('\n\n')}`);
   }
+  if (pairs.length) parts.push(`${VERIFIED_PAIRS_HEADING}\n${pairs.map(renderPair).join('\n\n')}`);
   if (similar.length) {
     parts.push(`Related questions this user asked before, with the SQL that answered them:\n${similar.map(renderTurn).join('\n\n')}`);
   }
@@ -91,5 +100,14 @@ function renderTurn(turn: HistoryTurn): string {
   if (turn.asks_clarification) {
     lines.push(`Clarifying question asked, answered by the next question: ${quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT))}`);
   } else if (turn.answer) lines.push(`Answer: ${quoteStored(cutText(turn.answer, ANSWER_CHARS_IN_CONTEXT))}`);
+  return lines.join('\n');
+}
+
+/** The heading of the block's verified examples: the tenant's confirmed SQL, not this user's memory. */
+export const VERIFIED_PAIRS_HEADING = 'Verified examples of this organisation, questions with the SQL confirmed for them:';
+
+function renderPair(pair: PairExample): string {
+  const lines = [`Question: ${quoteStored(pair.question)}`, `SQL: ${quoteStored(pair.sql_query)}`];
+  if (pair.tables_used.length) lines.push(`Tables: ${quoteStored(pair.tables_used.join(', '))}`);
   return lines.join('\n');
 }

@@ -133,6 +133,9 @@ function renderItem(p: ContextParts, item: MemoryItem): string {
       return renderTurn(p, item.turn);
     case 'similar':
       return renderMemory(p, item.turn);
+    // The memory API's context recalls no verified pairs (they are /memoryChat's, for its answerer).
+    case 'pair':
+      return '';
   }
 }
 

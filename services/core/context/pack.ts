@@ -1,3 +1,4 @@
+import type { PairExample } from '../../db/repositories/verified-pairs.js';
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
 
 /** One piece of memory that may go into a context: what the packer keeps or drops whole. */
@@ -5,11 +6,12 @@ export type MemoryItem =
   | { kind: 'history'; turn: HistoryTurn }
   | { kind: 'slots'; slots: Record<string, unknown> }
   | { kind: 'summary'; text: string }
+  | { kind: 'pair'; pair: PairExample }
   | { kind: 'similar'; turn: SimilarTurn };
 
 /**
  * Memory in the order it is kept (docs/design.md §4): the latest turn, the slots, the summary, older
- * turns newest first, then similar past questions, most similar first.
+ * turns newest first, the tenant's verified pairs, then similar past questions, most similar first.
  */
 export function memoryItems(parts: {
   /** Newest first. */
@@ -18,6 +20,8 @@ export function memoryItems(parts: {
   summary: string | null;
   /** Most similar first. */
   similar: SimilarTurn[];
+  /** The tenant's verified pairs, best first. */
+  pairs?: PairExample[];
 }): MemoryItem[] {
   const [latest, ...older] = parts.window;
   return [
@@ -25,6 +29,7 @@ export function memoryItems(parts: {
     ...(parts.slots && Object.keys(parts.slots).length ? [{ kind: 'slots', slots: parts.slots } as const] : []),
     ...(parts.summary ? [{ kind: 'summary', text: parts.summary } as const] : []),
     ...older.map((turn) => ({ kind: 'history', turn }) as const),
+    ...(parts.pairs ?? []).map((pair) => ({ kind: 'pair', pair }) as const),
     ...parts.similar.map((turn) => ({ kind: 'similar', turn }) as const),
   ];
 }
@@ -83,4 +88,8 @@ export function historyOf(items: MemoryItem[]): HistoryTurn[] {
 
 export function similarOf(items: MemoryItem[]): SimilarTurn[] {
   return items.flatMap((i) => (i.kind === 'similar' ? [i.turn] : []));
+}
+
+export function pairsOf(items: MemoryItem[]): PairExample[] {
+  return items.flatMap((i) => (i.kind === 'pair' ? [i.pair] : []));
 }

@@ -2,6 +2,7 @@ import { type Retrieved, retrieveMemory } from '../../db/repositories/memory-ret
 import type { Identity } from '../../model/identity.js';
 import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
+import { pairRecall } from '../pairs/pair-recall.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';
 
 export type { MemoryScope };
@@ -32,6 +33,8 @@ export interface RecallRequest {
   memoryScope?: MemoryScope;
   /** Recall across sessions only turns this answerer wrote, or that no answerer of the service did (/memoryChat). */
   answerer?: string;
+  /** Also read the tenant's verified pairs (docs/verified-pairs.md), with the same embedding and scope. */
+  verifiedPairs?: boolean;
 }
 
 /**
@@ -54,6 +57,7 @@ export async function recallMemory(
       onEmbeddingFailed(err);
     }
   }
+  const scope = { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) };
   const retrieved = await retrieveMemory(deps.db.asUser(req.identity), {
     identity: req.identity,
     sessionId: req.sessionId,
@@ -65,11 +69,12 @@ export async function recallMemory(
     embedding,
     embeddingModel: deps.embedder.modelId,
     search: questionSearch(req.question),
-    scope: { requested: req.databases, allowed: req.identity.databases, ...(req.tags ? { tags: req.tags } : {}) },
+    scope,
     ...(req.withMessages ? { withMessages: true } : {}),
     ...(req.recentQuestions ? { recentQuestions: req.recentQuestions } : {}),
     ...(req.memoryScope ? { memoryScope: req.memoryScope } : {}),
     ...(req.answerer ? { answerer: req.answerer } : {}),
+    ...(req.verifiedPairs ? { verifiedPairs: pairRecall(scope, deps.settings.minSimilarity) } : {}),
   });
   return { ...retrieved, questionEmbedding: embedding };
 }

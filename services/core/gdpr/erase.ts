@@ -11,6 +11,7 @@ import {
 } from '../../db/repositories/gdpr.js';
 import { deleteUserIdempotencyKeys } from '../../db/repositories/idempotency.js';
 import { deleteUserLinkedIdentities } from '../../db/repositories/linked-identities.js';
+import { erasePairsOfAuthor } from '../../db/repositories/verified-pairs.js';
 import type { ErasedTable, UserTable } from '../../db/user-tables.js';
 import { userPseudonym } from '../../model/identity.js';
 import { PermanentJobError } from '../job-queue.js';
@@ -24,6 +25,8 @@ export interface EraseCounts {
   idempotency_keys: number;
   /** The user's linked account and its sealed tokens (docs/account-linking.md). */
   linked_identities: number;
+  /** Verified pairs promoted from the user's turns: deleted, or kept without the user when adopted. */
+  verified_pairs: number;
   queued_jobs: number;
 }
 
@@ -39,6 +42,7 @@ const ERASE_STEPS: {
   gdpr_exports: { count: 'exports', deleteBatch: deleteUserExports },
   idempotency_keys: { count: 'idempotency_keys', deleteBatch: deleteUserIdempotencyKeys },
   linked_identities: { count: 'linked_identities', deleteBatch: deleteUserLinkedIdentities },
+  verified_pairs: { count: 'verified_pairs', deleteBatch: erasePairsOfAuthor },
 };
 
 /** The table each count's rows were deleted from: their space is reclaimed after the erasure. */
@@ -48,12 +52,13 @@ const COUNTED_TABLE: Record<keyof EraseCounts, UserTable> = {
   exports: 'gdpr_exports',
   idempotency_keys: 'idempotency_keys',
   linked_identities: 'linked_identities',
+  verified_pairs: 'verified_pairs',
   queued_jobs: 'job_outbox',
 };
 
 /**
  * Erases a user (docs/design.md §7): turns (with their embeddings), sessions (with their summaries), stored
- * exports, Idempotency-Key responses and a linked account's tokens, then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
+ * exports, Idempotency-Key responses, a linked account's tokens and the verified pairs promoted from their turns (an adopted one is kept without them), then the user's not-yet-running jobs in the queue. Each table goes in bounded batches,
  * each batch its own short transaction that also adds its count to the audit row, so a large user never
  * holds a long lock, a retried job simply continues, and the counts are what was deleted, over every
  * attempt. The audit row is kept, with counts only.
@@ -133,6 +138,7 @@ function erasedCounts(stored: Record<string, number>): EraseCounts {
     exports: count('exports'),
     idempotency_keys: count('idempotency_keys'),
     linked_identities: count('linked_identities'),
+    verified_pairs: count('verified_pairs'),
     queued_jobs: count('queued_jobs'),
   };
 }

@@ -10,8 +10,10 @@ import {
   markAuditRunning,
 } from '../../db/repositories/gdpr.js';
 import type { Queryable } from '../../db/repositories/queryable.js';
+import { listPairsOfAuthor } from '../../db/repositories/verified-pairs.js';
 import type { ScopedDatabase } from '../../db/row-security.js';
 import { type JobLogger, PermanentJobError } from '../job-queue.js';
+import { pairView } from '../pairs/pair-view.js';
 
 export interface GdprJobDeps {
   db: ScopedDatabase;
@@ -28,7 +30,7 @@ const NOT_EXPORTED = ['tenant_id', 'user_id', 'session_id', 'embedding', 'search
 
 /**
  * Builds a user's export (docs/design.md §7): every live session with its summary and every turn with its
- * SQL and results, as one JSON document stored in gdpr_exports until GDPR_EXPORT_TTL passes.
+ * SQL and results, and the verified pairs promoted from their turns, as one JSON document stored in gdpr_exports until GDPR_EXPORT_TTL passes.
  * Expired data is not exported: it is already invisible and awaits deletion.
  *
  * The document is written as it is read, turn by turn, in parts (gdpr_export_parts) that the
@@ -78,7 +80,9 @@ export async function runGdprExport(
     }
     await out.write(']}');
   }
-  await out.write(']}');
+  // The tenant's verified pairs promoted from the user's turns (docs/verified-pairs.md), while they name the user.
+  const pairs = (await listPairsOfAuthor(subject, job.tenantId, userId)).map(pairView);
+  await out.write(`],"verified_pairs":${JSON.stringify(pairs)}}`);
   await out.end();
   await finishExport(subject, ref, turnCount);
   const counts = { sessions: sessions.length, turns: turnCount };

@@ -4,6 +4,7 @@ import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { ClientTurnStatus } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
+import { pairsAfterRating } from '../pairs/pair-feedback.js';
 import { turnSearchTerms } from '../search-terms/lexical-terms.js';
 import { embedWithDedup } from '../turns/near-duplicate.js';
 import { embeddedTurnText } from '../turns/turn-text.js';
@@ -65,7 +66,10 @@ export async function deleteUserTurn(deps: MemoryDeps, identity: Identity, sessi
   if (!session) await missing(deps, identity, sessionId, turnNumber);
 }
 
-/** `POST /sessions/{id}/turns/{n}/feedback`: a down-rated turn's SQL steers nothing until the turn is corrected. */
+/**
+ * `POST /sessions/{id}/turns/{n}/feedback`: a down-rated turn's SQL steers nothing until the turn is
+ * corrected, and counts against the verified pairs its memory held; an up-rated one may become a pair.
+ */
 export async function rateUserTurn(
   deps: MemoryDeps,
   identity: Identity,
@@ -78,6 +82,7 @@ export async function rateUserTurn(
     comment: feedback.comment?.trim() || null,
   });
   if (!rated) return missing(deps, identity, sessionId, turnNumber);
+  await pairsAfterRating(deps, identity, { sessionId, turnNumber, metadata: rated.metadata }, feedback.rating);
   return { session_id: sessionId, turn: storedTurnView(rated) };
 }
 

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './queryable.js';
 
-export type AccessAction = 'export' | 'erase' | 'download' | 'admin_read' | 'act_for_user';
+export type AccessAction =
+  | 'export'
+  | 'erase'
+  | 'download'
+  | 'admin_read'
+  | 'act_for_user'
+  // An admin's actions on the tenant's verified pairs and settings (docs/verified-pairs.md).
+  | 'pair_promote'
+  | 'pair_edit'
+  | 'pair_retire'
+  | 'pair_adopt'
+  | 'tenant_settings';
 
 export interface AccessAuditEntry {
   entry_id: string;

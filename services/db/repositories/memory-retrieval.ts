@@ -11,6 +11,7 @@ import { databaseScopeSql, isBounded } from './sql-scope.js';
 import { visibleInSearch } from './turn-duplicates.js';
 import { NOT_ASKED } from './turns.js';
 import { type UserSearchRequest, userCandidateSearch } from './user-search.js';
+import { type PairExample, type PairRecall, pairCandidates, pairFromJson } from './verified-pairs.js';
 
 export interface RetrievalRequest extends UserSearchRequest {
   /** Resume this session; absent for a new one. */
@@ -29,6 +30,8 @@ export interface RetrievalRequest extends UserSearchRequest {
   memoryScope?: MemoryScope;
   /** Similar turns only of this answerer, or of none (turns a client stored): recall bounded by answerer. */
   answerer?: string;
+  /** Also read the tenant's verified pairs nearest the question, within the same bounds (docs/verified-pairs.md). */
+  verifiedPairs?: PairRecall;
 }
 
 export interface Retrieved {
@@ -47,6 +50,8 @@ export interface Retrieved {
   similar: SimilarTurn[];
   /** The session's latest questions, newest first, when `recentQuestions` asked for them. */
   recent: RecentQuestion[];
+  /** The tenant's verified pairs nearest the question, best first, when `verifiedPairs` asked for them. */
+  pairs: PairExample[];
   /**
    * The user's erasure epoch (migration 011), read by the same statement: a request's first read,
    * which its turn's store compares with (store-turn.ts).
@@ -77,8 +82,12 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const bounded = isBounded(req.scope);
   const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
+  const pairSearch =
+    req.verifiedPairs && req.embedding
+      ? pairCandidates({ ...search, scope, answerer: sameAnswerer(param(req.answerer ?? null)), recall: req.verifiedPairs })
+      : undefined;
 
-  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'epoch'; row: Record<string, unknown> }>(
+  const { rows } = await db.query<{ source: 'session' | 'window' | 'similar' | 'recent' | 'pair' | 'epoch'; row: Record<string, unknown> }>(
     prepared(
       sql`WITH sess AS (
        SELECT ${SESSION_COLUMNS},
@@ -129,11 +138,12 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
              FROM fused WHERE usable) grouped
        ORDER BY nth, score DESC, distance, session_id, turn_number
        LIMIT ${req.k}
-     )
+     )${pairSearch ? sql`, pairs AS (${pairSearch})` : sql``}
      SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
      UNION ALL SELECT 'window', to_jsonb(win) FROM win
      UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
      UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
+     ${pairSearch ? sql`UNION ALL SELECT 'pair', to_jsonb(pairs) FROM pairs` : sql``}
      UNION ALL SELECT 'epoch', jsonb_build_object('epoch', ${epoch},
        'ann_indexed', ${history.heavy}, 'ann_turns', ${history.turns})`,
       // A user known past the threshold: the plan reads the approximate path whatever the values. Left to
@@ -143,8 +153,9 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
     ),
   );
 
-  const out: Retrieved = { window: [], similar: [], recent: [], summary: null, slots: {}, eraseEpoch: 0, annIndexed: false };
+  const out: Retrieved = { window: [], similar: [], recent: [], pairs: [], summary: null, slots: {}, eraseEpoch: 0, annIndexed: false };
   const similar: { turn: SimilarTurn; score: number }[] = [];
+  const pairs: { pair: PairExample; rank: number }[] = [];
   for (const { source, row } of rows) {
     if (source === 'session') {
       out.session = sessionFromJson(row);
@@ -152,6 +163,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       out.slots = (row.usable_slots as Record<string, unknown> | null) ?? {};
     } else if (source === 'window') out.window.push(turnFromJson(row));
     else if (source === 'recent') out.recent.push(row as unknown as RecentQuestion);
+    else if (source === 'pair') pairs.push({ pair: pairFromJson(row), rank: Number(row.rank) });
     else if (source === 'epoch') {
       out.eraseEpoch = Number(row.epoch);
       out.annIndexed = row.ann_indexed === true;
@@ -165,6 +177,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
   out.recent.sort((a, b) => b.turn_number - a.turn_number);
+  out.pairs = pairs.sort((a, b) => a.rank - b.rank).map((p) => p.pair);
   out.similar = similar.sort((a, b) => b.score - a.score).map((s) => s.turn);
   return out;
 }
