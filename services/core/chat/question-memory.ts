@@ -98,21 +98,22 @@ export async function memoryForQuestion(
   return { retrieved, context, augmented, databases, useViews, recent, retrievalSeconds, used };
 }
 
-/** The read memory less the turns over a view the caller may not read now, and what the reply says of it. */
+/** The read memory less the turns and verified pairs over a view the caller may not read now, and what the reply says of it. */
 async function readableMemory(deps: MemoryDeps, req: MemoryChatRequest, read: Recalled | undefined) {
   if (!read) return { retrieved: read, readableViews: {} };
-  const turns = [...read.window, ...read.similar];
+  const items = [...read.window, ...read.similar, ...read.pairs];
   const caller = { tenantId: req.identity.tenantId, userId: req.identity.userId, upstreamAuthorization: req.upstreamAuthorization };
   const gate = await viewGateFor(
     deps.viewPermissions,
     caller,
-    turns.flatMap((turn) => turn.tables_used),
+    items.flatMap((item) => item.tables_used),
   );
   const window = keepReadable(read.window, (turn) => turn.tables_used, gate);
   const similar = keepReadable(read.similar, (turn) => turn.tables_used, gate);
+  const pairs = keepReadable(read.pairs, (pair) => pair.tables_used, gate);
   return {
-    retrieved: { ...read, window: window.kept, similar: similar.kept },
-    readableViews: viewPermissionsOutcome(gate, window.leftOut + similar.leftOut),
+    retrieved: { ...read, window: window.kept, similar: similar.kept, pairs: pairs.kept },
+    readableViews: viewPermissionsOutcome(gate, window.leftOut + similar.leftOut + pairs.leftOut),
   };
 }
 

@@ -107,6 +107,44 @@ describe('memory only from views the caller may read now (SDK 1.4)', () => {
     }
   });
 
+  it("when a tenant's verified pair is over a view revoked for the asking user, then the pair leaves that user's memory block and use_views and is counted", async () => {
+    // A tenant of its own: the pair is recalled for every user of its tenant, the other tests' users too.
+    const chat = (sub: string, credentials: string, body: Record<string, unknown>) =>
+      t.request('POST', '/memoryChat', {
+        token: t.token(sub, { tenant: 'pairs' }),
+        body,
+        headers: { 'x-upstream-authorization': credentials },
+      });
+    const authored = await chat('pair-author', ALICE, { question: SALES_2024, vdp_database_names: 'sales_db' });
+    expect(authored.body.tables_used).toEqual(['sales_db.sales']);
+    const promoted = await t.request('POST', '/admin/verified-pairs', {
+      token: t.token('pairs-admin', { tenant: 'pairs', roles: ['memory-admin'] }),
+      body: { user_id: 'pair-author', session_id: authored.body.conversation_metadata.conversation_id, turn_number: 1 },
+    });
+    expect(promoted.status, JSON.stringify(promoted.body)).toBe(201);
+
+    const readable = await chat('pair-reader', BOB, { question: 'Total sales by region for 2022', vdp_database_names: 'sales_db' });
+    expect(readable.body.memory_context_used).toMatchObject({
+      view_permissions: 'checked',
+      left_out_unreadable: 0,
+      verified_pairs: [{ pair_id: promoted.body.pair.pair_id, views: ['sales_db.sales'] }],
+    });
+
+    revokeSales('bob');
+    try {
+      t.clock.advance(TTL_MS + 1);
+      const next = await chat('pair-reader', BOB, { question: 'Total sales by region for 2021', vdp_database_names: 'sales_db' });
+      expect(next.status).toBe(200);
+      const used = next.body.memory_context_used;
+      // The pair and bob's own earlier turn, both over the revoked view.
+      expect(used).toMatchObject({ view_permissions: 'checked', left_out_unreadable: 2 });
+      expect(used.verified_pairs ?? []).toEqual([]);
+      expect(sdk.calls.at(-1)!.body.use_views ?? []).toEqual([]);
+    } finally {
+      restoreSales('bob');
+    }
+  });
+
   it('when two users send their own credentials, then each is asked with them and only the revoked one loses the turn; one credential sent by two users is asked once for each', async () => {
     const aliceFirst = await chat('pair-alice', ALICE, { question: SALES_2024 });
     const bobFirst = await chat('pair-bob', BOB, { question: SALES_2024 });
