@@ -2,7 +2,8 @@
 // machine, test/support/databases/citus-cluster.ts) next to the same service on the machine's single
 // PostgreSQL server, in one interleaved run on the same seeded data, and the per-user search latency
 // on the cluster. One machine cannot show what more hardware gives; the ratio shows what routing
-// costs: each statement's scope on Citus is a transaction of its own (docs/scaling.md#row-level-security-on-citus).
+// costs: each statement's scope on Citus is a transaction of its own (docs/scaling.md#row-level-security-on-citus),
+// the retrieval a call delegated to the user's worker (docs/scaling.md#one-hop-per-statement).
 // `--turns N` then grows both databases to N stored turns (more users, as many turns each) and measures
 // search again; with it every turn is seeded by bulk-seed.ts (a vector of its own per turn), and the
 // single server's seeded databases are kept as mc_bench_bulk_v2_<users>x<turns per user> and copied.
@@ -275,6 +276,12 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   ratio('throughput, median of rounds', (i) => median(r.rounds.citus![i]!.map((x, k) => x.rps / r.rounds.single![i]![k]!.rps)));
   ratio('p50 latency', (i) => r.cluster[i]!.p50 / r.singleServer[i]!.p50);
   ratio('p95 latency', (i) => r.cluster[i]!.p95 / r.singleServer[i]!.p95);
+  ratio('database CPU per turn', (i) => r.cpuPerTurn.citus![i]!.db / r.cpuPerTurn.single![i]!.db);
+  // The first measurement of each (at the seeded size): the search ratio of the targets.
+  const searchOf = (system: string) => r.search.find((x) => x.system === system)?.scale.search.p50 ?? Number.NaN;
+  lines.push(
+    `| per-user search p50 (one client) | ${f(searchOf('citus') / searchOf('single'), 2)} |${' |'.repeat(opts.levels.length - 1)}`,
+  );
   lines.push('');
   lines.push('CPU per turn (ms; app = the service process; db = every process of the single server, or of all three Citus servers):');
   lines.push('');
@@ -286,7 +293,7 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   lines.push('');
   lines.push(
     "Per-user retrieval (session + window + top-3 search, one statement, one client), as the service sends it (in the caller's scope; " +
-      'on Citus in the one-round-trip scope transaction):',
+      "on Citus as a call delegated to the worker holding the user's shards):",
   );
   lines.push('');
   lines.push('| on | stored turns | users | p50 ms | p95 ms | p99 ms | hits/search | load average |');

@@ -4,7 +4,8 @@ import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.j
 import { coalescedReclaim } from './coalesced-reclaim.js';
 import { reclaimErasedRows } from './erased-rows-reclaim.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
-import { queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
+import { type GenericPlanConfig, queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
+import { queryOnUserShard, userShardCallCheck } from './user-shard-call.js';
 import { RECLAIMED_AFTER_ERASURE, type UserTable } from './user-tables.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
@@ -65,9 +66,12 @@ function reclaimedTables(tables: readonly UserTable[]): UserTable[] {
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const onCitus = citusCheck(pool);
+  const userShardCall = userShardCallCheck(pool);
+  const onUserShard = async () => (await onCitus()) && userShardCall();
   const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off'], onCitus);
   return {
-    asUser: (owner) => scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus),
+    asUser: (owner) =>
+      scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus, onUserShard),
     asMaintenance: () => maintenance,
     maintainAnnIndexes: () => maintainAnnIndexes({ pool, maintenance, onCitus, blocking: options.blockingIndexBuilds ?? false }),
     reclaimErasedRows: coalescedReclaim(
@@ -88,9 +92,15 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
  * statement. Auth refuses ids with NUL, which no Postgres text value can carry. On a Citus
  * coordinator every statement runs in a transaction block whose scope reaches the workers
  * (db/citus-scope.ts): a single statement goes with its `BEGIN`, scope and `COMMIT` in one round trip,
- * and a transaction's scope goes with its first statement.
+ * and a transaction's scope goes with its first statement; a single statement of the user's rows
+ * marked `onUserShard` goes instead as a call that runs on their shards' worker (db/user-shard-call.ts).
  */
-function scopedRunner(pool: pg.Pool, scope: ScopeValues, onCitus: () => Promise<boolean>): TransactionalQueryable {
+function scopedRunner(
+  pool: pg.Pool,
+  scope: ScopeValues,
+  onCitus: () => Promise<boolean>,
+  onUserShard?: () => Promise<boolean>,
+): TransactionalQueryable {
   const transaction = async <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => {
     const prelude = (await onCitus()) ? citusScopePrelude(scope) : undefined;
     return withClient(pool, async (client, markBroken) => {
@@ -114,15 +124,23 @@ function scopedRunner(pool: pg.Pool, scope: ScopeValues, onCitus: () => Promise<
   return {
     query: async <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) => {
       const citus = await onCitus();
+      const shardStatement =
+        citus && typeof statement !== 'string' && (statement as GenericPlanConfig).onUserShard && (await onUserShard?.())
+          ? { ...statement, values: values ?? statement.values }
+          : undefined;
       return withClient(pool, async (client, markBroken) => {
+        let block = false;
         try {
+          const onShard = shardStatement && (await queryOnUserShard<R>(client, scope, shardStatement));
+          if (onShard) return onShard;
+          block = citus;
           if (citus) return await queryCitusScoped<R>(client, citusScopePrelude(scope), true, statement, values);
           return await queryScoped<R>(client, scope, statement, values);
         } catch (err) {
-          // On a server the database refused the statement and rolled it back; on Citus the block its
-          // BEGIN opened may still be open, aborted. Any other failure (a dropped connection, a read
-          // timeout) leaves the connection in an unknown state.
-          if (citus && err instanceof pg.DatabaseError) await client.query('ROLLBACK').catch(markBroken);
+          // On a server, or for a call on the user's shard, the database refused the statement and
+          // rolled it back; on Citus the block its BEGIN opened may still be open, aborted. Any other
+          // failure (a dropped connection, a read timeout) leaves the connection in an unknown state.
+          if (block && err instanceof pg.DatabaseError) await client.query('ROLLBACK').catch(markBroken);
           else if (!(err instanceof pg.DatabaseError)) markBroken(err as Error);
           throw err;
         }

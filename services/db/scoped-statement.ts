@@ -24,6 +24,11 @@ const SCOPE_STATEMENT = {
  */
 export interface GenericPlanConfig extends pg.QueryConfig {
   genericPlan?: boolean;
+  /**
+   * A statement of the scope's user's rows only, every table it names co-located with `sessions` or a
+   * reference table: on Citus it runs on the worker holding the user's shards (db/user-shard-call.ts).
+   */
+  onUserShard?: boolean;
 }
 
 /** [role, tenant id, user id, 'on'|'off'] */

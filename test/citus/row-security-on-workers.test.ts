@@ -40,6 +40,37 @@ describe('row-level security on the Citus workers', () => {
     }
   });
 
+  it('when a statement on the user’s shard scans its tables without a user filter, then the worker returns only that user’s rows', async () => {
+    // A user on the same shard as rls-user-0, so the shard itself holds another user's rows.
+    const { rows: mates } = await t.admin.query<{ user_id: string }>(
+      `SELECT 'rls-mate-' || i AS user_id FROM generate_series(1, 200) i
+       WHERE get_shard_id_for_distribution_column('turns', 'rls-mate-' || i) = get_shard_id_for_distribution_column('turns', 'rls-user-0')
+       LIMIT 1`,
+    );
+    const mate = mates[0]!.user_id;
+    await seedSession(t.admin, { userId: mate, turns: 5, expiresAt: new Date(Date.now() + HOUR) });
+    const { rows: shard } = await t.admin.query<{ users: number }>(
+      `SELECT count(DISTINCT user_id)::int AS users FROM turns WHERE user_id IN ('rls-user-0', $1)`,
+      [mate],
+    );
+    expect(shard[0]!.users).toBe(2);
+    for (const [user, n] of [
+      ['rls-user-0', 1],
+      [mate, 5],
+      ['rls-user-6', 7],
+    ] as const) {
+      const scoped = t.database.scoped.asUser({ tenantId: 'default', userId: user });
+      const { rows } = await scoped.query<{ n: number; users: number; who: string; role: string }>({
+        name: 'mc_test_user_shard_scan',
+        text: `SELECT count(*)::int AS n, count(DISTINCT user_id)::int AS users, min(user_id) AS who, current_user AS role,
+                      (SELECT count(*)::int FROM sessions) AS sessions
+               FROM turns`,
+        onUserShard: true,
+      } as pg.QueryConfig);
+      expect(rows[0]).toEqual({ n, users: 1, who: user, role: 'memorychat_app', sessions: 1 });
+    }
+  });
+
   it('when the service login reads without a scope, then the workers show it no row', async () => {
     const { rows } = await t.database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM turns');
     expect(rows[0]!.n).toBe(0);
@@ -86,6 +117,34 @@ describe('row-level security on the Citus workers', () => {
       });
       expect([rows[0]!.n, ...inTransaction]).toEqual([6, 6, 'rls-user-5']);
       expect(notices).toEqual([]);
+    });
+
+    it('when a statement goes as a call on the user’s shard, then Citus delegates it to the worker, and a failed one leaves the connection to the next scope', async () => {
+      const debugPool = new pg.Pool({ ...t.database.pool.options, max: 1, options: '-c client_min_messages=debug1' });
+      const debugNotices: string[] = [];
+      debugPool.on('connect', (client) => client.on('notice', (notice) => debugNotices.push(notice.message ?? String(notice))));
+      try {
+        const scoped = scopedDatabase(debugPool);
+        const statement = (text: string) => ({ name: `mc_test_${text.length}`, text, onUserShard: true }) as pg.QueryConfig;
+        const { rows } = await scoped
+          .asUser({ tenantId: 'default', userId: 'rls-user-4' })
+          .query(statement('SELECT count(*)::int AS n FROM turns'));
+        expect(rows).toEqual([{ n: 5 }]);
+        expect(debugNotices).toContain('pushing down the function call');
+        await expect(
+          scoped.asUser({ tenantId: 'default', userId: 'rls-user-4' }).query(statement('SELECT count(*) / 0 AS n FROM turns')),
+        ).rejects.toThrow(/division by zero/);
+        const { rows: next } = await scoped
+          .asUser({ tenantId: 'default', userId: 'rls-user-1' })
+          .query(statement(`SELECT count(*)::int AS n, current_setting('memorychat.user_id') AS user_id FROM turns`));
+        expect(next).toEqual([{ n: 2, user_id: 'rls-user-1' }]);
+        const { rows: state } = await debugPool.query<{ open: boolean; user_id: string }>(
+          `SELECT now() <> statement_timestamp() AS open, current_setting('memorychat.user_id', true) AS user_id`,
+        );
+        expect(state[0]).toEqual({ open: false, user_id: '' });
+      } finally {
+        await debugPool.end();
+      }
     });
 
     it('when a scoped statement or a transaction’s first statement fails, then it is rolled back and the connection serves the next scope', async () => {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryScoped, type ScopeValues } from '../../services/db/scoped-statement.js';
 import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
@@ -15,7 +16,9 @@ interface Sent {
  * a stored turn, a memory search, the session list and a session's turns), then EXPLAINed on the
  * coordinator with the same values under the same user's scope. Each must be one Citus step of one
  * task: no subplan through the coordinator. A statement over no distributed table (the scope, the
- * erasure barrier) has no Citus plan.
+ * erasure barrier) has no Citus plan. A statement sent as a call on the user's shard
+ * (db/user-shard-call.ts) is checked twice: the call is delegated to one worker (Citus reports
+ * "pushing down the function call"), and the statement it carries is one task as well.
  */
 describe('single-shard plans on Citus (docs/scaling.md)', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
@@ -71,6 +74,36 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
     });
 
     const scoped = t.database.scoped.asUser({ tenantId: 'default', userId: 'plan-user' });
+    const scope: ScopeValues = ['memorychat_app', 'default', 'plan-user', 'off'];
+    const calls = statements.filter((s) => /^SELECT memorychat_on_user_shard\(/.test(s.text));
+    const delegated: string[] = [];
+    const client = await t.database.pool.connect();
+    const notices: string[] = [];
+    const onNotice = (notice: { message?: string }) => notices.push(notice.message ?? '');
+    client.on('notice', onNotice);
+    try {
+      await client.query('SET client_min_messages TO debug1');
+      for (const { text, values } of calls) {
+        notices.length = 0;
+        // As the service sends it: under the scope, in no transaction block.
+        const plan = await queryScoped<{ 'QUERY PLAN': string }>(client, scope, { text: `EXPLAIN ${text}`, values });
+        const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+        if (notices.includes('pushing down the function call') && /Task Count: 1\b/.test(lines)) delegated.push(String(values[5]));
+        // The statement the call carries, with its own values (the vector back in its place).
+        const [params, vectorAt, vector] = [values[6] as (string | null)[], values[7] as number, values[8]];
+        statements.push({ text: String(values[5]), values: params.map((v, i) => (i + 1 === vectorAt ? vector : v)) });
+      }
+    } finally {
+      await client.query('RESET client_min_messages');
+      client.removeListener('notice', onNotice);
+      client.release();
+    }
+    expect(delegated.length, 'every call delegated to one worker').toBe(calls.length);
+    expect(
+      delegated.filter((text) => /^\s*WITH sess AS/.test(text)).length,
+      'the retrieval goes as a call on the user’s shard',
+    ).toBeGreaterThan(0);
+
     const plans: { text: string; tasks: number | undefined }[] = [];
     for (const { text, values } of statements) {
       if (
@@ -98,6 +131,6 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
     expect(named(/^WITH scored AS|^WITH history AS/).length, 'the search statement').toBeGreaterThan(0);
     expect(named(/FROM sessions/).length, 'the session reads').toBeGreaterThan(0);
     for (const plan of plans) expect(plan, plan.text.slice(0, 120)).toMatchObject({ tasks: 1 });
-    console.log(`single-shard plans: ${plans.length} statements, each 1 task`);
+    console.log(`single-shard plans: ${plans.length} statements, each 1 task; ${delegated.length} calls delegated to the user's worker`);
   });
 });

@@ -149,7 +149,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       // A user known past the threshold: the plan reads the approximate path whatever the values. Left to
       // choose, Postgres planned it anew on every call for a 100,000-turn user (2.4 ms of planning
       // against 7.7 of execution, the generic plan's 7.6: EXPLAIN, docs/performance.md).
-      { genericPlan: hint.known !== undefined },
+      { genericPlan: hint.known !== undefined, onUserShard: true },
     ),
   );
 

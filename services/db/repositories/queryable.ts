@@ -31,7 +31,7 @@ const statementsByShape = new Map<string, { name: string; text: string }>();
  * turn in scripts/bench (docs/performance.md). The text and its name are built once per shape of the
  * fragment (shapeOf), not on every call.
  */
-export function prepared(statement: SqlFragment, options: { genericPlan?: boolean } = {}): GenericPlanConfig {
+export function prepared(statement: SqlFragment, options: { genericPlan?: boolean; onUserShard?: boolean } = {}): GenericPlanConfig {
   const { key, values } = shapeOf(statement);
   let built = statementsByShape.get(key);
   if (!built) {
@@ -39,5 +39,11 @@ export function prepared(statement: SqlFragment, options: { genericPlan?: boolea
     built = { name: `mc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text };
     statementsByShape.set(key, built);
   }
-  return { name: built.name, text: built.text, values, ...(options.genericPlan ? { genericPlan: true } : {}) };
+  return {
+    name: built.name,
+    text: built.text,
+    values,
+    ...(options.genericPlan ? { genericPlan: true } : {}),
+    ...(options.onUserShard ? { onUserShard: true } : {}),
+  };
 }

@@ -1,0 +1,94 @@
+import type pg from 'pg';
+import utils from 'pg/lib/utils.js';
+import { type GenericPlanConfig, queryConfig, queryScoped, type ScopeValues } from './scoped-statement.js';
+
+/**
+ * One statement of one user's rows on a Citus cluster, run where the user's shards are, planned there
+ * once per connection (migration 024, docs/scaling.md#one-hop-per-statement). The statement goes as
+ * the arguments of `memorychat_on_user_shard`, a function distributed by its user argument: Citus
+ * delegates its call to the worker holding that user's shards, so the coordinator plans a call, not the
+ * statement, and the worker runs the statement as a prepared statement on the shards.
+ *
+ * The call runs under the scope as on a single server (db/scoped-statement.ts): in one round trip, in
+ * no transaction block (Citus delegates no call inside one), with the role set, which Citus opens its
+ * connection to the worker as; the function sets the identity there, where the shards' row-level
+ * security policies read it.
+ */
+const CALL = {
+  name: 'mc_on_user_shard',
+  text: 'SELECT memorychat_on_user_shard($1, $2, $3, $4, $5, $6, $7::text[], $8, $9) AS row',
+};
+
+/**
+ * The statement's values as the call's: each in the text form pg would send it, but for a vector,
+ * which pg sends in binary (db/vector-param.ts): the one Buffer goes as the call's vector argument.
+ */
+function callValues(values: unknown[]): { params: (string | null)[]; vectorAt: number; vector: Buffer | null } | undefined {
+  let vectorAt = 0;
+  let vector: Buffer | null = null;
+  const params: (string | null)[] = [];
+  for (const [i, value] of values.entries()) {
+    if (Buffer.isBuffer(value)) {
+      if (vector) return undefined;
+      vector = value;
+      vectorAt = i + 1;
+      params.push(null);
+    } else params.push(utils.prepareValue(value) as string | null);
+  }
+  return { params, vectorAt, vector };
+}
+
+/**
+ * Runs `statement` (named) for the scope's user on the worker holding their shards, in one round
+ * trip. Its rows come back as the statement's own. Undefined when the statement's values do not fit
+ * the call (more than one vector); the caller then sends it as it is.
+ */
+export async function queryOnUserShard<R extends pg.QueryResultRow>(
+  client: pg.PoolClient,
+  scope: ScopeValues,
+  statement: GenericPlanConfig,
+): Promise<pg.QueryResult<R> | undefined> {
+  const config = queryConfig(statement) as GenericPlanConfig;
+  const values = callValues(config.values ?? []);
+  if (!config.name || !values) return undefined;
+  const [, tenantId, userId, tenantAdmin] = scope;
+  const result = await queryScoped<{ row: R }>(client, scope, {
+    ...CALL,
+    values: [
+      userId,
+      tenantId,
+      tenantAdmin,
+      // The plan cache mode is the worker's: on the coordinator a generic plan would not be delegated.
+      config.genericPlan ? 'force_generic_plan' : null,
+      config.name,
+      config.text,
+      values.params,
+      values.vectorAt,
+      values.vector,
+    ],
+  });
+  return { ...result, rows: result.rows.map((r) => r.row) } as pg.QueryResult<R>;
+}
+
+/**
+ * Whether the pool's database has memorychat_on_user_shard distributed by its user argument (a Citus
+ * coordinator past migration 024, or a database moved to Citus past scripts/citus/distribute-functions.sql),
+ * asked once; a failed check is asked again by the next statement.
+ */
+export function userShardCallCheck(pool: pg.Pool): () => Promise<boolean> {
+  let answer: Promise<boolean> | undefined;
+  return () => {
+    answer ??= pool
+      .query<{ delegated: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
+           WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
+             AND o.objid = to_regprocedure('memorychat_on_user_shard(text,text,text,text,text,text,text[],integer,vector)')) AS delegated`,
+      )
+      .then((result) => result.rows[0]!.delegated)
+      .catch((err: unknown) => {
+        answer = undefined;
+        throw err;
+      });
+    return answer;
+  };
+}
