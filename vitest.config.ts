@@ -8,6 +8,7 @@ const UNIT = [
   'test/providers/**/*.test.ts',
   'test/db/sql.test.ts',
   'test/architecture/**/*.test.ts',
+  'test/eval/similar-rerank.test.ts',
 ];
 // Files that read this process's memory (its RSS, with the service in process) and bound its growth:
 // each runs in a fresh process, in a project of its own that isolates (`embedded-own-process`,

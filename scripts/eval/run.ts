@@ -1,4 +1,4 @@
-// `npm run eval [-- --data FILE] [--json FILE]`: replays multi-turn text-to-SQL dialogues (SParC's
+// `npm run eval [-- --data FILE] [--json FILE] [--candidates FILE]`: replays multi-turn text-to-SQL dialogues (SParC's
 // format) through the real /memoryChat, in process on an embedded database in a temporary DATA_DIR,
 // with a local answerer that returns each turn's gold SQL, and measures what memory sent upstream.
 // One user per database_id, one session per dialogue, dialogues in file order. Then a new user per
@@ -6,6 +6,8 @@
 // (docs/verified-pairs.md), each request bounded to its database. The embedder is the
 // service's default unless EMBEDDINGS_PROVIDER, EMBEDDINGS_MODEL, EMBEDDINGS_DIMENSIONS,
 // OPENAI_API_KEY and OPENAI_BASE_URL in the environment choose another (any OpenAI-compatible server).
+// --candidates writes, per first question with an earlier same-tables turn, the retrieval statement's candidates
+// before the rerank, with their features and the gold tables: what scripts/eval/rerank/fit.ts fits on.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +23,7 @@ import { openDatabase } from '../../services/db/pool.js';
 import { createProviders } from '../../services/providers/index.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
 import { type BlockPart, carries, chanceOfHit, loadDialogues, parseMemoryBlock, tableCoverage, tableSetKey } from './dialogues.js';
+import { type CandidateRecord, candidatesBeforeRerank } from './rerank/candidates.js';
 
 const percentile = (values: number[], p: number) =>
   percentileOfSorted(
@@ -33,7 +36,7 @@ const SECRET = 'eval-secret-that-is-at-least-32-characters-long';
 const K = 3;
 
 const { values: args } = parseArgs({
-  options: { data: { type: 'string' }, json: { type: 'string' } },
+  options: { data: { type: 'string' }, json: { type: 'string' }, candidates: { type: 'string' } },
 });
 const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json');
 const dialogues = loadDialogues(dataFile);
@@ -83,6 +86,7 @@ const parts: Record<BlockPart, number> = { instructions: 0, summary: 0, history:
 /** Each dialogue's session in the first pass, whose turns the second promotes. */
 const stored: { user: string; sessionId: string; turns: number }[] = [];
 const retrievalMs: number[] = [];
+const candidateRecords: CandidateRecord[] = [];
 const started = performance.now();
 
 for (const dialogue of dialogues) {
@@ -93,6 +97,15 @@ for (const dialogue of dialogues) {
   const earlierSql: string[] = [];
   for (const [j, turn] of dialogue.interaction.entries()) {
     gold = turn.query;
+    if (args.candidates && j === 0 && prior.some((p) => p.tables === tableSetKey(turn.query))) {
+      const identity = { tenantId: 'default', userId: user, roles: [] };
+      const candidates = await candidatesBeforeRerank(
+        { db: database.pool, embedder: providers.embedder, config },
+        identity,
+        turn.utterance,
+      );
+      candidateRecords.push({ database_id: dialogue.database_id, question: turn.utterance, wanted: tableSetKey(turn.query), candidates });
+    }
     const res = await app.inject({
       method: 'POST',
       url: '/memoryChat',
@@ -242,4 +255,5 @@ console.log(
     .join(', ')}`,
 );
 console.log(`retrieval time: p50 ${figures.retrieval_ms.p50.toFixed(2)} ms, p95 ${figures.retrieval_ms.p95.toFixed(2)} ms`);
+if (args.candidates) writeFileSync(args.candidates, `${JSON.stringify(candidateRecords)}\n`);
 if (args.json) writeFileSync(args.json, `${JSON.stringify(figures, null, 2)}\n`);

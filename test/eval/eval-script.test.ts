@@ -36,9 +36,10 @@ describe('the eval script', () => {
 
   it('when EMBEDDINGS_* name a compatible server, then the dialogues are replayed with its vectors and the figures say so', async () => {
     const json = path.join(dir, 'figures.json');
+    const candidates = path.join(dir, 'candidates.json');
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'scripts/eval/run.ts', '--data', path.join(dir, 'dialogues.json'), '--json', json],
+      ['--import', 'tsx', 'scripts/eval/run.ts', '--data', path.join(dir, 'dialogues.json'), '--json', json, '--candidates', candidates],
       {
         cwd: ROOT,
         env: {
@@ -62,5 +63,12 @@ describe('the eval script', () => {
       cross_session: { questions: 1, hit_at_1: 1, hit_at_3: 1, first_questions_without_same_tables: 1 },
     });
     expect(openai.requests.filter((r) => r.path === '/v1/embeddings').length).toBeGreaterThanOrEqual(4);
+    // What a rerank is fitted on: that question's candidates before the rerank, the singer turns among them.
+    const records = JSON.parse(readFileSync(candidates, 'utf8'));
+    expect(records).toEqual([
+      expect.objectContaining({ database_id: 'concert_singer', question: 'List the names of all singers.', wanted: 'singer' }),
+    ]);
+    expect(records[0].candidates.map((c: { tables: string }) => c.tables)).toEqual(['singer', 'singer']);
+    expect(records[0].candidates.every((c: { score: number }) => c.score > 0)).toBe(true);
   });
 });

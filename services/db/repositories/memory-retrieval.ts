@@ -46,8 +46,8 @@ export interface Retrieved {
   slots: Record<string, unknown>;
   /** Newest first. */
   window: HistoryTurn[];
-  /** Most similar first. */
-  similar: SimilarTurn[];
+  /** Most similar first, with the fused score they were ranked by (hybrid-rank.ts). */
+  similar: (SimilarTurn & { score: number })[];
   /** The session's latest questions, newest first, when `recentQuestions` asked for them. */
   recent: RecentQuestion[];
   /** The tenant's verified pairs nearest the question, best first, when `verifiedPairs` asked for them. */
@@ -178,7 +178,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   out.window.sort((a, b) => b.turn_number - a.turn_number);
   out.recent.sort((a, b) => b.turn_number - a.turn_number);
   out.pairs = pairs.sort((a, b) => a.rank - b.rank).map((p) => p.pair);
-  out.similar = similar.sort((a, b) => b.score - a.score).map((s) => s.turn);
+  out.similar = similar.sort((a, b) => b.score - a.score).map((s) => ({ ...s.turn, score: s.score }));
   return out;
 }
 
