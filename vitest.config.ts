@@ -14,7 +14,7 @@ const UNIT = [
 // each runs in a fresh process, in a project of its own that isolates (`embedded-own-process`,
 // `server-own-process`). In a process that ran other files before, RSS already holds the heap they
 // grew: the byte-bounds file measured +2 to +5 MB there where a fresh process shows +29 to +35 MB.
-const OWN_PROCESS = ['test/api/http/fuzz.test.ts', 'test/api/providers/sql-answerer-byte-bounds.test.ts'];
+const OWN_PROCESS = ['test/api/app/fuzz.test.ts', 'test/api/routes/memory-chat/answerers/sql-answerer-byte-bounds.test.ts'];
 // Global setups: a migrated embedded template, or a login and template database on the PostgreSQL
 // server; and the build of dist/. A project runs its own, so an -own-process project makes its template again.
 const EMBEDDED_SETUP = ['test/support/vitest/global-setup.ts', 'test/support/vitest/build-setup.ts'];
@@ -24,25 +24,25 @@ const EXAMPLES = ['test/examples/**/*.test.ts'];
 // The `citus` project's files: the server project's tests of what is stored, and the cluster's own.
 const CITUS = [
   'test/citus/**/*.test.ts',
-  'test/api/access/isolation-property.test.ts',
-  'test/api/memory-chat/memory-chat.test.ts',
-  'test/api/memory-chat/memory.test.ts',
-  'test/api/memory-chat/dedup.test.ts',
-  'test/api/memory-chat/verified-pairs.test.ts',
-  'test/api/memory-api/turns.test.ts',
-  'test/api/memory-api/sessions.test.ts',
-  'test/api/privacy/gdpr.test.ts',
-  'test/api/privacy/gdpr-large-export.test.ts',
-  'test/api/privacy/erase-barrier.test.ts',
-  'test/api/privacy/erase-stalls-no-one.test.ts',
-  'test/api/http/idempotency.test.ts',
-  'test/api/memory-api/retention.test.ts',
-  'test/api/privacy/access-audit.test.ts',
-  'test/api/access/api-keys.test.ts',
-  'test/api/access/account-linking.test.ts',
+  'test/api/plugins/auth/isolation-property.test.ts',
+  'test/api/routes/memory-chat/memory-chat.test.ts',
+  'test/api/routes/memory-chat/memory.test.ts',
+  'test/api/routes/memory-chat/dedup.test.ts',
+  'test/api/routes/admin-verified-pairs/verified-pairs.test.ts',
+  'test/api/routes/turns/turns.test.ts',
+  'test/api/routes/sessions/sessions.test.ts',
+  'test/api/routes/gdpr/gdpr.test.ts',
+  'test/api/routes/gdpr/gdpr-large-export.test.ts',
+  'test/api/routes/gdpr/erase-barrier.test.ts',
+  'test/api/routes/gdpr/erase-stalls-no-one.test.ts',
+  'test/api/plugins/idempotency/idempotency.test.ts',
+  'test/api/routes/sessions/retention.test.ts',
+  'test/api/routes/admin-audit/access-audit.test.ts',
+  'test/api/routes/admin-api-keys/api-keys.test.ts',
+  'test/api/routes/account-link/account-linking.test.ts',
   'test/worker/cleanup.test.ts',
   'test/worker/re-embedding.test.ts',
-  'test/api/retrieval/ann-index-upkeep.test.ts',
+  'test/db/ann-index-upkeep/ann-index-upkeep.test.ts',
 ];
 
 export default defineConfig({
@@ -74,7 +74,7 @@ export default defineConfig({
             ...UNIT,
             ...EXAMPLES,
             // About a server login that is no superuser; the embedded database's login is one.
-            'test/api/access/row-level-security-server.test.ts',
+            'test/db/row-security/row-level-security-server.test.ts',
             'test/browser/**',
             // About a Citus cluster: the citus project runs them.
             'test/citus/**',
@@ -121,20 +121,20 @@ export default defineConfig({
             // Runs on the PostgreSQL server in the embedded project already, in databases of its own.
             'test/db/migrations.test.ts',
             // Local mode: an embedded DATA_DIR holds the database and the signing secret.
-            'test/api/operations/server-start.test.ts',
+            'test/api/server/server-start.test.ts',
             // Restarts its database, which the shared server must not be.
-            'test/api/operations/soak.test.ts',
+            'test/api/server/soak.test.ts',
             // Starts a Postgres of its own, without pgvector: the same in both projects.
-            'test/api/operations/database-without-pgvector.test.ts',
+            'test/api/server/database-without-pgvector.test.ts',
             // Starts a PostgreSQL server of its own (and restarts it): the same in both projects.
-            'test/api/operations/fleet-soak.test.ts',
+            'test/api/server/fleet-soak.test.ts',
             // About the embedded database's files and its single owner process.
-            'test/api/privacy/erase-leaves-no-trace.test.ts',
+            'test/api/routes/gdpr/erase-leaves-no-trace.test.ts',
             'test/worker/embedded-with-redis.test.ts',
-            'test/db/embedded-connection-handover.test.ts',
-            'test/db/demo-engine-start.test.ts',
-            'test/db/cluster-template.test.ts',
-            'test/db/table-statistics.test.ts',
+            'test/db/embedded/embedded-connection-handover.test.ts',
+            'test/db/demo/demo-engine-start.test.ts',
+            'test/db/embedded/cluster-template.test.ts',
+            'test/db/embedded/table-statistics.test.ts',
             // About Redis (a cluster of its own): the embedded project runs it.
             'test/worker/redis-cluster.test.ts',
             ...OWN_PROCESS,

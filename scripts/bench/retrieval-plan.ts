@@ -1,5 +1,5 @@
 // The work of a scoped statement (the retrieval statement, /memory/search's) as Postgres plans it:
-// used by the benches and by test/api/retrieval/'s tests, which bound it and tell which path it took.
+// used by the benches and by the tests of test/db/repositories/ (memory-retrieval/, hybrid-rank.test.ts), which bound it and tell which path it took.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';

@@ -1,6 +1,6 @@
 // What operators watch (docs/monitoring.md): the PrometheusRule's alerts under `promtool test rules`
 // (Debian's prometheus package, which .ci/run installs), and the Grafana dashboard's queries checked
-// by promtool. That both name only metrics the service exports: test/api/observability/metrics.test.ts.
+// by promtool. That both name only metrics the service exports: test/api/plugins/metrics/metrics.test.ts.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

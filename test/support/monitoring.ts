@@ -1,6 +1,6 @@
 // What k8s/monitoring holds (the PrometheusRule's alerts, the Grafana dashboard's queries), the metric
 // names a PromQL expression selects, and the series names a /metrics scrape exposes: so that alerts and
-// panels can be held to what the service exports (test/api/observability/metrics.test.ts) and the rules
+// panels can be held to what the service exports (test/api/plugins/metrics/metrics.test.ts) and the rules
 // tested with promtool (test/k8s/monitoring.test.ts). A lexer's worth of PromQL, not a parser: promtool
 // checks the syntax; this only has to find every selector's name in the expressions k8s/monitoring holds.
 import { readFileSync } from 'node:fs';

@@ -8,7 +8,7 @@ import { questionKeywords } from '../recall/turn-refs.js';
  *
  * Recognition is deliberately conservative: every pattern is anchored at both ends, so a command is a
  * whole message about the conversation itself. A data question that merely contains "query", "export"
- * or "list" never matches (test/core/memory-commands.test.ts measures this on the SParC dev questions).
+ * or "list" never matches (test/core/commands/recognise.test.ts measures this on the SParC dev questions).
  */
 export const MEMORY_COMMAND_NAMES = ['show_sql', 'export_csv', 'forget', 'recall', 'memory_scope'] as const;
 

@@ -42,7 +42,7 @@ export function startBullWorker(options: { config: Config & { REDIS_URL: string 
       connection: cluster ?? redisOptions(config.REDIS_URL, 'worker'),
       prefix: config.QUEUE_PREFIX,
       // Recorded on each job it takes (processedBy) and on its Redis connections: which worker, of
-      // which pod, was running a job that stalled (test/api/operations/fleet-soak.test.ts kills that one).
+      // which pod, was running a job that stalled (test/api/server/fleet-soak.test.ts kills that one).
       name: `${hostname()}:${process.pid}`,
       concurrency: config.WORKER_CONCURRENCY,
       // A worker that dies without closing (SIGKILL, OOM, a lost node) leaves its jobs active until

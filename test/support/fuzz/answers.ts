@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import fc from 'fast-check';
 
 /**
- * Hostile replies of an answerer (test/api/http/fuzz.test.ts): what a broken or malicious Denodo-AI-SDK-
+ * Hostile replies of an answerer (test/api/app/fuzz.test.ts): what a broken or malicious Denodo-AI-SDK-
  * compatible answerQuestion (which a streamed /memoryChat asks too) or an LLM writing SQL may send. Sizes are in
  * units of the service's limits, so each kind lands on both sides of them.
  */

@@ -60,7 +60,7 @@ export async function startTestApp(
   const testDatabase = options.testDatabase ?? (await freshTestDatabase());
   const config = loadConfig({
     JWT_SECRET: TEST_JWT_SECRET,
-    // The suite's fake answerers take any request; tests of credentials (test/api/providers/denodo-sdk.test.ts) set ANSWER_AUTH.
+    // The suite's fake answerers take any request; tests of credentials (test/api/routes/memory-chat/answerers/denodo-sdk.test.ts) set ANSWER_AUTH.
     ANSWER_AUTH: 'none',
     ...testDatabase.env,
     LOG_LEVEL: 'silent',

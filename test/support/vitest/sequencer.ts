@@ -12,8 +12,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 export default class CitusApartSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const largeExport = takeCitusFile(sorted, 'test/api/privacy/gdpr-large-export.test.ts');
-    const property = takeCitusFile(sorted, 'test/api/access/isolation-property.test.ts');
+    const largeExport = takeCitusFile(sorted, 'test/api/routes/gdpr/gdpr-large-export.test.ts');
+    const property = takeCitusFile(sorted, 'test/api/plugins/auth/isolation-property.test.ts');
     // Vitest sorts all files at once, then splits them into groups in this order: the Citus group
     // (groupOrder 1) starts with the export and ends with the property.
     return [...(largeExport ? [largeExport] : []), ...sorted, ...(property ? [property] : [])];
