@@ -213,6 +213,10 @@ describe('the memory playground in chromium', () => {
     await page.getByLabel('Your token (JWT)').fill(service.token('playground-colleague'));
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('Signed in as playground-colleague').first().waitFor();
+    // Nothing the admin saw stays in the page for the next user: their conversation, sessions, the session opened.
+    expect(await page.locator('#transcript li').count()).toBe(0);
+    expect(await page.locator('#session-turns li').count()).toBe(0);
+    expect(await page.locator('#session-detail').isHidden()).toBe(true);
     await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Chat' }).click();
     await page.getByLabel('Question', { exact: true }).fill('Stores opened in Porto in 2021?');
     await page.getByRole('button', { name: 'Ask' }).click();
@@ -222,7 +226,7 @@ describe('the memory playground in chromium', () => {
     // A user who is no admin is offered no Verify button.
     await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Sessions' }).click();
     await page.getByRole('button', { name: 'Open Stores opened in Porto in 2021?' }).click();
-    await page.getByRole('heading', { name: 'Stores opened in Porto in 2021?: 1 turns' }).waitFor();
+    await page.getByRole('heading', { name: 'Stores opened in Porto in 2021?: 1 turns', exact: true }).waitFor();
     expect(await page.getByRole('button', { name: 'Verify turn 1 for the tenant' }).count()).toBe(0);
   });
 

@@ -98,8 +98,27 @@ function signIn(newToken) {
 function signOut() {
   token = null;
   sessionStorage.removeItem(TOKEN_KEY);
+  forgetSignedOutUser();
   render();
   say('Signed out.');
+}
+
+/**
+ * What the page shows of the user who signed out leaves it with them: on a shared browser the next
+ * user must not find their conversation, sessions, search results or Denodo password in hidden views.
+ */
+function forgetSignedOutUser() {
+  $('transcript').replaceChildren();
+  $('chat-session').replaceChildren(el('option', { value: '', text: 'New conversation' }));
+  for (const id of ['question', 'answerer-user', 'answerer-password', 'search-query']) $(id).value = '';
+  $('session-table').tBodies[0].replaceChildren();
+  $('session-detail').hidden = true;
+  $('session-detail-title').textContent = 'Session';
+  $('session-turns').replaceChildren();
+  $('search-results').tBodies[0].replaceChildren();
+  $('search-results').hidden = true;
+  for (const id of ['export-status', 'erase-status']) $(id).textContent = '';
+  $('erase-confirm').hidden = true;
 }
 
 function render() {
