@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config/config.js';
 import { isReservedUserId } from '../../core/api-keys/user-namespace.js';
-import { storableTextProblem } from '../../core/storable-text.js';
+import { storableTextProblem } from '../../core/stored-bounds.js';
 import { traced } from '../../core/tracing.js';
 import { AppError } from '../../model/errors.js';
 import { type Identity, normaliseIdentifier, userPseudonym } from '../../model/identity.js';

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { storableTextProblem } from '../../core/storable-text.js';
+import { storableTextProblem } from '../../core/stored-bounds.js';
 import { AppError, type FieldError } from '../../model/errors.js';
 import { jsonShapeProblem } from '../json-shape.js';
 

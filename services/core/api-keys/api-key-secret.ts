@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { storableTextProblem } from '../storable-text.js';
+import { storableTextProblem } from '../stored-bounds.js';
 
 /**
  * The key as a bot holds it: `mck.<tenant, base64url>.<key id>.<secret>`. The tenant is in it so the

@@ -9,6 +9,7 @@ import { pairsMetadata } from '../pairs/pair-recall.js';
 import { round } from '../rounding.js';
 import { conversationMetadata } from '../sessions/session-view.js';
 import { csvUrl } from '../sessions/turn-view.js';
+import { storableTokenCounts } from '../stored-bounds.js';
 import { recordContent, traced } from '../tracing.js';
 import { storeTurn } from '../turns/store-turn.js';
 import { resolveTurnScope, type TurnTarget, turnTarget } from '../turns/turn-scope.js';
@@ -16,7 +17,7 @@ import { type QuestionTurnBase, storeUnfinishedTurn } from '../turns/unfinished-
 import { runMemoryCommand } from './chat-command.js';
 import { type ChatStream, ClientGoneError, type MemoryChatRequest } from './chat-request.js';
 import { memoryForQuestion, type QuestionMemory } from './question-memory.js';
-import { boundedReplyFields, tokenCounts } from './reply-bounds.js';
+import { boundedReplyFields } from './reply-bounds.js';
 import { storesTurns } from './rollout.js';
 
 /**
@@ -55,6 +56,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const answer = await askAnswerer(deps, asked, memory, stream, target && { target, base });
   // The reply, the same whether the turn is stored (with its session) or not (null), of a size that serialises.
   const fields = boundedReplyFields(answer.fields, deps.settings, warnings);
+  const tokens = storableTokenCounts(fields.tokens);
   const reply = (session: SessionRow | null, duplicateOf: number | null, csv: { csv_url?: string } = {}) => ({
     ...fields,
     ...csv,
@@ -89,7 +91,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     dedupAgainst: memory.recent,
     ...(memory.retrieved?.questionEmbedding ? { asked: { question: asked.question, embedding: memory.retrieved.questionEmbedding } } : {}),
     accounting: () => ({
-      tokens: tokenCounts(fields.tokens),
+      tokens,
       memoryRetrievalMs: round(memory.retrievalSeconds * 1000, 3),
       answererMs: round(answer.latencyMs, 3),
       totalMs: round(performance.now() - started, 3),

@@ -1,16 +1,11 @@
 import { AppError } from '../../model/errors.js';
 import type { Answer } from '../../providers/answerers/answerer.js';
 import type { MemorySettings } from '../deps.js';
-import { jsonBytesWithin, nestedDeeperThan } from '../json-bytes.js';
-import { cutText, storableJson } from '../storable-text.js';
+import { cutText, jsonBytesWithin, nestedDeeperThan, storableJson, tablesWithin } from '../stored-bounds.js';
 import { limitStoredResult } from '../turns/result-limit.js';
-import { tablesWithin } from '../turns/storable-turn.js';
 
 /** As deep as a request body may nest (services/api/json-shape.ts). */
 const MAX_DEPTH = 64;
-
-/** Token counts are a few numbers; anything larger is not stored with the turn's accounting. */
-const MAX_TOKENS_BYTES = 4096;
 
 /**
  * The answerer's reply fields as /memoryChat may send them back: as they came when the whole is within
@@ -49,9 +44,4 @@ export function boundedReplyFields(
   }
   warnings.push(`the answering backend's reply was over ${maxReplyBytes} bytes: its long fields are sent cut, as they are stored`);
   return storableJson(bounded);
-}
-
-/** The reply's token counts for the turn's accounting, when they are of a sane size. */
-export function tokenCounts(tokens: unknown): unknown {
-  return tokens !== undefined && jsonBytesWithin(tokens, MAX_TOKENS_BYTES) <= MAX_TOKENS_BYTES ? tokens : null;
 }

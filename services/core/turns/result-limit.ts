@@ -1,5 +1,5 @@
 import type { ResultLimits } from '../deps.js';
-import { jsonBytesWithin } from '../json-bytes.js';
+import { jsonBytesWithin } from '../stored-bounds.js';
 
 /** Stored in the turn's metadata as `result_truncated` when rows were cut. */
 export interface ResultTruncation {
@@ -19,7 +19,7 @@ interface Rows {
  * (the old `{"Row 1": …}`, the new `{full, full_csv, llm, llm_csv}`, a list of rows, or JSON text of one).
  * A result that is not a table and is over the byte cap is not stored at all, nor is a table whose
  * first row alone is over it (a huge single cell). Sizes are measured without serialising more than
- * the cap (json-bytes.ts), so a result of hundreds of megabytes costs no more than one of the cap.
+ * the cap (stored-bounds.ts), so a result of hundreds of megabytes costs no more than one of the cap.
  */
 export function limitStoredResult(result: unknown, limits: ResultLimits): { result: unknown; truncated?: ResultTruncation } {
   if (result === null || result === undefined) return { result };

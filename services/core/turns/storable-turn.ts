@@ -1,6 +1,6 @@
 import type { MemoryDeps } from '../deps.js';
 import { maskTurn, type StoredTurnText } from '../privacy/mask-turn.js';
-import { cutText, storableJson } from '../storable-text.js';
+import { cutText, storableJson, tablesWithin } from '../stored-bounds.js';
 import { limitStoredResult } from './result-limit.js';
 
 /** The texts of a turn bounded by MEMORY_STORE_TEXT_BYTES, by the name a warning gives them. */
@@ -49,18 +49,6 @@ export function storableTurn<T extends StoredTurnText>(deps: Pick<MemoryDeps, 'p
     warnings.push(`only ${tables.length} of the ${turn.tablesUsed.length} table names were stored`);
   }
   if (truncated || Object.keys(textsCut).length) bounded.metadata = metadata;
-  // An answerer's text may hold NULs or lone surrogates, which Postgres refuses (storable-text.ts).
+  // An answerer's text may hold NULs or lone surrogates, which Postgres refuses (stored-bounds.ts).
   return maskTurn(deps.pii, storableJson(bounded));
-}
-
-/** The first table names whose UTF-8 bytes together fit in `maxBytes`. */
-export function tablesWithin(tables: string[], maxBytes: number): string[] {
-  let bytes = 0;
-  const kept: string[] = [];
-  for (const table of tables) {
-    bytes += table.length > maxBytes ? Number.POSITIVE_INFINITY : Buffer.byteLength(table) + 3;
-    if (bytes > maxBytes) break;
-    kept.push(table);
-  }
-  return kept;
 }
