@@ -1,7 +1,7 @@
 // Realistic bench data: SParC-like questions and SQL, answers of a realistic size, users that each
 // work on a few databases (so their embeddings cluster), conversations of 1-5 turns.
 import { readFileSync } from 'node:fs';
-import { embeddedTurnText } from '../../services/core/turns/turn-text.js';
+import { embeddedTurnText } from '../../services/core/turns/turn-embedding.js';
 
 export const SPARC_DEV = process.env.BENCH_SPARC ?? '/work/shared/data/sparc/dev.json';
 export const TENANT = 'default';

@@ -3,7 +3,7 @@ import type { ScopedDatabase } from '../../db/row-security.js';
 import type { Embedder } from '../../providers/embeddings/embedder.js';
 import type { JobLogger, JobQueue } from '../job-queue.js';
 import { TERMS_VERSION_QUERY, turnSearchTerms } from '../search-terms/lexical-terms.js';
-import { embeddedTurnText } from '../turns/turn-text.js';
+import { embeddedTurnText } from '../turns/turn-embedding.js';
 
 export interface ReEmbedDeps {
   db: ScopedDatabase;

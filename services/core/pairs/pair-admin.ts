@@ -16,7 +16,7 @@ import type { Identity } from '../../model/identity.js';
 import { type AccessOrigin, recordAccess } from '../audit/access-audit.js';
 import type { MemoryDeps } from '../deps.js';
 import { turnSearchTerms } from '../search-terms/lexical-terms.js';
-import { embeddedTurnText } from '../turns/turn-text.js';
+import { embeddedTurnText } from '../turns/turn-embedding.js';
 import { pairView } from './pair-view.js';
 
 /** The admin routes' collaborators. */

@@ -1,7 +1,10 @@
-import type { MemoryDeps } from '../deps.js';
-import { maskTurn, type StoredTurnText } from '../privacy/mask-turn.js';
+import type { NewTurn } from '../../model/turns.js';
+import type { MemoryDeps, PiiMasker } from '../deps.js';
 import { cutText, storableJson, tablesWithin } from '../stored-bounds.js';
 import { limitStoredResult } from './result-limit.js';
+
+/** The text fields of a turn on its way to storage. */
+export type StoredTurnText = Omit<NewTurn, 'embedding' | 'embeddingModel' | 'duplicateOf' | 'searchTerms' | 'accounting'>;
 
 /** The texts of a turn bounded by MEMORY_STORE_TEXT_BYTES, by the name a warning gives them. */
 const BOUNDED_TEXTS = {
@@ -51,4 +54,25 @@ export function storableTurn<T extends StoredTurnText>(deps: Pick<MemoryDeps, 'p
   if (truncated || Object.keys(textsCut).length) bounded.metadata = metadata;
   // An answerer's text may hold NULs or lone surrogates, which Postgres refuses (stored-bounds.ts).
   return maskTurn(deps.pii, storableJson(bounded));
+}
+
+/**
+ * A turn as it may be stored and embedded: every field a person wrote or an answerer returned,
+ * masked (docs/privacy.md). Table and database names are identifiers, not personal data; SQL keeps
+ * its structure and loses only the PII in its string literals.
+ */
+export function maskTurn<T extends StoredTurnText>(pii: PiiMasker, turn: T): T {
+  if (pii.mode === 'off') return turn;
+  return {
+    ...turn,
+    question: pii.text(turn.question),
+    augmentedQuestion: pii.optionalText(turn.augmentedQuestion),
+    answer: pii.text(turn.answer),
+    sqlQuery: pii.sql(turn.sqlQuery),
+    queryExplanation: pii.optionalText(turn.queryExplanation),
+    executionResult: pii.json(turn.executionResult),
+    metadata: pii.json(turn.metadata),
+    ...(turn.messages === undefined ? {} : { messages: pii.json(turn.messages) }),
+    ...(turn.context === undefined ? {} : { context: pii.json(turn.context) }),
+  };
 }

@@ -5,13 +5,11 @@ import { AppError } from '../../model/errors.js';
 import type { NewTurn, RecentQuestion, TurnAccounting, TurnStatus } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
 import type { IdempotencyClaim } from '../idempotency/idempotency.js';
-import type { StoredTurnText } from '../privacy/mask-turn.js';
 import { turnSearchTerms } from '../search-terms/lexical-terms.js';
 import { traced } from '../tracing.js';
-import { embedWithDedup } from './near-duplicate.js';
-import { storableTurn } from './storable-turn.js';
+import { type StoredTurnText, storableTurn } from './storable-turn.js';
+import { embeddedTurnText, embedWithDedup } from './turn-embedding.js';
 import { erasedDuringRequest, type TurnTarget } from './turn-scope.js';
-import { embeddedTurnText } from './turn-text.js';
 
 /** A turn as its writer has it, and what the writer wants done with it. */
 export interface TurnWrite<R> {
@@ -119,4 +117,28 @@ export async function storeTurn<R>(
     deps.log.warn({ err }, 'queueing summarization failed');
   }
   return result;
+}
+
+/** What every turn of a /memoryChat question stores, whatever the answerer did. */
+export type QuestionTurnBase = Pick<StoredTurnText, 'question' | 'augmentedQuestion' | 'vdpDatabaseNames' | 'vdpTagNames' | 'answerer'>;
+
+/**
+ * Upstream failures and streams whose client went away are kept, flagged, so the conversation's
+ * record is complete; they never steer SQL. Failing to keep one is only logged: the request already fails.
+ */
+export async function storeUnfinishedTurn(
+  deps: TurnWriterDeps,
+  target: TurnTarget,
+  base: QuestionTurnBase,
+  outcome: { status: TurnStatus; answer: string; metadata: Record<string, unknown> },
+) {
+  try {
+    await storeTurn(deps, target, {
+      turn: { ...base, ...outcome, sqlQuery: null, queryExplanation: null, tablesUsed: [], executionResult: null },
+      warnings: [],
+      respond: () => undefined,
+    });
+  } catch (err) {
+    deps.log.warn({ err }, 'recording the unfinished turn failed');
+  }
 }
