@@ -1,8 +1,7 @@
 import { AppError } from '../../model/errors.js';
 import type { Answer } from '../../providers/answerers/answerer.js';
 import type { MemorySettings } from '../deps.js';
-import { cutText, jsonBytesWithin, nestedDeeperThan, storableJson, tablesWithin } from '../stored-bounds.js';
-import { limitStoredResult } from '../turns/result-limit.js';
+import { cutText, jsonBytesWithin, limitStoredResult, nestedDeeperThan, storableJson, tablesWithin } from '../stored-bounds.js';
 
 /** As deep as a request body may nest (services/api/json-shape.ts). */
 const MAX_DEPTH = 64;

@@ -3,7 +3,7 @@ import { AppError } from '../../model/errors.js';
 import type { Identity } from '../../model/identity.js';
 import type { MemoryDeps } from '../deps.js';
 import { notFound } from '../sessions/sessions.js';
-import type { ResultTruncation } from '../turns/result-limit.js';
+import type { ResultTruncation } from '../stored-bounds.js';
 import { executionResultToCsv } from './result-csv.js';
 import { containsPattern, parseTurnRef, questionKeywords } from './turn-refs.js';
 

@@ -1,7 +1,6 @@
 import type { NewTurn } from '../../model/turns.js';
 import type { MemoryDeps, PiiMasker } from '../deps.js';
-import { cutText, storableJson, tablesWithin } from '../stored-bounds.js';
-import { limitStoredResult } from './result-limit.js';
+import { cutText, limitStoredResult, storableJson, tablesWithin } from '../stored-bounds.js';
 
 /** The text fields of a turn on its way to storage. */
 export type StoredTurnText = Omit<NewTurn, 'embedding' | 'embeddingModel' | 'duplicateOf' | 'searchTerms' | 'accounting'>;
