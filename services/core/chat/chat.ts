@@ -41,8 +41,11 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
   const warnings: string[] = [];
   const memory = await memoryForQuestion(deps, scope, asked, warnings);
   const target = scope.stores ? await turnTarget(deps.db, scope, memory.retrieved) : undefined;
-  const retrievalTime = round(memory.retrievalSeconds, 4);
-  stream?.memory({ conversation_id: target?.sessionId ?? null, memory_context_used: memory.used, memory_retrieval_time: retrievalTime });
+  stream?.memory({
+    conversation_id: target?.sessionId ?? null,
+    memory_context_used: memory.used,
+    memory_retrieval_time: memory.retrievalTime.seconds,
+  });
   // What every turn of this question stores, whatever the answerer did.
   const base = {
     question: asked.question,
@@ -63,7 +66,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     ...(answer.asksClarification ? { asks_clarification: true } : {}),
     conversation_metadata: session && conversationMetadata(session),
     memory_context_used: memory.used,
-    memory_retrieval_time: retrievalTime,
+    memory_retrieval_time: memory.retrievalTime.seconds,
     duplicate_of: duplicateOf,
     warnings,
   });
@@ -91,7 +94,7 @@ export async function runMemoryChat(deps: MemoryDeps, asked: MemoryChatRequest, 
     ...(memory.retrieved?.questionEmbedding ? { asked: { question: asked.question, embedding: memory.retrieved.questionEmbedding } } : {}),
     accounting: () => ({
       tokens,
-      memoryRetrievalMs: round(memory.retrievalSeconds * 1000, 3),
+      memoryRetrievalMs: memory.retrievalTime.ms,
       answererMs: round(answer.latencyMs, 3),
       totalMs: round(performance.now() - started, 3),
     }),

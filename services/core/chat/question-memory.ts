@@ -27,7 +27,8 @@ export interface QuestionMemory {
    * own when memory could not be read. Questions that cannot be read leave the turn unmarked.
    */
   recent: RecentQuestion[];
-  retrievalSeconds: number;
+  /** How long reading memory took: in seconds to 4 places (the reply's `memory_retrieval_time`), in milliseconds to 3 (the turn's accounting). */
+  retrievalTime: { seconds: number; ms: number };
   /** `memory_context_used` of the reply. */
   used: ReturnType<typeof memoryContextUsed>;
 }
@@ -76,6 +77,7 @@ export async function memoryForQuestion(
     maxTokens: settings.maxContextTokens,
   });
   const retrievalSeconds = (performance.now() - retrievalStarted) / 1000;
+  const retrievalTime = { seconds: round(retrievalSeconds, 4), ms: round(retrievalSeconds * 1000, 3) };
 
   const callerInstructions = typeof req.params.custom_instructions === 'string' ? req.params.custom_instructions : undefined;
   const augmented = await buildAugmentedRequest({
@@ -95,7 +97,7 @@ export async function memoryForQuestion(
     }),
     ...readableViews,
   };
-  return { retrieved, context, augmented, databases, useViews, recent, retrievalSeconds, used };
+  return { retrieved, context, augmented, databases, useViews, recent, retrievalTime, used };
 }
 
 /** The read memory less the turns and verified pairs over a view the caller may not read now, and what the reply says of it. */
