@@ -3,7 +3,7 @@
 // since no weights fitted on one half of SParC's databases won on the other half and on the Chinese
 // set alike (docs/design.md, "Retrieval").
 
-import { sqlIdentifiers } from '../../../services/core/search-terms/sql-identifiers.js';
+import { sqlIdentifiers } from '../../../services/core/search-terms/lexical-terms.js';
 import { forEachSegment } from '../../../services/model/text-segments.js';
 
 /** A similar turn as the retrieval statement found it, with what the rerank reads of it. */
