@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { boundedReplyFields } from '../../../services/core/chat/reply-bounds.js';
-import { cutText, storableJson } from '../../../services/core/storable-text.js';
+import { cutText, storableJson } from '../../../services/core/stored-bounds.js';
 
 const settings = { maxReplyBytes: 100_000, storedTextBytes: 2048, storedResult: { maxRows: 100, maxBytes: 4096 } };
 

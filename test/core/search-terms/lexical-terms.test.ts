@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lexicalTerms, questionSearch, turnSearchTerms } from '../../../services/core/search-terms/lexical-terms.js';
-import { sqlIdentifiers } from '../../../services/core/search-terms/sql-identifiers.js';
+import { lexicalTerms, questionSearch, sqlIdentifiers, turnSearchTerms } from '../../../services/core/search-terms/lexical-terms.js';
 
 describe('SQL identifiers', () => {
   it('when SQL joins aliased tables, then the tables and columns are found and the aliases and values are not', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nestedDeeperThan } from '../../services/core/json-bytes.js';
+import { nestedDeeperThan } from '../../../services/core/stored-bounds.js';
 
 /** `depth` arrays or objects, one inside the other, around a scalar. */
 function nested(depth: number, as: 'array' | 'object'): unknown {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { limitStoredResult } from '../../../services/core/turns/result-limit.js';
+import { limitStoredResult } from '../../../services/core/stored-bounds.js';
 
 const oldForm = (n: number) =>
   Object.fromEntries(Array.from({ length: n }, (_, i) => [`Row ${i + 1}`, [{ columnName: 'n', value: i + 1 }]]));
