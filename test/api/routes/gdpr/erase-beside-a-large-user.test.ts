@@ -25,6 +25,23 @@ const percentile = (values: number[], p: number) => {
 };
 
 /**
+ * `turns` turns of 1.6 KB with a random 384-d vector each, in one session, straight to the database in
+ * one statement as scripts/bench/bulk-seed.ts does, marked as in the approximate index.
+ */
+async function seedLargeTurns(t: TestApp, user: { tenantId: string; userId: string; turns: number; expiresAt: Date }) {
+  const session = await seedSession(t.admin, { tenantId: user.tenantId, userId: user.userId, turns: 0, expiresAt: user.expiresAt });
+  await t.admin.query(
+    `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding,
+                        embedding_model, ann_indexed)
+     SELECT $1, $2, $3, n, now(), 'ok', 'Question ' || n, repeat('stored text ', 134),
+            l2_normalize((SELECT array_agg(random())::real[]::vector FROM generate_series(1, 384) WHERE n > 0)),
+            'local-hash-v2@384', true
+     FROM generate_series(1, $4::integer) AS n`,
+    [user.tenantId, user.userId, session, user.turns],
+  );
+}
+
+/**
  * The attack: another user holds ~135 MB of turns, a different user is erased, and a third tenant's
  * `GET /sessions` meanwhile took 4.4 s (p50 11 ms before) on the embedded database, whose one
  * connection the rewrite held. The reclaim now rewrites no table.
@@ -38,18 +55,8 @@ describe('erasing a user beside a user with 135 MB of turns', () => {
     // The reader's requests come as fast as they are answered: no per-user limit on them.
     t = await startTestApp({ REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, RATE_LIMIT_PER_MINUTE: '0' });
     const expiresAt = new Date(t.clock.now.getTime() + HOUR);
-    // Straight to the database in one statement, as scripts/bench/bulk-seed.ts does: the large user is
-    // past the exact-search threshold, so its turns are in the approximate index too.
-    const session = await seedSession(t.admin, { tenantId: 'large-tenant', userId: 'large', turns: 0, expiresAt });
-    await t.admin.query(
-      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding,
-                          embedding_model, ann_indexed)
-       SELECT 'large-tenant', 'large', $1, n, now(), 'ok', 'Large question ' || n, repeat('kept text ', 160),
-              l2_normalize((SELECT array_agg(random())::real[]::vector FROM generate_series(1, 384) WHERE n > 0)),
-              'local-hash-v2@384', true
-       FROM generate_series(1, $2::integer) AS n`,
-      [session, LARGE_USER_TURNS],
-    );
+    // The large user is past the exact-search threshold, so its turns are in the approximate index too.
+    await seedLargeTurns(t, { tenantId: 'large-tenant', userId: 'large', turns: LARGE_USER_TURNS, expiresAt });
     await t.admin.query('ANALYZE turns');
   }, 300_000);
   afterAll(async () => {
@@ -135,17 +142,8 @@ describe('erasing a user beside a user with 135 MB of turns', () => {
 
   it('when the erased user holds 5% of the pages, past the 2% from which VACUUM also scans every index of the table, then still no statement holds the connection for long', async () => {
     const expiresAt = new Date(t.clock.now.getTime() + HOUR);
-    const session = await seedSession(t.admin, { tenantId: 'erased-tenant', userId: 'larger-erasee', turns: 0, expiresAt });
     // 5% of the large user's turns, as large and in the approximate index too.
-    await t.admin.query(
-      `INSERT INTO turns (tenant_id, user_id, session_id, turn_number, created_at, status, question, answer, embedding,
-                          embedding_model, ann_indexed)
-       SELECT 'erased-tenant', 'larger-erasee', $1, n, now(), 'ok', 'Erased question ' || n, repeat('gone text ', 160),
-              l2_normalize((SELECT array_agg(random())::real[]::vector FROM generate_series(1, 384) WHERE n > 0)),
-              'local-hash-v2@384', true
-       FROM generate_series(1, $2::integer) AS n`,
-      [session, LARGE_USER_TURNS / 20],
-    );
+    await seedLargeTurns(t, { tenantId: 'erased-tenant', userId: 'larger-erasee', turns: LARGE_USER_TURNS / 20, expiresAt });
     const statements: { text: string; ms: number }[] = [];
     const db = scopedDatabase(timed(t.database.pool, statements), {
       purgeStatisticsAndWal: t.database.embedded,
