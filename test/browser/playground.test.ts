@@ -199,6 +199,11 @@ describe('the memory playground in chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByText('Signed in as playground-admin').first().waitFor();
     await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Chat' }).click();
+    // Each user's own Denodo credentials: the previous user's left with them.
+    await page.getByText('Answerer credentials').click();
+    expect(await page.getByLabel('Denodo user').inputValue()).toBe('');
+    await page.getByLabel('Denodo user').fill('playground-admin');
+    await page.getByLabel('Password').fill('admin-secret');
     await page.getByLabel('Question', { exact: true }).fill('How many stores opened in Porto in 2021?');
     await page.getByRole('button', { name: 'Ask' }).click();
     await page.locator('.exchange').first().getByText('Verified examples of the tenant: 0').waitFor();
@@ -218,11 +223,17 @@ describe('the memory playground in chromium', () => {
     expect(await page.locator('#session-turns li').count()).toBe(0);
     expect(await page.locator('#session-detail').isHidden()).toBe(true);
     await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Chat' }).click();
+    await page.getByText('Answerer credentials').click();
+    await page.getByLabel('Denodo user').fill('playground-colleague');
+    await page.getByLabel('Password').fill('colleague-secret');
     await page.getByLabel('Question', { exact: true }).fill('Stores opened in Porto in 2021?');
     await page.getByRole('button', { name: 'Ask' }).click();
     const exchange = page.locator('.exchange').first();
     await exchange.getByText('Verified examples of the tenant: 1').waitFor();
     expect(await exchange.locator('ul.verified li').textContent()).toContain('How many stores opened in Porto in 2021?');
+    expect(upstream.requests.at(-1)?.headers.authorization).toBe(
+      `Basic ${Buffer.from('playground-colleague:colleague-secret').toString('base64')}`,
+    );
     // A user who is no admin is offered no Verify button.
     await page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name: 'Sessions' }).click();
     await page.getByRole('button', { name: 'Open Stores opened in Porto in 2021?' }).click();

@@ -111,6 +111,7 @@ function forgetSignedOutUser() {
   $('transcript').replaceChildren();
   $('chat-session').replaceChildren(el('option', { value: '', text: 'New conversation' }));
   for (const id of ['question', 'answerer-user', 'answerer-password', 'search-query']) $(id).value = '';
+  $('answerer-credentials').open = false;
   $('session-table').tBodies[0].replaceChildren();
   $('session-detail').hidden = true;
   $('session-detail-title').textContent = 'Session';
