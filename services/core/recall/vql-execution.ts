@@ -1,6 +1,7 @@
 import type { Config } from '../../config/config.js';
 import { AppError } from '../../model/errors.js';
 import { readBoundedText } from '../../providers/answerers/bounded-body.js';
+import { upstreamAuthorization, upstreamCredentials } from '../../providers/answerers/upstream-auth.js';
 import { shownUrl } from '../../providers/answerers/upstream-errors.js';
 
 /**
@@ -83,17 +84,9 @@ function parseJson(text: string): unknown {
 }
 
 function authHeader(config: Parameters<typeof createVqlExecutor>[0], forwarded?: string): Record<string, string> {
-  switch (config.answerAuth) {
-    case 'forward':
-      if (!forwarded) {
-        throw new AppError('validation-failed', 'send your upstream credentials in the X-Upstream-Authorization header to re-run SQL');
-      }
-      return { authorization: forwarded };
-    case 'basic':
-      return { authorization: `Basic ${Buffer.from(`${config.ANSWER_BASIC_USER}:${config.ANSWER_BASIC_PASSWORD}`).toString('base64')}` };
-    case 'bearer':
-      return { authorization: `Bearer ${config.ANSWER_BEARER_TOKEN}` };
-    case 'none':
-      return {};
+  if (config.answerAuth === 'forward' && !forwarded) {
+    throw new AppError('validation-failed', 'send your upstream credentials in the X-Upstream-Authorization header to re-run SQL');
   }
+  const authorization = upstreamAuthorization(upstreamCredentials(config), forwarded);
+  return authorization ? { authorization } : {};
 }

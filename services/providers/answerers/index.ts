@@ -8,6 +8,7 @@ import { createSqlAnswerer } from './sql/sql-answerer.js';
 import { serverSqlDatabase } from './sql/sql-database.js';
 import { createFairQueue } from './sql/sql-fair-queue.js';
 import { createUpstreamAnswerer } from './upstream-answerer.js';
+import { upstreamCredentials } from './upstream-auth.js';
 
 export type { Answer, Answerer, AnswerMemory, AnswerRequest } from './answerer.js';
 
@@ -45,10 +46,7 @@ export function createAnswerer(config: Config, parts: AnswererParts = {}): Answe
 function upstreamAnswerer(config: Config, parts: AnswererParts): Answerer {
   return createUpstreamAnswerer({
     url: config.ANSWER_URL!,
-    auth: config.answerAuth,
-    basicUser: config.ANSWER_BASIC_USER,
-    basicPassword: config.ANSWER_BASIC_PASSWORD,
-    bearerToken: config.ANSWER_BEARER_TOKEN,
+    ...upstreamCredentials(config),
     operatorInstructions: config.ANSWER_OPERATOR_INSTRUCTIONS,
     listFields: config.ANSWER_LIST_FIELDS,
     requestIdHeader: config.ANSWER_REQUEST_ID_HEADER,

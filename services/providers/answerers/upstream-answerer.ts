@@ -3,16 +3,13 @@ import { Agent, type Dispatcher, request } from 'undici';
 import { AppError } from '../../model/errors.js';
 import type { Answer, Answerer, AnswerRequest } from './answerer.js';
 import { readBoundedText } from './bounded-body.js';
+import { type UpstreamCredentials, upstreamAuthorization } from './upstream-auth.js';
 import { connectionProblem, isNoRelevantViews, readUpstreamDetail, upstreamProblem } from './upstream-errors.js';
 import { encodeListFields, type ListEncoding, type ListEncodingSetting, listEncodingOf } from './upstream-list-fields.js';
 import { noRelevantViewsReply, normaliseUpstreamReply } from './upstream-reply.js';
 
-export interface UpstreamOptions {
+export interface UpstreamOptions extends UpstreamCredentials {
   url: string;
-  auth: 'forward' | 'basic' | 'bearer' | 'none';
-  basicUser?: string;
-  basicPassword?: string;
-  bearerToken?: string;
   /** ANSWER_OPERATOR_INSTRUCTIONS: put before every custom_instructions sent (the SDK 0.5 lets a request's replace its own). */
   operatorInstructions?: string;
   /** ANSWER_LIST_FIELDS: lists or comma-separated strings for the SDK's filter fields, or `auto` to learn which. */
@@ -116,25 +113,15 @@ function requestBody(options: UpstreamOptions, answerRequest: AnswerRequest, enc
 }
 
 function authHeader(options: UpstreamOptions, request: AnswerRequest): Record<string, string> {
-  switch (options.auth) {
-    case 'forward':
-      if (!request.upstreamAuthorization) {
-        throw new AppError(
-          'validation-failed',
-          'this service forwards your credentials to the answering backend: send them in the X-Upstream-Authorization header ' +
-            '(with account linking on, ACCOUNT_LINK_ISSUER, a user signs in once instead: docs/account-linking.md)',
-        );
-      }
-      return { authorization: request.upstreamAuthorization };
-    case 'basic':
-      return {
-        authorization: `Basic ${Buffer.from(`${options.basicUser}:${options.basicPassword}`).toString('base64')}`,
-      };
-    case 'bearer':
-      return { authorization: `Bearer ${options.bearerToken}` };
-    case 'none':
-      return {};
+  if (options.auth === 'forward' && !request.upstreamAuthorization) {
+    throw new AppError(
+      'validation-failed',
+      'this service forwards your credentials to the answering backend: send them in the X-Upstream-Authorization header ' +
+        '(with account linking on, ACCOUNT_LINK_ISSUER, a user signs in once instead: docs/account-linking.md)',
+    );
   }
+  const authorization = upstreamAuthorization(options, request.upstreamAuthorization);
+  return authorization ? { authorization } : {};
 }
 
 interface UpstreamReply {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config/config.js';
+import { upstreamAuthorization, upstreamCredentials } from './upstream-auth.js';
 
 /**
  * Which views a caller may read in Denodo now, asked of the Denodo AI SDK with the caller's own
@@ -71,18 +72,7 @@ export function createViewPermissions(
   // Insertion order is recency: a hit is moved to the end, the first key is the least recently used.
   const entries = new Map<string, Entry>();
 
-  const credentialOf = (caller: ViewCaller): string | undefined => {
-    switch (config.answerAuth) {
-      case 'forward':
-        return caller.upstreamAuthorization;
-      case 'basic':
-        return `Basic ${Buffer.from(`${config.ANSWER_BASIC_USER}:${config.ANSWER_BASIC_PASSWORD}`).toString('base64')}`;
-      case 'bearer':
-        return `Bearer ${config.ANSWER_BEARER_TOKEN}`;
-      case 'none':
-        return undefined;
-    }
-  };
+  const credentials = upstreamCredentials(config);
 
   function entryFor(key: string): Entry | undefined {
     const entry = entries.get(key);
@@ -100,19 +90,14 @@ export function createViewPermissions(
   }
 
   async function profileOf(authorization: string): Promise<Profile> {
-    try {
-      const response = await call(profileUrl!, { method: 'GET', headers: { authorization, accept: 'application/json' } });
-      if (response.status === 404) {
-        throw new Unanswered('the Denodo AI SDK has no /getUserPermissions (it came with 1.2)', true);
-      }
-      if (!response.ok) throw new Unanswered(`/getUserPermissions answered HTTP ${response.status}`);
-      const body = (await response.json().catch(() => undefined)) as { is_admin?: unknown } | undefined;
-      if (!body || typeof body !== 'object') throw new Unanswered('/getUserPermissions did not reply with JSON');
-      return body.is_admin === true ? { kind: 'admin' } : { kind: 'user' };
-    } catch (err) {
-      if (err instanceof Unanswered && err.lasting) return { kind: 'unavailable', reason: err.reason };
-      throw err;
+    const response = await call(profileUrl!, { method: 'GET', headers: { authorization, accept: 'application/json' } });
+    if (response.status === 404) {
+      throw new Unanswered('the Denodo AI SDK has no /getUserPermissions (it came with 1.2)', true);
     }
+    if (!response.ok) throw new Unanswered(`/getUserPermissions answered HTTP ${response.status}`);
+    const body = (await response.json().catch(() => undefined)) as { is_admin?: unknown } | undefined;
+    if (!body || typeof body !== 'object') throw new Unanswered('/getUserPermissions did not reply with JSON');
+    return body.is_admin === true ? { kind: 'admin' } : { kind: 'user' };
   }
 
   /** Whether VDP lets the credential read the view: a query that returns no rows, run as the caller. */
@@ -138,7 +123,7 @@ export function createViewPermissions(
 
   return {
     async readable(caller, views) {
-      const authorization = credentialOf(caller);
+      const authorization = upstreamAuthorization(credentials, caller.upstreamAuthorization);
       if (!profileUrl || !executeUrl) return { status: 'unavailable', reason: 'no upstream answerer to ask' };
       if (!authorization) return { status: 'unavailable', reason: 'no upstream credentials to ask with' };
       // The user's own entry: the credential alone could be sent by two users (ANSWER_AUTH=basic).
