@@ -104,11 +104,16 @@ export async function queryCitusScoped<R extends pg.QueryResultRow>(
  * (the database not reachable yet) is asked again by the next statement.
  */
 export function citusCheck(pool: pg.Pool): () => Promise<boolean> {
+  return askedOnce(pool, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS yes`);
+}
+
+/** A yes-or-no fact of the database (`statement` selects it as `yes`), asked once; a failed ask is asked again. */
+export function askedOnce(pool: pg.Pool, statement: string): () => Promise<boolean> {
   let answer: Promise<boolean> | undefined;
   return () => {
     answer ??= pool
-      .query<{ citus: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus`)
-      .then((result) => result.rows[0]!.citus)
+      .query<{ yes: boolean }>(statement)
+      .then((result) => result.rows[0]!.yes)
       .catch((err: unknown) => {
         answer = undefined;
         throw err;

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import utils from 'pg/lib/utils.js';
+import { askedOnce } from './citus-scope.js';
 import { type GenericPlanConfig, queryConfig, queryScoped, type ScopeValues } from './scoped-statement.js';
 
 /**
@@ -76,19 +77,10 @@ export async function queryOnUserShard<R extends pg.QueryResultRow>(
  * asked once; a failed check is asked again by the next statement.
  */
 export function userShardCallCheck(pool: pg.Pool): () => Promise<boolean> {
-  let answer: Promise<boolean> | undefined;
-  return () => {
-    answer ??= pool
-      .query<{ delegated: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
-           WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
-             AND o.objid = to_regprocedure('memorychat_on_user_shard(text,text,text,text,text,text,text[],integer,vector)')) AS delegated`,
-      )
-      .then((result) => result.rows[0]!.delegated)
-      .catch((err: unknown) => {
-        answer = undefined;
-        throw err;
-      });
-    return answer;
-  };
+  return askedOnce(
+    pool,
+    `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
+       WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
+         AND o.objid = to_regprocedure('memorychat_on_user_shard(text,text,text,text,text,text,text[],integer,vector)')) AS yes`,
+  );
 }
