@@ -78,6 +78,51 @@ describe('re-embedding job', () => {
     expect((await search()).similar).toHaveLength(3);
   });
 
+  it('when verified pairs carry another model, then the job re-embeds the live ones with a question and recall finds them again', async () => {
+    const embedder = createLocalEmbedder('local-hash-v2', 256);
+    const [oldVector] = await createLocalEmbedder('local-hash-v1', 384).embed(['How many singers are there?']);
+    const pair = (id: string, question: string | null, retired: boolean) =>
+      t.admin.query(
+        `INSERT INTO verified_pairs (tenant_id, pair_id, question, sql_query, tables_used, vdp_database_names, embedding, embedding_model,
+           search_terms, author_user_id, promoted_via, promoted_at, adopted_at, retired_at)
+         VALUES ('pairs-tenant', $1, $2, 'SELECT count(*) FROM singer', '{singer}', '{concert_singer}',
+           CASE WHEN $2::text IS NULL THEN NULL ELSE $3::vector END, CASE WHEN $2::text IS NULL THEN NULL ELSE 'local-hash-v1@384' END,
+           NULL, NULL, 'admin', now(), now(), CASE WHEN $4 THEN now() END)`,
+        [id, question, `[${oldVector!.join(',')}]`, retired],
+      );
+    await pair('00000000-0000-4000-8000-000000000001', 'How many singers are there?', false);
+    await pair('00000000-0000-4000-8000-000000000002', 'How many singers are there?', true);
+    // An adopted pair whose author was erased: no question, so nothing to embed.
+    await pair('00000000-0000-4000-8000-000000000003', null, false);
+
+    const [query] = await embedder.embed(['How many singers do we have?']);
+    const recall = () =>
+      retrieveMemory(t.admin, {
+        identity: { tenantId: 'pairs-tenant', userId: 'colleague', roles: [] },
+        now: new Date(),
+        windowSize: 0,
+        k: 3,
+        minSimilarity: 0.25,
+        embedding: query!,
+        embeddingModel: embedder.modelId,
+        scope: { requested: ['concert_singer'] },
+        verifiedPairs: { k: 3, minSimilarity: null },
+      });
+    expect((await recall()).pairs).toEqual([]);
+
+    await reEmbedAsAtStart(embedder);
+    const { rows } = await t.admin.query(
+      `SELECT pair_id, embedding_model, vector_dims(embedding) AS dims, search_terms IS NOT NULL AS has_terms
+       FROM verified_pairs WHERE tenant_id = 'pairs-tenant' ORDER BY pair_id`,
+    );
+    expect(rows).toEqual([
+      { pair_id: '00000000-0000-4000-8000-000000000001', embedding_model: 'local-hash-v2@256', dims: 256, has_terms: true },
+      { pair_id: '00000000-0000-4000-8000-000000000002', embedding_model: 'local-hash-v1@384', dims: 384, has_terms: false },
+      { pair_id: '00000000-0000-4000-8000-000000000003', embedding_model: null, dims: null, has_terms: false },
+    ]);
+    expect((await recall()).pairs.map((p) => p.sql_query)).toEqual(['SELECT count(*) FROM singer']);
+  });
+
   it('when turns of the active model were stored before lexical terms existed, then the job writes their terms and keeps their vectors', async () => {
     const sessionId = await seedSession(t.admin, {
       userId: 'older',

@@ -26,12 +26,21 @@ export interface EmbeddingTarget {
 }
 const STALE = '(embedding_model IS DISTINCT FROM $1 OR search_terms IS NULL OR NOT search_terms @@ $2::tsquery)';
 
-/** Whether any turn carries another model's embedding, or none (a failed embed), or no or older lexical terms. */
-export async function hasTurnsOfOtherModels(db: Queryable, target: EmbeddingTarget): Promise<boolean> {
-  const { rows } = await db.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM turns WHERE ${STALE}) AS found`, [
-    target.modelId,
-    target.termsVersion,
-  ]);
+/**
+ * A verified pair that is still recalled and has a question to embed; a pair whose question went with
+ * its author's erasure has no vector and no terms until an admin writes one.
+ */
+const PAIR_STALE = `retired_at IS NULL AND question IS NOT NULL AND ${STALE}`;
+
+/**
+ * Whether any turn or live verified pair carries another model's embedding, or none (a failed embed),
+ * or no or older lexical terms.
+ */
+export async function hasStaleEmbeddings(db: Queryable, target: EmbeddingTarget): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM turns WHERE ${STALE}) OR EXISTS (SELECT 1 FROM verified_pairs WHERE ${PAIR_STALE}) AS found`,
+    [target.modelId, target.termsVersion],
+  );
   return rows[0]!.found;
 }
 
@@ -88,6 +97,59 @@ export async function saveEmbeddings(
       batch.map((b) => b.key.user_id),
       batch.map((b) => b.key.session_id),
       batch.map((b) => b.key.turn_number),
+      batch.map((b) => (b.embedding ? pgvector.toSql(b.embedding) : null)),
+      batch.map((b) => b.searchTerms),
+    ],
+  );
+  return rowCount ?? 0;
+}
+
+export interface PairKey {
+  tenant_id: string;
+  pair_id: string;
+}
+
+export interface PairToEmbed extends PairKey {
+  embedding_model: string | null;
+  question: string;
+  sql_query: string;
+  tables_used: string[];
+}
+
+/** The next live pairs (in primary-key order after `after`) not embedded with `modelId` or without current lexical terms. */
+export async function nextPairsToEmbed(
+  db: Queryable,
+  target: EmbeddingTarget,
+  after: PairKey | null,
+  limit: number,
+): Promise<PairToEmbed[]> {
+  const { rows } = await db.query<PairToEmbed>(
+    `SELECT tenant_id, pair_id, embedding_model, question, sql_query, tables_used FROM verified_pairs
+     WHERE ${PAIR_STALE} AND ($3::text IS NULL OR (tenant_id, pair_id) > ($3, $4::uuid))
+     ORDER BY tenant_id, pair_id
+     LIMIT $5`,
+    [target.modelId, target.termsVersion, after?.tenant_id ?? null, after?.pair_id ?? null, limit],
+  );
+  return rows;
+}
+
+/** As saveEmbeddings, for verified pairs. */
+export async function savePairEmbeddings(
+  db: Queryable,
+  modelId: string,
+  batch: { key: PairKey; embedding: number[] | null; searchTerms: string }[],
+): Promise<number> {
+  if (!batch.length) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE verified_pairs p SET embedding = COALESCE(u.embedding::vector, p.embedding),
+       embedding_model = CASE WHEN u.embedding IS NULL THEN p.embedding_model ELSE $1 END,
+       search_terms = u.search_terms::tsvector
+     FROM unnest($2::text[], $3::uuid[], $4::text[], $5::text[]) AS u(tenant_id, pair_id, embedding, search_terms)
+     WHERE p.tenant_id = u.tenant_id AND p.pair_id = u.pair_id`,
+    [
+      modelId,
+      batch.map((b) => b.key.tenant_id),
+      batch.map((b) => b.key.pair_id),
       batch.map((b) => (b.embedding ? pgvector.toSql(b.embedding) : null)),
       batch.map((b) => b.searchTerms),
     ],
