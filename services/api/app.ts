@@ -12,7 +12,7 @@ import type { Embedder } from '../providers/embeddings/embedder.js';
 import type { ChatLlm } from '../providers/llm/chat-llm.js';
 import { createSummaryLlm } from '../providers/llm/summary-llm.js';
 import mcpEndpoint from './mcp/mcp-endpoint.js';
-import accountLinks, { answererWithLinkedAccounts } from './plugins/account-links.js';
+import accountLinks from './plugins/account-links.js';
 import apiKeys from './plugins/api-keys.js';
 import auth from './plugins/auth.js';
 import cors from './plugins/cors.js';
@@ -139,7 +139,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(accountLinks, { clock: deps.clock });
   await app.register(memoryPlugin, {
     embedder: deps.embedder,
-    answerer: answererWithLinkedAccounts(app, deps.answerer),
+    answerer: deps.answerer,
     llm: deps.llm,
     clock: deps.clock,
   });

@@ -17,6 +17,9 @@ import { downloadExport, requestGdpr, viewRequest } from './gdpr/requests.js';
 import type { IdempotencyClaim } from './idempotency/idempotency.js';
 import type { JobLogger, JobQueue } from './job-queue.js';
 import { enqueueSummarizationIfDue, summarizationSettingsFrom } from './jobs/summarization.js';
+import type { AccountLinks } from './linking/account-links.js';
+import { withLinkedAccounts } from './linking/linked-answerer.js';
+import { viewPermissionsWithLinkedAccounts } from './linking/linked-view-permissions.js';
 import { instrumentAnswerer, instrumentEmbedder, type Metrics, recordMemoryUse, recordTurnStored } from './metrics.js';
 import {
   changeTenantSettings,
@@ -55,6 +58,11 @@ export interface MemoryParts {
   log: JobLogger;
   /** Provider latencies, memory use and jobs are recorded here when given. */
   metrics?: Metrics;
+  /**
+   * Account linking, when on: with ANSWER_AUTH=forward a caller without X-Upstream-Authorization is
+   * answered, and their memory's views checked, with their linked token.
+   */
+  accountLinks?: Pick<AccountLinks, 'authorizationFor' | 'refusedUpstream'>;
 }
 
 /**
@@ -67,13 +75,16 @@ export function createMemory(parts: MemoryParts) {
   const embedder = metrics ? instrumentEmbedder(parts.embedder, metrics) : parts.embedder;
   const clock = parts.clock ?? (() => new Date());
   const summarization = summarizationSettingsFrom(config);
+  const links = config.forwardsCallerCredentials ? parts.accountLinks : undefined;
+  const answerer = links ? withLinkedAccounts(parts.answerer, links) : parts.answerer;
+  // On the memory's clock, so a permission's age is measured as a session's is.
+  const viewPermissions = config.answerBackend === 'upstream' ? createViewPermissions(config, () => clock().getTime()) : undefined;
   const deps: MemoryDeps = {
     db,
     embedder,
-    answerer: metrics ? instrumentAnswerer(parts.answerer, metrics) : parts.answerer,
+    answerer: metrics ? instrumentAnswerer(answerer, metrics) : answerer,
     llm: parts.llm && tracedLlm(parts.llm, 'rewrite'),
-    // On the memory's clock, so a permission's age is measured as a session's is.
-    ...(config.answerBackend === 'upstream' ? { viewPermissions: createViewPermissions(config, () => clock().getTime()) } : {}),
+    ...(viewPermissions ? { viewPermissions: links ? viewPermissionsWithLinkedAccounts(viewPermissions, links) : viewPermissions } : {}),
     clock,
     settings: memorySettingsFrom(config),
     pii: createPiiMasker({ mode: config.piiMode, secret: config.MEMORY_PII_SECRET, custom: config.piiPatterns }),

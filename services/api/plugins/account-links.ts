@@ -1,8 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type AccountLinks, createAccountLinks } from '../../core/linking/account-links.js';
-import { withLinkedAccounts } from '../../core/linking/linked-answerer.js';
-import type { Answerer } from '../../providers/answerers/answerer.js';
 import { createOpenIdProvider } from '../../providers/identity/openid-provider.js';
 import { upstreamAuthorizationOf } from '../upstream-credentials.js';
 
@@ -32,15 +30,6 @@ export default fp(
   },
   { name: 'account-links' },
 );
-
-/**
- * The answerer /memoryChat asks: with ANSWER_AUTH=forward and account linking on, a question without
- * X-Upstream-Authorization goes with the asker's linked token (core/linking/linked-answerer.ts).
- */
-export function answererWithLinkedAccounts(app: FastifyInstance, answerer: Answerer): Answerer {
-  const { config, accountLinks } = app;
-  return accountLinks && config.forwardsCallerCredentials ? withLinkedAccounts(answerer, accountLinks) : answerer;
-}
 
 /**
  * X-Upstream-Authorization, or the caller's linked token when account linking is on with

@@ -9,7 +9,7 @@ import { pairsUsed } from '../pairs/pair-recall.js';
 import { round } from '../rounding.js';
 import { traced } from '../tracing.js';
 import type { TurnScope } from '../turns/turn-scope.js';
-import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
+import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { type Augmented, buildAugmentedRequest } from './augment.js';
 import type { MemoryChatRequest } from './chat-request.js';
 import { pinnedViews } from './pinned-views.js';
@@ -104,10 +104,9 @@ export async function memoryForQuestion(
 async function readableMemory(deps: MemoryDeps, req: MemoryChatRequest, read: Recalled | undefined) {
   if (!read) return { retrieved: read, readableViews: {} };
   const items = [...read.window, ...read.similar, ...read.pairs];
-  const caller = { tenantId: req.identity.tenantId, userId: req.identity.userId, upstreamAuthorization: req.upstreamAuthorization };
   const gate = await viewGateFor(
     deps.viewPermissions,
-    caller,
+    viewCallerOf(req.identity, req.upstreamAuthorization),
     items.flatMap((item) => item.tables_used),
   );
   const window = keepReadable(read.window, (turn) => turn.tables_used, gate);

@@ -4,7 +4,7 @@ import type { MemoryDeps } from '../deps.js';
 import { sessionIdForRead } from '../sessions/session-keys.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
-import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
+import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { buildFormattedContext, type ContextFormat } from './formats.js';
 import { type MemoryScope, recallMemory } from './recall-memory.js';
 
@@ -52,10 +52,9 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
     ),
   );
   if (req.sessionId && !retrieved.session) throw notFound(req.sessionId);
-  const caller = { tenantId: identity.tenantId, userId: identity.userId, upstreamAuthorization: req.upstreamAuthorization };
   const gate = await viewGateFor(
     deps.viewPermissions,
-    caller,
+    viewCallerOf(identity, req.upstreamAuthorization),
     [...retrieved.window, ...retrieved.similar].flatMap((turn) => turn.tables_used),
   );
   const window = keepReadable(retrieved.window, (turn) => turn.tables_used, gate);

@@ -7,7 +7,7 @@ import type { MemoryDeps } from '../deps.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
-import { keepReadable, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
+import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 
 export interface SearchRequest {
   query: string;
@@ -54,10 +54,9 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
       },
     }),
   );
-  const caller = { tenantId: identity.tenantId, userId: identity.userId, upstreamAuthorization: req.upstreamAuthorization };
   const gate = await viewGateFor(
     deps.viewPermissions,
-    caller,
+    viewCallerOf(identity, req.upstreamAuthorization),
     hits.flatMap((h) => h.tables_used),
   );
   const readable = keepReadable(hits, (h) => h.tables_used, gate);

@@ -1,3 +1,4 @@
+import type { Identity } from '../../model/identity.js';
 import type { ViewCaller, ViewPermissions } from '../../providers/answerers/view-permissions.js';
 
 /**
@@ -9,6 +10,19 @@ export interface ViewGate {
   /** `checked`: the upstream said; `unavailable`: it could not, and memory keeps today's bounds only. */
   status: 'checked' | 'unavailable';
   readable(views: readonly string[]): boolean;
+}
+
+/** Whose permissions a request asks about: its identity and the X-Upstream-Authorization it sent. */
+export function viewCallerOf(
+  identity: Pick<Identity, 'tenantId' | 'userId' | 'apiKeyId'>,
+  upstreamAuthorization: string | undefined,
+): ViewCaller {
+  return {
+    tenantId: identity.tenantId,
+    userId: identity.userId,
+    ...(identity.apiKeyId ? { apiKeyId: identity.apiKeyId } : {}),
+    ...(upstreamAuthorization !== undefined ? { upstreamAuthorization } : {}),
+  };
 }
 
 /** The gate for one request, asked once for every view its candidate items use; undefined without an upstream SDK. */

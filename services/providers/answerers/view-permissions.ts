@@ -18,6 +18,8 @@ export interface ViewPermissions {
 export interface ViewCaller {
   tenantId: string;
   userId: string;
+  /** The API key acting for the user, if one does: whether a linked account may stand in for the credentials. */
+  apiKeyId?: string;
   /** The caller's X-Upstream-Authorization (ANSWER_AUTH=forward). */
   upstreamAuthorization?: string;
 }

@@ -212,6 +212,33 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     expect(notHis.status).toBe(404);
   });
 
+  it('when a view is revoked for a linked bot user between two questions, then memory asks which views they may read with their linked token and leaves the turns over it out', async () => {
+    const thread = 'thread-revoked-view';
+    expect((await ask(ANA, 'Total sales by region for 2017', thread)).status).toBe(200);
+    const carried = await ask(ANA, 'What about 2016?', thread);
+    expect(carried.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2016');
+    expect(carried.body.memory_context_used).toMatchObject({ view_permissions: 'checked', left_out_unreadable: 0 });
+
+    sdk.grant('ana', ['hr_db.employees']);
+    try {
+      // Past MEMORY_VIEW_PERMISSIONS_TTL, the answer given for Ana's token is asked again.
+      t.clock.advance(60_001);
+      const next = await ask(ANA, 'What about 2015?', thread);
+      expect(next.status).toBe(200);
+      const used = next.body.memory_context_used;
+      expect(used).toMatchObject({ view_permissions: 'checked', history_turns: [] });
+      // The thread's two turns, and Ana's turns over sales in her other threads that search found.
+      expect(used.left_out_unreadable).toBeGreaterThanOrEqual(2);
+      expect(used).not.toHaveProperty('use_views');
+      // Asked as Ana (the stand-in knows her only from her linked token): her profile, then the view.
+      expect(sdk.permissionLookups.at(-1)).toEqual({ user: 'ana' });
+      expect(sdk.executions.at(-1)).toEqual({ user: 'ana', vql: 'SELECT * FROM "sales_db"."sales" WHERE 1 = 0' });
+      expect(String(sdk.calls.at(-1)!.body.custom_instructions ?? '')).not.toContain('2016');
+    } finally {
+      sdk.grant('ana', ['sales_db.sales']);
+    }
+  });
+
   it('when the browser comes back a second time, or with a state this service did not make, then nothing is linked', async () => {
     const { callback } = await link('slack:T0001:U000CAROL', 'ana@corp.example');
     const again = await fetch(callback, { headers: { accept: 'text/html' } });
