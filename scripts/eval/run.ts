@@ -79,6 +79,8 @@ interface PriorTurn {
   tables: string;
 }
 const priorByUser = new Map<string, PriorTurn[]>();
+/** Each user's stored SQL, oldest first, for --candidates. */
+const historyByUser = new Map<string, string[]>();
 const followUps = { total: 0, previous: 0, allEarlier: 0 };
 const cross = { eligible: 0, hit1: 0, hit3: 0, chance1: 0, chance3: 0, topCoverage: 0, withoutEarlier: 0, withoutMatch: 0 };
 const tokens = { first: [] as number[], followUp: [] as number[] };
@@ -104,7 +106,13 @@ for (const dialogue of dialogues) {
         identity,
         turn.utterance,
       );
-      candidateRecords.push({ database_id: dialogue.database_id, question: turn.utterance, wanted: tableSetKey(turn.query), candidates });
+      candidateRecords.push({
+        database_id: dialogue.database_id,
+        question: turn.utterance,
+        wanted: tableSetKey(turn.query),
+        candidates,
+        history: historyByUser.get(user) ?? [],
+      });
     }
     const res = await app.inject({
       method: 'POST',
@@ -144,6 +152,7 @@ for (const dialogue of dialogues) {
   }
   for (const sql of earlierSql) prior.push({ tables: tableSetKey(sql) });
   priorByUser.set(user, prior);
+  historyByUser.set(user, [...(historyByUser.get(user) ?? []), ...earlierSql]);
   stored.push({ user, sessionId: sessionId!, turns: dialogue.interaction.length });
 }
 

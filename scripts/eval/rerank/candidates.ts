@@ -16,6 +16,8 @@ export interface CandidateRecord {
   question: string;
   wanted: string;
   candidates: RerankCandidate[];
+  /** The SQL of every turn the user stored before the question, oldest first: what a schema learned from their history sees. */
+  history: string[];
 }
 
 export async function candidatesBeforeRerank(
@@ -42,5 +44,7 @@ export async function candidatesBeforeRerank(
     created_at: t.created_at,
     score: t.score,
     tables: tableSetKey(t.sql_query ?? ''),
+    session_id: t.session_id,
+    turn_number: t.turn_number,
   }));
 }

@@ -16,6 +16,9 @@ export interface RerankCandidate {
   score: number;
   /** The turn's set of tables (dialogues.ts, tableSetKey): the answerer gets the best turn of each set first. */
   tables: string;
+  /** The candidate's session and its place there: 1 for the session's first (standalone) question. */
+  session_id?: string;
+  turn_number?: number;
 }
 
 /** What the rerank weighs of one candidate, each in [0, 1]. */
@@ -118,9 +121,18 @@ export function rerankSimilar<T extends RerankCandidate>(
   weights: RerankWeights,
 ): T[] {
   const features = rerankFeatures(question, candidates);
+  return rerankByScore(
+    candidates,
+    features.map((f) => linearScore(f, weights)),
+    k,
+  );
+}
+
+/** The candidates by `scores` (same order; the same question asked before stays first), the best of each set of tables first, cut to `k`. */
+export function rerankByScore<T extends RerankCandidate>(candidates: readonly T[], scores: readonly number[], k: number): T[] {
   const scored = candidates.map((turn, i) => ({
     turn,
-    score: (turn.score >= 1 ? SAME_QUESTION : 0) + linearScore(features[i]!, weights),
+    score: (turn.score >= 1 ? SAME_QUESTION : 0) + scores[i]!,
     at: i,
   }));
   // Ties keep the statement's order.
