@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  names,
-  questionStems,
-  type RerankCandidate,
-  rerankFeatures,
-  rerankSimilar,
-  TODAY,
-} from '../../scripts/eval/rerank/similar-rerank.js';
+import { type RerankCandidate, rerankFeatures, rerankSimilar, TODAY } from '../../scripts/eval/rerank/similar-rerank.js';
 
 const at = (minutes: number) => new Date(Date.UTC(2026, 0, 1, 0, minutes));
 const candidate = (sql: string, tables: string, score: number, minutes = 0): RerankCandidate => ({
@@ -19,18 +12,6 @@ const candidate = (sql: string, tables: string, score: number, minutes = 0): Rer
 });
 
 describe("the rerank experiment: linking a question to candidates' tables", () => {
-  it('when a question names tables in plural or inside a longer name, then its stems name them', () => {
-    const stems = questionStems('What are the languages spoken in the countries with pets?');
-    expect(stems).toEqual(expect.arrayContaining(['langu', 'count', 'pet']));
-    expect(names(stems, 'countrylanguage')).toBe(true);
-    expect(names(stems, 'has_pet')).toBe(true);
-    expect(names(stems, 'airports')).toBe(false);
-  });
-
-  it('when a question is written without spaces, then it gives no stems, so no table is named by it', () => {
-    expect(questionStems('有多少位歌手？')).toEqual([]);
-  });
-
   it('when one candidate reads the table the question names and another a neighbouring one, then only the first reads it', () => {
     const [airports, airlines] = rerankFeatures('What are all the airports?', [
       candidate('SELECT * FROM airports', 'airports', 2 / 61, 10),

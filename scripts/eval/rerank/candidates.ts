@@ -2,13 +2,14 @@
 // RERANK_CANDIDATES similar turns for a first question (the best of each set of tables first, as it
 // takes its top k), read just before /memoryChat asks it: the same turns, the same search.
 import type { Config } from '../../../services/config/config.js';
+import { RERANK_CANDIDATES } from '../../../services/core/context/table-links.js';
 import { questionSearch } from '../../../services/core/search-terms/lexical-terms.js';
 import { retrieveMemory } from '../../../services/db/repositories/memory-retrieval.js';
 import type { Queryable } from '../../../services/db/repositories/queryable.js';
 import type { Identity } from '../../../services/model/identity.js';
 import type { Embedder } from '../../../services/providers/embeddings/embedder.js';
 import { tableSetKey } from '../dialogues.js';
-import { RERANK_CANDIDATES, type RerankCandidate } from './similar-rerank.js';
+import type { RerankCandidate } from './similar-rerank.js';
 
 /** A first question, the tables its gold SQL reads (tableSetKey), and its candidates in the statement's order. */
 export interface CandidateRecord {

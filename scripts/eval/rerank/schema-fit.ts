@@ -1,17 +1,21 @@
-// `node --import tsx scripts/eval/rerank/schema-fit.ts --fit SPARC.json [--check OTHER.json ...]`:
-// the rerank ideas that fit.ts's features of each candidate's own SQL leave out, measured on the
-// candidates `npm run eval -- --candidates FILE` wrote. Each idea is a few features besides the fused
-// score; its weights are searched on a grid for hit@1 (then hit@3) on one half of the --fit file's
-// databases (alternate ids in sorted order) and checked on the other half and on every --check file.
-//   learned:  the question's words linked to tables through the user's own stored SQL (learned-schema.ts):
-//             the share of the links that fall on the candidate's tables, and the share of its tables
-//             no word links to; both 0 when no word links to any table (a question in Chinese).
-//   first:    the candidate is its session's first question (standalone) rather than a follow-up.
-//   both:     the two together.
+// `node --import tsx scripts/eval/rerank/schema-fit.ts --fit SPARC.json [--check OTHER.json ...] [--from history|candidates]`:
+// the rerank ideas beyond fit.ts's features of each candidate's own SQL, measured on the candidates
+// `npm run eval -- --candidates FILE` wrote. The question's words are linked to tables through a
+// schema learned from SQL (table-links.ts: a table's name, the columns read with it, the literal
+// values compared with them), from the user's whole stored history (--from history, the default) or
+// from the candidates' own SQL only (--from candidates, what the service can learn without another read).
+// The features, besides the fused score, each 0 when no word of the question links to any table:
+//   unlinked:  the share of the candidate's tables that no word links to;
+//   linkShare: the share of the words' links (each word's 1 split among the tables it links to) on its tables;
+//   wordCover: the share of the linking words that link to one of its tables;
+//   first:     the candidate is its session's first question, standalone, rather than a follow-up.
+// Each idea's weights are searched on a grid for hit@1 (then hit@3) on one half of the --fit file's
+// databases (alternate ids in sorted order) and checked on the other half and on every --check file;
+// the service's rule, with no weight, is reported first.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { type LearnedSchema, learnSchema, names, questionStems } from '../../../services/core/context/table-links.js';
 import type { CandidateRecord } from './candidates.js';
-import { learnSchema, tableLinks } from './learned-schema.js';
 import { rerankByScore } from './similar-rerank.js';
 
 const { values: args } = parseArgs({
@@ -21,6 +25,27 @@ const { values: args } = parseArgs({
 const from = args.from ?? 'history';
 if (!args.fit) throw new Error('--fit FILE is required');
 const K = 3;
+
+/**
+ * Per word of the question that points to any table of the schema (table-links.ts, linkedTables), the
+ * tables it points to; and per table, the words' weight on it, each word's 1 shared equally among its tables.
+ */
+function wordLinks(question: string, schema: LearnedSchema) {
+  const values = question
+    .normalize('NFKC')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length >= 3);
+  const words = [
+    ...questionStems(question).map((stem) => [...schema].filter(([, e]) => [...e.identifiers].some((id) => names([stem], id)))),
+    ...values.map((w) => [...schema].filter(([, e]) => e.values.has(w))),
+  ]
+    .map((linked) => linked.map(([t]) => t))
+    .filter((linked) => linked.length);
+  const links = new Map<string, number>();
+  for (const linked of words) for (const t of linked) links.set(t, (links.get(t) ?? 0) + 1 / linked.length);
+  return { links, words };
+}
 const MAX_FUSED = 2 / 61;
 
 type Features = { fused: number; linkShare: number; unlinked: number; wordCover: number; first: number };
@@ -31,7 +56,7 @@ interface Prepared {
 
 function prepare(record: CandidateRecord): Prepared {
   const schema = learnSchema(from === 'history' ? record.history : record.candidates.map((c) => c.sql_query));
-  const { links, words } = tableLinks(record.question, schema);
+  const { links, words } = wordLinks(record.question, schema);
   const total = [...links.values()].reduce((a, b) => a + b, 0);
   return {
     record,
@@ -94,7 +119,9 @@ const show = (set: Prepared[], w: Weights) => {
   return `hit@1 ${pct(h.hit1)} hit@3 ${pct(h.hit3)} (${h.n})`;
 };
 const linked = (set: Prepared[]) => set.filter((p) => p.features.some((f) => f.linkShare > 0)).length;
-console.log(`questions with a word linked to a learned table: half A ${linked(halves[0]!)}/${halves[0]!.length}, half B ${linked(halves[1]!)}/${halves[1]!.length}, ${checks.map((c) => `${c.file} ${linked(c.set)}/${c.set.length}`).join(', ')}`);
+console.log(
+  `questions with a word linked to a learned table: half A ${linked(halves[0]!)}/${halves[0]!.length}, half B ${linked(halves[1]!)}/${halves[1]!.length}, ${checks.map((c) => `${c.file} ${linked(c.set)}/${c.set.length}`).join(', ')}`,
+);
 const report = (label: string, w: Weights) => {
   console.log(`${label} ${JSON.stringify(w)}`);
   console.log(`  half A ${show(halves[0]!, w)} | half B ${show(halves[1]!, w)} | all ${show(fitSet, w)}`);
@@ -102,19 +129,14 @@ const report = (label: string, w: Weights) => {
 };
 report('today (fused score alone)', {});
 const IDEAS: Record<string, (keyof Features)[]> = {
-  learned: ['linkShare', 'unlinked'],
-  first: ['first'],
   unlinked: ['unlinked'],
+  learned: ['linkShare', 'unlinked'],
   cover: ['wordCover', 'unlinked'],
-  both: ['linkShare', 'unlinked', 'first'],
+  first: ['first'],
+  'learned+first': ['linkShare', 'unlinked', 'first'],
 };
-// How hit@1 and hit@3 follow the one weight that won on both halves.
-for (const w of [-0.5, -1, -3, -100]) report(`unlinked at ${w}`, { unlinked: w });
-for (const x of [0.1, 0.2, 0.3, 0.5, 1]) {
-  report(`unlinked -3, wordCover ${x}`, { unlinked: -3, wordCover: x });
-  report(`unlinked -3, linkShare ${x}`, { unlinked: -3, linkShare: x });
-  report(`unlinked -3, first ${x}`, { unlinked: -3, first: x });
-}
+// The service's rule (table-links.ts): a turn's share of unlinked tables first, then the fused score; no weight.
+report('unlinked tables last (the service)', { unlinked: -100 });
 for (const [idea, names] of Object.entries(IDEAS)) {
   report(`${idea}, fitted on half A`, search(halves[0]!, names));
   report(`${idea}, fitted on half B`, search(halves[1]!, names));

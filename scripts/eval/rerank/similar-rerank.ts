@@ -3,8 +3,8 @@
 // since no weights fitted on one half of SParC's databases won on the other half and on the Chinese
 // set alike (docs/design.md, "Retrieval").
 
+import { names, questionStems } from '../../../services/core/context/table-links.js';
 import { sqlIdentifiers } from '../../../services/core/search-terms/lexical-terms.js';
-import { forEachSegment } from '../../../services/model/text-segments.js';
 
 /** A similar turn as the retrieval statement found it, with what the rerank reads of it. */
 export interface RerankCandidate {
@@ -46,9 +46,6 @@ export type RerankWeights = Record<keyof RerankFeatures, number>;
 const MAX_FUSED = 2 / 61;
 /** Above any linear score of features in [0, 1] under the weights fit.ts tries. */
 const SAME_QUESTION = 1000;
-/** Shorter stems ("id", "no") name too many identifiers by accident. */
-const MIN_STEM_CHARS = 3;
-const STEM_CHARS = 5;
 
 /**
  * The shapes of SQL a question's words ask for, in English and Chinese (the languages of the eval
@@ -62,27 +59,6 @@ const SHAPES: { asks: RegExp; has: RegExp }[] = [
   { asks: /\b(each|per|every)\b|每|各/i, has: /\bgroup\s+by\b/i },
   { asks: /\b(not|never|without|no)\b|不|没/i, has: /\bnot\b|\bexcept\b|!=|<>/i },
 ];
-
-/**
- * A word's stem for matching identifiers: lower case, a plural's "s" dropped, its first STEM_CHARS
- * characters ("countries" → "count", "languages" → "langu", "pets" → "pet"). Unspaced scripts give
- * none: their words never spell an identifier.
- */
-export function questionStems(question: string): string[] {
-  const stems = new Set<string>();
-  forEachSegment(question.normalize('NFKC').toLowerCase(), (segment, unspaced) => {
-    if (unspaced) return;
-    const word = segment.length > MIN_STEM_CHARS && segment.endsWith('s') ? segment.slice(0, -1) : segment;
-    if (word.length >= MIN_STEM_CHARS && !/^\d+$/.test(word)) stems.add(word.slice(0, STEM_CHARS));
-  });
-  return [...stems];
-}
-
-/** Whether a question with these stems names the identifier: one stem within it, underscores aside. */
-export function names(stems: readonly string[], identifier: string): boolean {
-  const flat = identifier.toLowerCase().replace(/_/g, '');
-  return stems.some((stem) => flat.includes(stem));
-}
 
 /** The features of each candidate against the question (same order). */
 export function rerankFeatures(question: string, candidates: readonly RerankCandidate[]): RerankFeatures[] {
@@ -161,6 +137,3 @@ function linearScore(f: RerankFeatures, w: RerankWeights): number {
 
 /** The service's order: the fused score alone. */
 export const TODAY: RerankWeights = { fused: 1, namedRead: 0, unnamedRead: 0, columnsNamed: 0, shapeAgreement: 0, recency: 0 };
-
-/** How many of the statement's candidates the rerank chooses `k` from. */
-export const RERANK_CANDIDATES = 20;

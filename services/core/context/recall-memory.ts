@@ -4,6 +4,7 @@ import type { MemoryScope } from '../../model/sessions.js';
 import type { MemoryDeps } from '../deps.js';
 import { pairRecall } from '../pairs/pair-recall.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';
+import { RERANK_CANDIDATES, rerankByTableLinks } from './table-links.js';
 
 export type { MemoryScope };
 
@@ -40,7 +41,8 @@ export interface RecallRequest {
 /**
  * The one recall pipeline of /memoryChat and /memory/context: embed the question and take its
  * lexical terms, then read the session, its window and the user's similar turns (both signals
- * fused) in one round trip. A failed embedding is not a
+ * fused) in one round trip; the best RERANK_CANDIDATES of those are cut to `k` by how the question's
+ * words point to their tables (table-links.ts). A failed embedding is not a
  * failed recall: the window is still read, without similar turns, and `onEmbeddingFailed` lets the
  * caller say so in its own words.
  */
@@ -63,7 +65,7 @@ export async function recallMemory(
     sessionId: req.sessionId,
     now: req.now,
     windowSize: req.windowSize,
-    k: embedding ? req.k : 0,
+    k: embedding ? Math.max(req.k, RERANK_CANDIDATES) : 0,
     minSimilarity: deps.settings.minSimilarity,
     exactSearchMaxTurns: deps.settings.exactSearchMaxTurns,
     embedding,
@@ -76,5 +78,5 @@ export async function recallMemory(
     ...(req.answerer ? { answerer: req.answerer } : {}),
     ...(req.verifiedPairs ? { verifiedPairs: pairRecall(scope, deps.settings.minSimilarity) } : {}),
   });
-  return { ...retrieved, questionEmbedding: embedding };
+  return { ...retrieved, similar: rerankByTableLinks(req.question, retrieved.similar, req.k), questionEmbedding: embedding };
 }
