@@ -1,4 +1,4 @@
-// `npm run eval [-- --data FILE] [--json FILE] [--candidates FILE]`: replays multi-turn text-to-SQL dialogues (SParC's
+// `npm run eval [-- --data FILE] [--json FILE] [--candidates FILE] [--rerank-cost]`: replays multi-turn text-to-SQL dialogues (SParC's
 // format) through the real /memoryChat, in process on an embedded database in a temporary DATA_DIR,
 // with a local answerer that returns each turn's gold SQL, and measures what memory sent upstream.
 // One user per database_id, one session per dialogue, dialogues in file order. Then a new user per
@@ -6,6 +6,7 @@
 // (docs/verified-pairs.md), each request bounded to its database. The embedder is the
 // service's default unless EMBEDDINGS_PROVIDER, EMBEDDINGS_MODEL, EMBEDDINGS_DIMENSIONS,
 // OPENAI_API_KEY and OPENAI_BASE_URL in the environment choose another (any OpenAI-compatible server).
+// --rerank-cost times a first question's retrieval cut to k by the statement and by the rerank (rerank/cost.ts).
 // --candidates writes, per first question with an earlier same-tables turn, the retrieval statement's candidates
 // before the rerank, with their features and the gold tables: what scripts/eval/rerank/fit.ts fits on.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,12 +19,14 @@ import { parseArgs } from 'node:util';
 import { createSigner } from 'fast-jwt';
 import { buildApp } from '../../services/api/app.js';
 import { loadConfig } from '../../services/config/config.js';
+import { RERANK_CANDIDATES } from '../../services/core/context/table-links.js';
 import { migrate } from '../../services/db/migrate.js';
 import { openDatabase } from '../../services/db/pool.js';
 import { createProviders } from '../../services/providers/index.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
 import { type BlockPart, carries, chanceOfHit, loadDialogues, parseMemoryBlock, tableCoverage, tableSetKey } from './dialogues.js';
 import { type CandidateRecord, candidatesBeforeRerank } from './rerank/candidates.js';
+import { rerankCost } from './rerank/cost.js';
 
 const percentile = (values: number[], p: number) =>
   percentileOfSorted(
@@ -36,7 +39,7 @@ const SECRET = 'eval-secret-that-is-at-least-32-characters-long';
 const K = 3;
 
 const { values: args } = parseArgs({
-  options: { data: { type: 'string' }, json: { type: 'string' }, candidates: { type: 'string' } },
+  options: { data: { type: 'string' }, json: { type: 'string' }, candidates: { type: 'string' }, 'rerank-cost': { type: 'boolean' } },
 });
 const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json');
 const dialogues = loadDialogues(dataFile);
@@ -89,6 +92,9 @@ const parts: Record<BlockPart, number> = { instructions: 0, summary: 0, history:
 const stored: { user: string; sessionId: string; turns: number }[] = [];
 const retrievalMs: number[] = [];
 const candidateRecords: CandidateRecord[] = [];
+/** --rerank-cost: a first question's retrieval, cut to k by the statement and by the rerank (rerank/cost.ts). */
+const statementCutMs: number[] = [];
+const rerankCutMs: number[] = [];
 const started = performance.now();
 
 for (const dialogue of dialogues) {
@@ -99,8 +105,13 @@ for (const dialogue of dialogues) {
   const earlierSql: string[] = [];
   for (const [j, turn] of dialogue.interaction.entries()) {
     gold = turn.query;
+    const identity = { tenantId: 'default', userId: user, roles: [] };
+    if (args['rerank-cost'] && j === 0 && prior.length) {
+      const cost = await rerankCost({ db: database.pool, embedder: providers.embedder, config }, identity, turn.utterance);
+      statementCutMs.push(...cost.statementCut);
+      rerankCutMs.push(...cost.rerankCut);
+    }
     if (args.candidates && j === 0 && prior.some((p) => p.tables === tableSetKey(turn.query))) {
-      const identity = { tenantId: 'default', userId: user, roles: [] };
       const candidates = await candidatesBeforeRerank(
         { db: database.pool, embedder: providers.embedder, config },
         identity,
@@ -264,5 +275,11 @@ console.log(
     .join(', ')}`,
 );
 console.log(`retrieval time: p50 ${figures.retrieval_ms.p50.toFixed(2)} ms, p95 ${figures.retrieval_ms.p95.toFixed(2)} ms`);
+if (args['rerank-cost']) {
+  const p = (values: number[], q: number) => percentile(values, q).toFixed(2);
+  console.log(
+    `rerank cost (${rerankCutMs.length} retrievals each, interleaved): statement's k p50 ${p(statementCutMs, 50)} p95 ${p(statementCutMs, 95)} ms; best ${RERANK_CANDIDATES} reranked to k p50 ${p(rerankCutMs, 50)} p95 ${p(rerankCutMs, 95)} ms`,
+  );
+}
 if (args.candidates) writeFileSync(args.candidates, `${JSON.stringify(candidateRecords)}\n`);
 if (args.json) writeFileSync(args.json, `${JSON.stringify(figures, null, 2)}\n`);

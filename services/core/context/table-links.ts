@@ -124,8 +124,10 @@ const SQL_WORDS = new Set([
 export function learnSchema(statements: readonly (string | null)[]): LearnedSchema {
   const schema: LearnedSchema = new Map();
   const entry = (table: string) => {
-    let e = schema.get(table);
-    if (!e) schema.set(table, (e = { identifiers: new Set([table]), values: new Set() }));
+    const known = schema.get(table);
+    if (known) return known;
+    const e = { identifiers: new Set([table]), values: new Set<string>() };
+    schema.set(table, e);
     return e;
   };
   for (const sql of statements) {
@@ -166,11 +168,17 @@ function literalWords(text: string): string[] {
   return words;
 }
 
-/** The tables of the schema that a word of the question points to: by naming an identifier of it, or being one of its literal words. */
-export function linkedTables(question: string, schema: LearnedSchema): Set<string> {
+/**
+ * The tables of the schema (or of the schema a function learns, only when the question has words that
+ * could point) that a word of the question points to: by naming an identifier of it, or being one of its literal words.
+ */
+export function linkedTables(question: string, schema: LearnedSchema | (() => LearnedSchema)): Set<string> {
   const stems = questionStems(question);
   const words = literalWords(question);
   const linked = new Set<string>();
+  // A question in an unspaced script has neither: no schema need be learned for it.
+  if (!stems.length && !words.length) return linked;
+  if (typeof schema === 'function') schema = schema();
   for (const [table, { identifiers, values }] of schema) {
     if ([...identifiers].some((id) => names(stems, id)) || words.some((w) => values.has(w))) linked.add(table);
   }
@@ -190,7 +198,7 @@ export function tablesOf(turn: Pick<LinkCandidate, 'sql_query' | 'tables_used'>)
  */
 export function rerankByTableLinks<T extends LinkCandidate>(question: string, candidates: readonly T[], k: number): T[] {
   const tables = candidates.map(tablesOf);
-  const linked = linkedTables(question, learnSchema(candidates.map((c) => c.sql_query)));
+  const linked = linkedTables(question, () => learnSchema(candidates.map((c) => c.sql_query)));
   const unlinked = tables.map((ts) => (linked.size && ts.length ? ts.filter((t) => !linked.has(t)).length / ts.length : 0));
   const ranked = candidates
     .map((turn, at) => ({ turn, at, repeat: turn.score >= 1, unlinked: unlinked[at]!, set: tables[at]!.join(',') }))
