@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { type Connection, PgQuery, PipelinedStatement, queryConfig, type ScopeValues, submit } from './scoped-statement.js';
+import { type Connection, PipelinedStatement, parseOnce, queryConfig, type ScopeValues, submit } from './scoped-statement.js';
 
 /**
  * How a scope reaches the workers of a Citus cluster (docs/scaling.md#row-level-security-on-citus).
@@ -55,22 +55,6 @@ class CitusScopedStatement extends PipelinedStatement {
   }
 }
 
-/** Parse of a named statement alone, then Sync: the statement is prepared on the connection, nothing runs. */
-class ParseOnly extends PgQuery {
-  /** Runs nothing: what records the statements sent (test/citus/single-shard-plans.test.ts) skips it. */
-  readonly parseOnly = true;
-
-  requiresPreparation() {
-    return true;
-  }
-
-  prepare(connection: Connection) {
-    const { name, text } = this as unknown as { name: string; text: string };
-    connection.parse({ name, text });
-    connection.sync();
-  }
-}
-
 function sendUnnamed(connection: Connection, text: string) {
   connection.parse({ text });
   connection.bind({});
@@ -90,12 +74,10 @@ export async function queryCitusScoped<R extends pg.QueryResultRow>(
   values?: unknown[],
 ): Promise<pg.QueryResult<R>> {
   const config = queryConfig(statement, values);
-  const connection = (client as unknown as { connection: Connection }).connection;
   // Prepared on its own the first time on this connection (one round trip, once): a coordinator
   // plans an unnamed statement on every call, which cost more than the two round trips saved
   // (docs/performance.md, "On a Citus cluster").
-  const parsed = !config.name || connection.parsedStatements[config.name] !== undefined;
-  if (!parsed) await submit(client, (callback) => new ParseOnly({ name: config.name, text: config.text }, undefined, callback));
+  if (config.name) await parseOnce(client, { name: config.name, text: config.text });
   return submit<pg.QueryResult<R>>(client, (callback) => new CitusScopedStatement(prelude, commit, config, callback));
 }
 

@@ -5,7 +5,7 @@ import { coalescedReclaim } from './coalesced-reclaim.js';
 import { reclaimErasedRows } from './erased-rows-reclaim.js';
 import type { Queryable, TransactionalQueryable } from './repositories/queryable.js';
 import { type GenericPlanConfig, queryScoped, type ScopeValues, scopeLiterals } from './scoped-statement.js';
-import { queryOnUserShard, userShardCallCheck } from './user-shard-call.js';
+import { appendOnUserShard, queryOnUserShard, type UserShardAppend, userShardAppendCheck, userShardCallCheck } from './user-shard-call.js';
 import { RECLAIMED_AFTER_ERASURE, type UserTable } from './user-tables.js';
 
 /** Whose rows a statement acts on: the caller of a request, or the subject of a job. */
@@ -67,7 +67,11 @@ function reclaimedTables(tables: readonly UserTable[]): UserTable[] {
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const onCitus = citusCheck(pool);
   const userShardCall = userShardCallCheck(pool);
-  const onUserShard = async () => (await onCitus()) && userShardCall();
+  const userShardAppend = userShardAppendCheck(pool);
+  const onUserShard = {
+    calls: async () => (await onCitus()) && userShardCall(),
+    appends: async () => (await onCitus()) && userShardAppend(),
+  };
   const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off'], onCitus);
   return {
     asUser: (owner) =>
@@ -93,13 +97,14 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
  * coordinator every statement runs in a transaction block whose scope reaches the workers
  * (db/citus-scope.ts): a single statement goes with its `BEGIN`, scope and `COMMIT` in one round trip,
  * and a transaction's scope goes with its first statement; a single statement of the user's rows
- * marked `onUserShard` goes instead as a call that runs on their shards' worker (db/user-shard-call.ts).
+ * marked `onUserShard`, and an append outside a transaction, go instead as a call that runs on their
+ * shards' worker (db/user-shard-call.ts).
  */
 function scopedRunner(
   pool: pg.Pool,
   scope: ScopeValues,
   onCitus: () => Promise<boolean>,
-  onUserShard?: () => Promise<boolean>,
+  onUserShard?: { calls: () => Promise<boolean>; appends: () => Promise<boolean> },
 ): TransactionalQueryable {
   const transaction = async <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => {
     const prelude = (await onCitus()) ? citusScopePrelude(scope) : undefined;
@@ -125,7 +130,7 @@ function scopedRunner(
     query: async <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) => {
       const citus = await onCitus();
       const shardStatement =
-        citus && typeof statement !== 'string' && (statement as GenericPlanConfig).onUserShard && (await onUserShard?.())
+        citus && typeof statement !== 'string' && (statement as GenericPlanConfig).onUserShard && (await onUserShard?.calls())
           ? { ...statement, values: values ?? statement.values }
           : undefined;
       return withClient(pool, async (client, markBroken) => {
@@ -148,6 +153,19 @@ function scopedRunner(
     },
     transaction,
     isDistributed: onCitus,
+    appendOnUserShard: async (append: UserShardAppend) => {
+      if (!(await onUserShard?.appends())) return undefined;
+      return withClient(pool, async (client, markBroken) => {
+        try {
+          return await appendOnUserShard(client, scope, append);
+        } catch (err) {
+          // The database refused the call and rolled it back (no transaction block); any other failure
+          // leaves the connection in an unknown state.
+          if (!(err instanceof pg.DatabaseError)) markBroken(err as Error);
+          throw err;
+        }
+      });
+    },
   };
 }
 

@@ -29,6 +29,15 @@ export interface GenericPlanConfig extends pg.QueryConfig {
    * reference table: on Citus it runs on the worker holding the user's shards (db/user-shard-call.ts).
    */
   onUserShard?: boolean;
+  /** Named statements run under the same scope just before this one, in its round trip and transaction. */
+  before?: BeforeStatement[];
+}
+
+/** A named statement that runs ahead of another (GenericPlanConfig.before); its values as pg sends them. */
+export interface BeforeStatement {
+  name: string;
+  text: string;
+  values: string[];
 }
 
 /** [role, tenant id, user id, 'on'|'off'] */
@@ -97,6 +106,29 @@ export abstract class PipelinedStatement extends PgQuery {
   }
 }
 
+/** Parse of a named statement alone, then Sync: the statement is prepared on the connection, nothing runs. */
+class ParseOnly extends PgQuery {
+  /** Runs nothing: what records the statements sent (test/citus/single-shard-plans.test.ts) skips it. */
+  readonly parseOnly = true;
+
+  requiresPreparation() {
+    return true;
+  }
+
+  prepare(connection: Connection) {
+    const { name, text } = this as unknown as { name: string; text: string };
+    connection.parse({ name, text });
+    connection.sync();
+  }
+}
+
+/** Prepares the named statement on the client's connection unless it is already (one round trip, once per connection). */
+export async function parseOnce(client: pg.PoolClient, statement: { name: string; text: string }): Promise<void> {
+  const connection = (client as unknown as { connection: Connection }).connection;
+  if (connection.parsedStatements[statement.name] !== undefined) return;
+  await submit(client, (callback) => new ParseOnly(statement, undefined, callback));
+}
+
 /** `statement` and `values` as one pg.QueryConfig (values given apart replace the config's). */
 export function queryConfig(statement: string | pg.QueryConfig, values?: unknown[]): pg.QueryConfig {
   return typeof statement === 'string' ? { text: statement, values } : { ...statement, values: values ?? statement.values };
@@ -110,30 +142,35 @@ export function submit<R>(client: pg.PoolClient, make: (callback: (err: Error | 
 }
 
 /**
- * One statement under a scope in ONE round trip: Bind/Execute of the scope statement, then the
- * statement's own Parse/Bind/Describe/Execute, then a single Sync. Messages before a Sync run in one
+ * One statement under a scope in ONE round trip: Bind/Execute of the scope statement (and of the
+ * statements `ahead` of it), then the statement's own Parse/Bind/Describe/Execute, then a single Sync. Messages before a Sync run in one
  * implicit transaction, so the scope's `SET LOCAL` settings hold for the statement and end with it, as
  * `BEGIN; scope; statement; COMMIT` did in three round trips; a failure in either rolls both back.
  */
 class ScopedStatement extends PipelinedStatement {
   constructor(
     private readonly scope: [...ScopeValues, string | null],
+    private readonly ahead: BeforeStatement[],
     config: pg.QueryConfig,
     callback: (err: Error | null, result: pg.QueryResult) => void,
   ) {
-    super(1, config, callback);
+    super(1 + ahead.length, config, callback);
   }
 
   protected sendBefore(connection: Connection) {
     connection.bind({ statement: SCOPE_STATEMENT.name, values: this.scope });
     connection.execute({ portal: '' });
+    for (const { name, values } of this.ahead) {
+      connection.bind({ statement: name, values });
+      connection.execute({ portal: '' });
+    }
   }
 }
 
 /**
- * Runs `statement` on `client` under `scope` in one round trip. The scope statement is prepared on the
- * connection the first time it is used there, by running it alone: outside a transaction its local
- * settings end with that call.
+ * Runs `statement` on `client` under `scope` in one round trip, after its `before` statements. The
+ * scope statement is prepared on the connection the first time it is used there, by running it alone:
+ * outside a transaction its local settings end with that call; a `before` statement is prepared alone.
  */
 export async function queryScoped<R extends pg.QueryResultRow>(
   client: pg.PoolClient,
@@ -145,9 +182,11 @@ export async function queryScoped<R extends pg.QueryResultRow>(
   if (connection.parsedStatements[SCOPE_STATEMENT.name] === undefined) {
     await client.query({ ...SCOPE_STATEMENT, values: [...scope, null] });
   }
-  const config = queryConfig(statement, values);
-  const planCacheMode = (config as GenericPlanConfig).genericPlan ? 'force_generic_plan' : null;
-  return submit<pg.QueryResult<R>>(client, (callback) => new ScopedStatement([...scope, planCacheMode], config, callback));
+  const config = queryConfig(statement, values) as GenericPlanConfig;
+  const before = config.before ?? [];
+  for (const named of before) await parseOnce(client, named);
+  const planCacheMode = config.genericPlan ? 'force_generic_plan' : null;
+  return submit<pg.QueryResult<R>>(client, (callback) => new ScopedStatement([...scope, planCacheMode], before, config, callback));
 }
 
 /** The scope as the `BEGIN` of a multi-statement transaction sets it (simple protocol: literals). */

@@ -1,7 +1,7 @@
-import type pg from 'pg';
+import pg from 'pg';
 import utils from 'pg/lib/utils.js';
 import { askedOnce } from './citus-scope.js';
-import { type GenericPlanConfig, queryConfig, queryScoped, type ScopeValues } from './scoped-statement.js';
+import { type BeforeStatement, type GenericPlanConfig, queryConfig, queryScoped, type ScopeValues } from './scoped-statement.js';
 
 /**
  * One statement of one user's rows on a Citus cluster, run where the user's shards are, planned there
@@ -72,6 +72,89 @@ export async function queryOnUserShard<R extends pg.QueryResultRow>(
 }
 
 /**
+ * The append of one turn as one call of `memorychat_append_on_user_shard` (migration 026), delegated to
+ * the worker holding the user's shards: the session statement, then the turn statement (its first
+ * parameter the turn number the session row gives), then `mark` if any, in the call's one transaction
+ * there. `barrier` runs first, on the coordinator, in the same round trip and transaction: the erasure
+ * barrier's lock, held until the worker has committed. The statements name the distributed tables.
+ */
+export interface UserShardAppend {
+  session: pg.QueryConfig;
+  turn: pg.QueryConfig;
+  mark?: pg.QueryConfig;
+  barrier: BeforeStatement;
+}
+
+const APPEND_CALL = {
+  name: 'mc_append_on_user_shard',
+  text: 'SELECT memorychat_append_on_user_shard($1, $2, $3, $4, $5, $6::text[], $7, $8, $9::text[], $10, $11, $12, $13, $14::text[]) AS appended',
+};
+
+/** What memorychat_append_on_user_shard raises where the user's shards are not (or no longer) on its node. */
+const NOT_ON_USER_SHARD = 'ME002';
+
+/** The delegated append was refused because the user's shards are not on the worker it ran on (a shard move's switch-over). */
+export function isNotOnUserShard(err: unknown): boolean {
+  return err instanceof pg.DatabaseError && err.code === NOT_ON_USER_SHARD;
+}
+
+/** The session row (with last_turn_number) and the turn's number, as the delegated append returns them. */
+export interface AppendedOnUserShard {
+  session: Record<string, unknown> & { last_turn_number: number };
+  turn_number: number;
+}
+
+/**
+ * Runs `append` for the scope's user as one call on the worker holding their shards, in one round trip
+ * with its barrier. Null when the session statement touched no row; undefined when a statement does not
+ * fit the call (unnamed, or a vector outside the turn statement): the caller then appends as before.
+ */
+export async function appendOnUserShard(
+  client: pg.PoolClient,
+  scope: ScopeValues,
+  append: UserShardAppend,
+): Promise<AppendedOnUserShard | null | undefined> {
+  const call = appendCall(scope, append);
+  if (!call) return undefined;
+  const { rows } = await queryScoped<{ appended: AppendedOnUserShard | null }>(client, scope, call);
+  return rows[0]!.appended;
+}
+
+/** A named statement's name, text and values as the call's arguments; undefined if it is unnamed or has more than one vector. */
+function callStatement(statement: pg.QueryConfig) {
+  const values = callValues(statement.values ?? []);
+  return statement.name && values ? { name: statement.name, text: statement.text, ...values } : undefined;
+}
+
+function appendCall(scope: ScopeValues, append: UserShardAppend): GenericPlanConfig | undefined {
+  const session = callStatement(append.session);
+  const turn = callStatement(append.turn);
+  const mark = append.mark && callStatement(append.mark);
+  if (!session || !turn || (append.mark && !mark) || session.vector || mark?.vector) return undefined;
+  const [, tenantId, userId, tenantAdmin] = scope;
+  return {
+    ...APPEND_CALL,
+    values: [
+      userId,
+      tenantId,
+      tenantAdmin,
+      session.name,
+      session.text,
+      session.params,
+      turn.name,
+      turn.text,
+      turn.params,
+      turn.vectorAt,
+      turn.vector,
+      mark?.name ?? null,
+      mark?.text ?? null,
+      mark?.params ?? null,
+    ],
+    before: [append.barrier],
+  };
+}
+
+/**
  * Whether the pool's database has memorychat_on_user_shard distributed by its user argument (a Citus
  * coordinator past migration 024, or a database moved to Citus past scripts/citus/distribute-functions.sql),
  * asked once; a failed check is asked again by the next statement.
@@ -82,5 +165,15 @@ export function userShardCallCheck(pool: pg.Pool): () => Promise<boolean> {
     `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
        WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
          AND o.objid = to_regprocedure('memorychat_on_user_shard(text,text,text,text,text,text,text[],integer,vector)')) AS yes`,
+  );
+}
+
+/** Whether the pool's database has memorychat_append_on_user_shard distributed by its user argument (migration 026), asked once. */
+export function userShardAppendCheck(pool: pg.Pool): () => Promise<boolean> {
+  return askedOnce(
+    pool,
+    `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
+       WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
+         AND o.objid = to_regprocedure('memorychat_append_on_user_shard(text,text,text,text,text,text[],text,text,text[],integer,vector,text,text,text[])')) AS yes`,
   );
 }

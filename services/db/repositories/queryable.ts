@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { GenericPlanConfig } from '../scoped-statement.js';
 import { type SqlFragment, shapeOf, toQuery } from '../sql.js';
+import type { AppendedOnUserShard, UserShardAppend } from '../user-shard-call.js';
 
 /**
  * What repositories run their statements on: in the service, a scope of db/row-security.ts; in tests
@@ -12,6 +13,11 @@ export interface Queryable {
   query<R extends pg.QueryResultRow = any>(statement: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
   /** True on a Citus coordinator (db/citus-scope.ts), where a few statements take another form; absent: a single server. */
   isDistributed?(): Promise<boolean>;
+  /**
+   * The append as one call on the worker holding the user's shards (db/user-shard-call.ts): where
+   * Citus delegates it, outside a transaction. Absent, or resolving undefined: append as the statements.
+   */
+  appendOnUserShard?(append: UserShardAppend): Promise<AppendedOnUserShard | null | undefined>;
 }
 
 /** A scope that can also run several statements as one transaction (db/row-security.ts). */

@@ -2,6 +2,7 @@ import type { Identity } from '../../model/identity.js';
 import type { MemoryScope, SessionRow } from '../../model/sessions.js';
 import type { NewTurn } from '../../model/turns.js';
 import { param, type SqlFragment, sql } from '../sql.js';
+import { isNotOnUserShard, type UserShardAppend } from '../user-shard-call.js';
 import { vectorParam } from '../vector-param.js';
 import { withEraseBarrier } from './erase-barrier.js';
 import { ClaimTakenOverError, completeIdempotencyKey, type IdempotencyKeyRef } from './idempotency.js';
@@ -37,10 +38,15 @@ const ANN_MARK_BATCH = 200;
 
 /**
  * Stores a turn and its embedding, numbering it and touching its session, in ONE statement (so
- * atomically, and with one round trip). The session row's lock orders concurrent turns.
+ * atomically, and with one round trip). The session row's lock orders concurrent turns. On Citus it
+ * is one call delegated to the user's worker, behind the erasure barrier in the same round trip
+ * (appendedOnUserShard), or in a transaction two statements behind the barrier's own (appendOnCitus).
  * Returns undefined when the session to append to is not the caller's live session.
  */
 export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise<{ session: SessionRow; turnNumber: number } | undefined> {
+  // Declared first, so it is the first parameter of the statement it is in (db/sql.ts): on a Citus
+  // worker the delegated append fills it with the turn number its session statement returned.
+  const turnNumber = param(TURN_NUMBER_FROM_SESSION);
   const t = req.turn;
   const tenant = param(req.identity.tenantId);
   const user = param(req.identity.userId);
@@ -74,19 +80,31 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
     WHERE tenant_id = ${tenant} AND user_id = ${user} AND NOT ann_indexed
       AND (session_id, turn_number) IN (SELECT u.session_id, u.turn_number FROM turns u
         WHERE u.tenant_id = ${tenant} AND u.user_id = ${user} AND NOT u.ann_indexed LIMIT ${ANN_MARK_BATCH})`;
-  return withEraseBarrier(db, notErased, async (tx, condition) => {
-    const distributed = await tx.isDistributed?.();
-    const newSession = sql`${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
+  const newSession = sql`${tenant}, ${user}, ${session}, ${req.createWithName}, ${now}, ${now}, ${ttlFromNow}, 1, 1,
                   jsonb_strip_nulls(COALESCE(${slots}::jsonb, '{}'::jsonb)), ${req.createWithScope ?? null}::text`;
-    const touchSession =
-      req.createWithName !== undefined
-        ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
-                                 turn_count, last_turn_number, slots, memory_scope)
-           ${distributed ? sql`VALUES (${newSession})` : sql`SELECT ${newSession} WHERE ${condition}`}`
-        : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
-             slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
-             expires_at = ${expiry}
-           WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
+  // On Citus a new session is inserted with VALUES: the barrier runs before it (withEraseBarrier), and
+  // Citus plans an INSERT ... SELECT through the coordinator.
+  const touchSessionWhere = (distributed: boolean, condition: SqlFragment) =>
+    req.createWithName !== undefined
+      ? sql`INSERT INTO sessions (tenant_id, user_id, session_id, session_name, created_at, updated_at, expires_at,
+                               turn_count, last_turn_number, slots, memory_scope)
+         ${distributed ? sql`VALUES (${newSession})` : sql`SELECT ${newSession} WHERE ${condition}`}`
+      : sql`UPDATE sessions SET turn_count = turn_count + 1, last_turn_number = last_turn_number + 1, updated_at = ${now},
+           slots = CASE WHEN ${slots}::jsonb IS NULL THEN slots ELSE jsonb_strip_nulls(slots || ${slots}::jsonb) END,
+           expires_at = ${expiry}
+         WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
+
+  const onUserShard = await appendedOnUserShard(db, {
+    session: prepared(sql`${touchSessionWhere(true, sql`TRUE`)} RETURNING ${SESSION_COLUMNS}, last_turn_number`),
+    turn: prepared(sql`INSERT INTO turns (${turnColumns}) VALUES (${turnValues(sql`${turnNumber}::integer`)}) RETURNING turn_number`),
+    ...(req.annIndexed ? { mark: prepared(markForAnn) } : {}),
+    barrier: { ...ERASE_BARRIER, values: [req.identity.tenantId, req.identity.userId, String(req.eraseEpoch)] },
+  });
+  if (onUserShard !== NOT_TAKEN) return onUserShard;
+
+  return withEraseBarrier(db, notErased, async (tx, condition) => {
+    const distributed = (await tx.isDistributed?.()) ?? false;
+    const touchSession = touchSessionWhere(distributed, condition);
     if (distributed) {
       const appended = await appendOnCitus(tx, touchSession, turnColumns, turnValues);
       if (appended && req.annIndexed) await tx.query(prepared(markForAnn));
@@ -113,12 +131,40 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
   });
 }
 
+/** The placeholder of the turn number in the delegated append's turn statement: the worker puts the real one in its place. */
+const TURN_NUMBER_FROM_SESSION = 0;
+
+/** The erasure barrier as the delegated append runs it on the coordinator (migration 011): tenant, user, epoch. */
+const ERASE_BARRIER = { name: 'mc_erase_barrier', text: 'SELECT memorychat_erase_barrier($1, $2, $3::bigint)' };
+
+const NOT_TAKEN = Symbol('not appended on the user shard');
+
 /**
- * The append on Citus: the session row, then the turn, two statements in the caller's transaction.
- * Citus plans a write in a CTE that another write reads (the turn's INSERT ... SELECT FROM s) as
- * subplans through the coordinator; each of these two is routed whole to the user's shard. A new
- * session is inserted with VALUES: the barrier ran before (withEraseBarrier), and Citus plans an
- * INSERT ... SELECT through the coordinator too.
+ * The append as one call delegated to the worker holding the user's shards (db/user-shard-call.ts),
+ * where `db` offers it: on a Citus coordinator, outside a transaction. NOT_TAKEN where it does not, and
+ * when the worker found the user's shards moved away (a shard move's switch-over since the call was
+ * routed): it stored nothing, and the caller appends through the coordinator, which routes to where they are now.
+ */
+async function appendedOnUserShard(
+  db: Queryable,
+  append: UserShardAppend,
+): Promise<{ session: SessionRow; turnNumber: number } | undefined | typeof NOT_TAKEN> {
+  if (!db.appendOnUserShard) return NOT_TAKEN;
+  if (append.turn.values?.[0] !== TURN_NUMBER_FROM_SESSION) throw new Error('the turn number must be the turn statement’s first parameter');
+  try {
+    const appended = await db.appendOnUserShard(append);
+    if (appended === undefined) return NOT_TAKEN;
+    return appended ? { session: sessionFromJson(appended.session), turnNumber: appended.turn_number } : undefined;
+  } catch (err) {
+    if (isNotOnUserShard(err)) return NOT_TAKEN;
+    throw err;
+  }
+}
+
+/**
+ * The append on Citus in a transaction: the session row, then the turn, two statements in the caller's
+ * transaction. Citus plans a write in a CTE that another write reads (the turn's INSERT ... SELECT FROM
+ * s) as subplans through the coordinator; each of these two is routed whole to the user's shard.
  */
 async function appendOnCitus(
   tx: Queryable,
