@@ -57,7 +57,7 @@ export interface Connection {
 export const PgQuery = (pg as unknown as { Query: new (config: pg.QueryConfig, values?: unknown[], callback?: unknown) => object }).Query;
 
 /**
- * A statement sent behind `before` other commands in one pipeline with a single Sync, so in one
+ * A statement sent behind `commandsAhead` other commands in one pipeline with a single Sync, so in one
  * round trip and one transaction: only the statement's own rows and completion are its result, not
  * the commands' before it or (sendAfter) after it. Always the extended protocol, even without
  * values: the simple protocol would send its own Sync.
@@ -66,14 +66,14 @@ export abstract class PipelinedStatement extends PgQuery {
   private completions = 0;
 
   constructor(
-    private readonly before: number,
+    private readonly commandsAhead: number,
     config: pg.QueryConfig,
     callback: (err: Error | null, result: pg.QueryResult) => void,
   ) {
     super(config, undefined, callback);
   }
 
-  /** The `before` commands ahead of the statement. */
+  /** The `commandsAhead` commands ahead of the statement. */
   protected abstract sendBefore(connection: Connection): void;
 
   /** Commands between the statement and the Sync. */
@@ -96,11 +96,11 @@ export abstract class PipelinedStatement extends PgQuery {
   }
 
   handleDataRow(msg: unknown) {
-    if (this.completions === this.before) (PgQuery.prototype as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
+    if (this.completions === this.commandsAhead) (PgQuery.prototype as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
   }
 
   handleCommandComplete(msg: unknown, connection: Connection) {
-    if (this.completions++ === this.before) {
+    if (this.completions++ === this.commandsAhead) {
       (PgQuery.prototype as { handleCommandComplete(m: unknown, c: Connection): void }).handleCommandComplete.call(this, msg, connection);
     }
   }
@@ -143,24 +143,24 @@ export function submit<R>(client: pg.PoolClient, make: (callback: (err: Error | 
 
 /**
  * One statement under a scope in ONE round trip: Bind/Execute of the scope statement (and of the
- * statements `ahead` of it), then the statement's own Parse/Bind/Describe/Execute, then a single Sync. Messages before a Sync run in one
- * implicit transaction, so the scope's `SET LOCAL` settings hold for the statement and end with it, as
+ * statements `before` it), then the statement's own Parse/Bind/Describe/Execute, then a single Sync.
+ * Messages before a Sync run in one implicit transaction, so the scope's `SET LOCAL` settings hold for the statement and end with it, as
  * `BEGIN; scope; statement; COMMIT` did in three round trips; a failure in either rolls both back.
  */
 class ScopedStatement extends PipelinedStatement {
   constructor(
     private readonly scope: [...ScopeValues, string | null],
-    private readonly ahead: BeforeStatement[],
+    readonly before: BeforeStatement[],
     config: pg.QueryConfig,
     callback: (err: Error | null, result: pg.QueryResult) => void,
   ) {
-    super(1 + ahead.length, config, callback);
+    super(1 + before.length, config, callback);
   }
 
   protected sendBefore(connection: Connection) {
     connection.bind({ statement: SCOPE_STATEMENT.name, values: this.scope });
     connection.execute({ portal: '' });
-    for (const { name, values } of this.ahead) {
+    for (const { name, values } of this.before) {
       connection.bind({ statement: name, values });
       connection.execute({ portal: '' });
     }

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queryScoped, type ScopeValues } from '../../services/db/scoped-statement.js';
+import { type GenericPlanConfig, queryScoped, type ScopeValues } from '../../services/db/scoped-statement.js';
 import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
@@ -8,6 +8,8 @@ import { startTestApp, type TestApp } from '../support/service/test-app.js';
 interface Sent {
   text: string;
   values: unknown[];
+  /** What the service ran ahead of it in its round trip (the erasure barrier ahead of an append). */
+  before?: GenericPlanConfig['before'];
 }
 
 /**
@@ -17,9 +19,27 @@ interface Sent {
  * coordinator with the same values under the same user's scope. Each must be one Citus step of one
  * task: no subplan through the coordinator. A statement over no distributed table (the scope, the
  * erasure barrier) has no Citus plan. A statement sent as a call on the user's shard
- * (db/user-shard-call.ts) is checked twice: the call is delegated to one worker (Citus reports
- * "pushing down the function call"), and the statement it carries is one task as well.
+ * (db/user-shard-call.ts), the retrieval and the append, is checked twice: the call is delegated to
+ * one worker (Citus reports "pushing down the function call"), and each statement it carries is one
+ * task as well.
  */
+/** The statement a retrieval's call carries (migration 024), with its own values (the vector back in its place). */
+function retrievalStatement(values: unknown[]): Sent {
+  const [params, vectorAt, vector] = [values[6] as (string | null)[], values[7] as number, values[8]];
+  return { text: String(values[5]), values: params.map((v, i) => (i + 1 === vectorAt ? vector : v)) };
+}
+
+/** The statements an append's call carries (migration 026): the session row's, the turn's (its vector back in place), the mark's. */
+function appendStatements(values: unknown[]): Sent[] {
+  const [vectorAt, vector] = [values[9] as number, values[10]];
+  const carried: Sent[] = [
+    { text: String(values[4]), values: values[5] as unknown[] },
+    { text: String(values[7]), values: (values[8] as unknown[]).map((v, i) => (i + 1 === vectorAt ? vector : v)) },
+  ];
+  if (values[11] !== null) carried.push({ text: String(values[12]), values: values[13] as unknown[] });
+  return carried;
+}
+
 describe('single-shard plans on Citus (docs/scaling.md)', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
   let t: TestApp;
@@ -40,10 +60,10 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
   async function recording(requests: () => Promise<void>): Promise<Sent[]> {
     const from = sent.length;
     pg.Client.prototype.query = function (this: pg.Client, statement: unknown, values?: unknown, callback?: unknown) {
-      const config = statement as { text?: string; values?: unknown[]; parseOnly?: boolean };
+      const config = statement as GenericPlanConfig & { parseOnly?: boolean };
       // A statement prepared alone first (db/citus-scope.ts) is recorded when it runs, with its values.
       const text = typeof statement === 'string' ? statement : config?.parseOnly ? undefined : config?.text;
-      if (text) sent.push({ text, values: (Array.isArray(values) ? values : config?.values) ?? [] });
+      if (text) sent.push({ text, values: (Array.isArray(values) ? values : config?.values) ?? [], before: config?.before });
       return (clientQuery as any).call(this, statement, values, callback);
     } as typeof clientQuery;
     try {
@@ -75,23 +95,25 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
 
     const scoped = t.database.scoped.asUser({ tenantId: 'default', userId: 'plan-user' });
     const scope: ScopeValues = ['memorychat_app', 'default', 'plan-user', 'off'];
-    const calls = statements.filter((s) => /^SELECT memorychat_on_user_shard\(/.test(s.text));
-    const delegated: string[] = [];
+    const calls = statements.filter((s) => /^SELECT memorychat_(append_)?on_user_shard\(/.test(s.text));
+    const delegated: string[][] = [];
     const client = await t.database.pool.connect();
     const notices: string[] = [];
     const onNotice = (notice: { message?: string }) => notices.push(notice.message ?? '');
     client.on('notice', onNotice);
     try {
       await client.query('SET client_min_messages TO debug1');
-      for (const { text, values } of calls) {
+      for (const { text, values, before } of calls) {
         notices.length = 0;
-        // As the service sends it: under the scope, in no transaction block.
-        const plan = await queryScoped<{ 'QUERY PLAN': string }>(client, scope, { text: `EXPLAIN ${text}`, values });
+        // As the service sends it: under the scope, in no transaction block; an append behind the
+        // erasure barrier, run on the coordinator in the same round trip and transaction.
+        const append = text.startsWith('SELECT memorychat_append_on_user_shard(');
+        if (append) expect(before?.map((b) => b.text)).toEqual(['SELECT memorychat_erase_barrier($1, $2, $3::bigint)']);
+        const plan = await queryScoped<{ 'QUERY PLAN': string }>(client, scope, { text: `EXPLAIN ${text}`, values, before } as GenericPlanConfig);
         const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
-        if (notices.includes('pushing down the function call') && /Task Count: 1\b/.test(lines)) delegated.push(String(values[5]));
-        // The statement the call carries, with its own values (the vector back in its place).
-        const [params, vectorAt, vector] = [values[6] as (string | null)[], values[7] as number, values[8]];
-        statements.push({ text: String(values[5]), values: params.map((v, i) => (i + 1 === vectorAt ? vector : v)) });
+        const carried = append ? appendStatements(values) : [retrievalStatement(values)];
+        if (notices.includes('pushing down the function call') && /Task Count: 1\b/.test(lines)) delegated.push(carried.map((s) => s.text));
+        statements.push(...carried);
       }
     } finally {
       await client.query('RESET client_min_messages');
@@ -100,8 +122,12 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
     }
     expect(delegated.length, 'every call delegated to one worker').toBe(calls.length);
     expect(
-      delegated.filter((text) => /^\s*WITH sess AS/.test(text)).length,
+      delegated.filter(([text]) => /^\s*WITH sess AS/.test(text!)).length,
       'the retrieval goes as a call on the user’s shard',
+    ).toBeGreaterThan(0);
+    expect(
+      delegated.filter((texts) => texts.some((text) => /^INSERT INTO turns/.test(text))).length,
+      'the append goes as a call on the user’s shard',
     ).toBeGreaterThan(0);
 
     const plans: { text: string; tasks: number | undefined }[] = [];
