@@ -16,7 +16,7 @@ import { startCitusCluster } from '../../test/support/databases/citus-cluster.js
 import { bulkSeed, withoutAnnIndexes } from './bulk-seed.js';
 import type { LoadResult } from './load.js';
 import { cpuMsOf } from './rss.js';
-import { measureSearch, type SearchScale } from './scale.js';
+import { measureSearchSideBySide, type SearchScale } from './scale.js';
 import { ensureTemplates, seed } from './seed.js';
 import {
   databaseExists,
@@ -163,14 +163,12 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     for (const s of services.splice(0)) await s.stop();
 
     const search: CitusResults['search'] = [];
+    // Interleaved, search by search: the machine is shared, and its load moves within a measurement.
     const measureBoth = async () => {
       const singlePool = new pg.Pool({ connectionString: databaseUrl(SINGLE_COPY), max: 1 });
-      for (const [system, pool] of [
-        ['citus', citusPool],
-        ['single', singlePool],
-      ] as const) {
-        const l = load();
-        const scale = await measureSearch(pool, SEARCH_QUERIES, 99, 'scoped');
+      const l = load();
+      const scales = await measureSearchSideBySide({ citus: citusPool, single: singlePool }, SEARCH_QUERIES, 99, 'scoped');
+      for (const [system, scale] of Object.entries(scales)) {
         log(
           `search on ${system} @ ${scale.turns} turns: p50 ${scale.search.p50.toFixed(2)} p95 ${scale.search.p95.toFixed(2)} ms (load ${l.join(' ')})`,
         );
@@ -293,7 +291,7 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   lines.push('');
   lines.push(
     "Per-user retrieval (session + window + top-3 search, one statement, one client), as the service sends it (in the caller's scope; " +
-      "on Citus as a call delegated to the worker holding the user's shards):",
+      "on Citus as a call delegated to the worker holding the user's shards), the two interleaved search by search:",
   );
   lines.push('');
   lines.push('| on | stored turns | users | p50 ms | p95 ms | p99 ms | hits/search | load average |');

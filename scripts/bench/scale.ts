@@ -1,5 +1,5 @@
 // Per-user search latency against the stored volume: the service's retrieval statement (session +
-// window + top-k search in one query) for random users' live sessions, one client, measured alone.
+// window + top-k search in one query) for random users' live sessions, one client, alone or interleaved with another database's.
 import type pg from 'pg';
 import { questionSearch } from '../../services/core/search-terms/lexical-terms.js';
 import { retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
@@ -28,6 +28,35 @@ export interface SearchScale {
  * is required for functions returning \"record\"", docs/scaling.md), so the Citus benches measure scoped.
  */
 export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, mode: 'owner' | 'scoped' = 'owner'): Promise<SearchScale> {
+  const searcher = await searchesOf(pool, queries, seed, mode);
+  const started = performance.now();
+  for (let i = 0; i < queries; i++) await searcher.search(i);
+  return searcher.result((performance.now() - started) / 1000);
+}
+
+/**
+ * The same measurement on several databases at once, interleaved: case i runs on each in turn (the
+ * order reversed every other case), so a change of the machine's load reaches every database alike.
+ */
+export async function measureSearchSideBySide(
+  pools: Record<string, pg.Pool>,
+  queries: number,
+  seed = 99,
+  mode: 'owner' | 'scoped' = 'owner',
+): Promise<Record<string, SearchScale>> {
+  const searchers = await Promise.all(
+    Object.entries(pools).map(async ([name, pool]) => ({ name, ...(await searchesOf(pool, queries, seed, mode)) })),
+  );
+  const started = performance.now();
+  for (let i = 0; i < queries; i++) {
+    for (const s of i % 2 ? [...searchers].reverse() : searchers) await s.search(i);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return Object.fromEntries(searchers.map((s) => [s.name, s.result(seconds)]));
+}
+
+/** The cases of a measurement on `pool` (random users' live sessions and questions), run one by one. */
+async function searchesOf(pool: pg.Pool, queries: number, seed: number, mode: 'owner' | 'scoped') {
   const turns = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM turns')).rows[0]!.n);
   const users = Number((await pool.query<{ n: string }>('SELECT count(DISTINCT user_id) AS n FROM sessions')).rows[0]!.n);
   const next = conversationStream(seed, users);
@@ -51,25 +80,29 @@ export async function measureSearch(pool: pg.Pool, queries: number, seed = 99, m
   const db = (user: string): Queryable => (mode === 'scoped' ? asUser({ tenantId: TENANT, userId: user }) : pool);
   const latencies: number[] = [];
   let hits = 0;
-  const started = performance.now();
-  for (const [i, c] of cases.entries()) {
-    const t0 = performance.now();
-    const r = await retrieveMemory(db(c.user), {
-      identity: { tenantId: TENANT, userId: c.user, roles: [] },
-      sessionId: c.session,
-      now: new Date(),
-      windowSize: SETTINGS.windowSize,
-      k: SETTINGS.k,
-      minSimilarity: SETTINGS.minSimilarity,
-      embedding: c.vector,
-      embeddingModel: EMBEDDING_MODEL,
-      search: c.search,
-      scope: { requested: [c.database] },
-    });
-    if (i < 40) continue; // the first 40 cases warm the cache
-    latencies.push(performance.now() - t0);
-    hits += r.similar.length;
-  }
-  const search = summarise(latencies, 1, (performance.now() - started) / 1000);
-  return { turns, users, turnsPerUser: turns / Math.max(1, users), search, hits: hits / Math.max(1, latencies.length) };
+  return {
+    async search(i: number) {
+      const c = cases[i]!;
+      const t0 = performance.now();
+      const r = await retrieveMemory(db(c.user), {
+        identity: { tenantId: TENANT, userId: c.user, roles: [] },
+        sessionId: c.session,
+        now: new Date(),
+        windowSize: SETTINGS.windowSize,
+        k: SETTINGS.k,
+        minSimilarity: SETTINGS.minSimilarity,
+        embedding: c.vector,
+        embeddingModel: EMBEDDING_MODEL,
+        search: c.search,
+        scope: { requested: [c.database] },
+      });
+      if (i < 40) return; // the first 40 cases warm the cache
+      latencies.push(performance.now() - t0);
+      hits += r.similar.length;
+    },
+    result(seconds: number): SearchScale {
+      const search = summarise(latencies, 1, seconds);
+      return { turns, users, turnsPerUser: turns / Math.max(1, users), search, hits: hits / Math.max(1, latencies.length) };
+    },
+  };
 }
