@@ -13,7 +13,7 @@ BEGIN
   FOR fn IN
     SELECT p.oid::regprocedure FROM pg_proc p
     WHERE p.pronamespace = current_schema()::regnamespace
-      AND p.proname IN ('memorychat_user_digest', 'memorychat_erase_barrier', 'memorychat_prepared_execution')
+      AND p.proname IN ('memorychat_user_digest', 'memorychat_erase_barrier', 'memorychat_prepare_once', 'memorychat_prepared_execution')
        OR p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'nearest\_turns\_%'
   LOOP
     CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = fn);

@@ -71,6 +71,47 @@ describe('row-level security on the Citus workers', () => {
     }
   });
 
+  it('when an append goes as a call on the user’s shard, then its writes with no user filter reach only the caller’s rows, and off their worker it refuses', async () => {
+    const db = t.database.scoped.asUser({ tenantId: 'default', userId: 'rls-user-2' });
+    const marked = async (key: string) =>
+      (await t.admin.query<{ user_id: string }>('SELECT user_id FROM sessions WHERE slots ? $1 ORDER BY user_id', [key])).rows.map(
+        (r) => r.user_id,
+      );
+    const appended = await db.appendOnUserShard!({
+      session: {
+        name: 'mc_test_touch_every_session',
+        text: `UPDATE sessions SET slots = slots || '{"touched": true}' RETURNING user_id, last_turn_number`,
+        values: [],
+      },
+      turn: { name: 'mc_test_turn_number', text: 'SELECT $1::integer + 0 AS turn_number', values: [0] },
+      barrier: { name: 'mc_erase_barrier', text: 'SELECT memorychat_erase_barrier($1, $2, $3::bigint)', values: ['default', 'rls-user-2', '0'] },
+    });
+    expect(appended).toEqual({ session: { user_id: 'rls-user-2', last_turn_number: 3 }, turn_number: 3 });
+    expect(await marked('touched')).toEqual(['rls-user-2']);
+
+    // In a transaction block Citus runs the call on the coordinator, which holds no shard of the user.
+    const offWorker = db.transaction((tx) =>
+      tx.query('SELECT memorychat_append_on_user_shard($1, $2, $3, $4, $5, $6::text[], $7, $8, $9::text[], $10, $11, $12, $13, $14::text[])', [
+        'rls-user-2',
+        'default',
+        'off',
+        'mc_test_touch_off_worker',
+        `UPDATE sessions SET slots = slots || '{"off-worker": true}' RETURNING last_turn_number`,
+        [],
+        'mc_test_turn_number',
+        'SELECT $1::integer + 0 AS turn_number',
+        ['0'],
+        0,
+        null,
+        null,
+        null,
+        null,
+      ]),
+    );
+    await expect(offWorker).rejects.toMatchObject({ code: 'ME002' });
+    expect(await marked('off-worker')).toEqual([]);
+  });
+
   it('when the service login reads without a scope, then the workers show it no row', async () => {
     const { rows } = await t.database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM turns');
     expect(rows[0]!.n).toBe(0);

@@ -24,6 +24,30 @@
 -- binary). The turn statement's first parameter is the turn number: the session row's new
 -- last_turn_number. Returns the session row as jsonb (with last_turn_number) and the turn's number, or
 -- NULL when the session statement touched no row (not the caller's live session).
+-- Whether a statement is prepared on this connection is remembered in a setting of the session
+-- (memorychat.prepared_<name>), asked of pg_prepared_statements only while it is not set: that view
+-- copies every prepared statement of the connection, with its text, on each read, 60-150 µs per
+-- statement here, and a worker connection holds one of the retrieval's per shard and shape
+-- (docs/performance.md, "On a Citus cluster"). A setting made in a transaction that then fails is
+-- undone, the statement stays prepared: the view is asked again. DISCARD ALL drops both.
+CREATE FUNCTION memorychat_prepare_once(p_name text, p_statement text) RETURNS boolean
+LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF current_setting('memorychat.prepared_' || p_name, true) = 'on' THEN
+    RETURN false;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = p_name) THEN
+    EXECUTE format('PREPARE %I AS %s', p_name, p_statement);
+  END IF;
+  PERFORM set_config('memorychat.prepared_' || p_name, 'on', false);
+  RETURN true;
+END
+$function$;
+
+-- The EXECUTE of a statement prepared on this connection by its name (prepared first, from
+-- p_statement, if it is not), its parameters quoted as literals: p_params in the form the client
+-- sends them, the one vector (p_vector at p_vector_at, 0 for none) apart.
 CREATE FUNCTION memorychat_prepared_execution(p_name text, p_statement text, p_params text[], p_vector_at integer, p_vector vector)
 RETURNS text
 LANGUAGE plpgsql
@@ -31,9 +55,7 @@ AS $function$
 DECLARE
   args text;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = p_name) THEN
-    EXECUTE format('PREPARE %I AS %s', p_name, p_statement);
-  END IF;
+  PERFORM memorychat_prepare_once(p_name, p_statement);
   SELECT string_agg(CASE WHEN i = p_vector_at THEN quote_literal(p_vector::text) ELSE quote_nullable(p_params[i]) END, ', ' ORDER BY i)
     INTO args FROM generate_subscripts(p_params, 1) i;
   RETURN format('EXECUTE %I', p_name) || coalesce('(' || args || ')', '');
@@ -91,9 +113,59 @@ BEGIN
 END
 $function$;
 
+-- Migration 024's call, asking pg_prepared_statements only until the statement is prepared (above).
+CREATE OR REPLACE FUNCTION memorychat_on_user_shard(
+  p_user_id text,
+  p_tenant_id text,
+  p_tenant_admin text,
+  p_plan_cache_mode text,
+  p_name text,
+  p_statement text,
+  p_params text[],
+  p_vector_at integer,
+  p_vector vector
+) RETURNS SETOF jsonb
+LANGUAGE plpgsql
+AS $function$
+DECLARE
+  shard bigint;
+  local_name text;
+  shard_statement text := p_statement;
+  tbl record;
+  shard_name text;
+BEGIN
+  PERFORM set_config('memorychat.tenant_id', p_tenant_id, true), set_config('memorychat.user_id', p_user_id, true),
+          set_config('memorychat.tenant_admin', p_tenant_admin, true), set_config('jit', 'off', true),
+          set_config('plan_cache_mode', coalesce(p_plan_cache_mode, current_setting('plan_cache_mode')), true);
+  shard := get_shard_id_for_distribution_column('sessions', p_user_id);
+  IF to_regclass(format('%I', 'sessions_' || shard)) IS NULL THEN
+    RAISE EXCEPTION 'memorychat_on_user_shard: the shards of user % are not on this node', p_user_id
+      USING HINT = 'Call it on a Citus coordinator, once it is distributed by p_user_id (scripts/citus/distribute-functions.sql).';
+  END IF;
+  local_name := p_name || '_' || shard;
+  IF current_setting('memorychat.prepared_' || local_name, true) IS DISTINCT FROM 'on' THEN
+    FOR tbl IN
+      SELECT c.relname, p.partmethod FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
+      WHERE c.relnamespace = current_schema()::regnamespace
+        AND (p.partmethod = 'n' OR p.colocationid = (SELECT s.colocationid FROM pg_dist_partition s WHERE s.logicalrelid = 'sessions'::regclass))
+    LOOP
+      shard_name := tbl.relname || '_' ||
+        CASE WHEN tbl.partmethod = 'n' THEN (SELECT min(s.shardid) FROM pg_dist_shard s WHERE s.logicalrelid = tbl.relname::regclass)
+             ELSE get_shard_id_for_distribution_column(tbl.relname::regclass, p_user_id) END;
+      shard_statement := regexp_replace(shard_statement, '(\m(from|join|into|update)\s+)' || tbl.relname || '\M', '\1' || shard_name, 'gi');
+      shard_statement := regexp_replace(shard_statement, '\m' || tbl.relname || '\.', shard_name || '.', 'g');
+    END LOOP;
+    -- A newline before the closing parenthesis: the statement may end in a comment.
+    PERFORM memorychat_prepare_once(local_name, format(E'SELECT to_jsonb(q) FROM (%s\n) q', shard_statement));
+  END IF;
+  RETURN QUERY EXECUTE memorychat_prepared_execution(local_name, NULL, p_params, p_vector_at, p_vector);
+END
+$function$;
+
 DO $migration$
 BEGIN
   IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+    PERFORM create_distributed_function('memorychat_prepare_once(text,text)');
     PERFORM create_distributed_function('memorychat_prepared_execution(text,text,text[],integer,vector)');
     PERFORM create_distributed_function('memorychat_append_on_user_shard(text,text,text,text,text,text[],text,text,text[],integer,vector,text,text,text[])',
                                         'p_user_id', colocate_with => 'sessions');
