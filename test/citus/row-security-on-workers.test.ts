@@ -84,29 +84,36 @@ describe('row-level security on the Citus workers', () => {
         values: [],
       },
       turn: { name: 'mc_test_turn_number', text: 'SELECT $1::integer + 0 AS turn_number', values: [0] },
-      barrier: { name: 'mc_erase_barrier', text: 'SELECT memorychat_erase_barrier($1, $2, $3::bigint)', values: ['default', 'rls-user-2', '0'] },
+      barrier: {
+        name: 'mc_erase_barrier',
+        text: 'SELECT memorychat_erase_barrier($1, $2, $3::bigint)',
+        values: ['default', 'rls-user-2', '0'],
+      },
     });
     expect(appended).toEqual({ session: { user_id: 'rls-user-2', last_turn_number: 3 }, turn_number: 3 });
     expect(await marked('touched')).toEqual(['rls-user-2']);
 
     // In a transaction block Citus runs the call on the coordinator, which holds no shard of the user.
     const offWorker = db.transaction((tx) =>
-      tx.query('SELECT memorychat_append_on_user_shard($1, $2, $3, $4, $5, $6::text[], $7, $8, $9::text[], $10, $11, $12, $13, $14::text[])', [
-        'rls-user-2',
-        'default',
-        'off',
-        'mc_test_touch_off_worker',
-        `UPDATE sessions SET slots = slots || '{"off-worker": true}' RETURNING last_turn_number`,
-        [],
-        'mc_test_turn_number',
-        'SELECT $1::integer + 0 AS turn_number',
-        ['0'],
-        0,
-        null,
-        null,
-        null,
-        null,
-      ]),
+      tx.query(
+        'SELECT memorychat_append_on_user_shard($1, $2, $3, $4, $5, $6::text[], $7, $8, $9::text[], $10, $11, $12, $13, $14::text[])',
+        [
+          'rls-user-2',
+          'default',
+          'off',
+          'mc_test_touch_off_worker',
+          `UPDATE sessions SET slots = slots || '{"off-worker": true}' RETURNING last_turn_number`,
+          [],
+          'mc_test_turn_number',
+          'SELECT $1::integer + 0 AS turn_number',
+          ['0'],
+          0,
+          null,
+          null,
+          null,
+          null,
+        ],
+      ),
     );
     await expect(offWorker).rejects.toMatchObject({ code: 'ME002' });
     expect(await marked('off-worker')).toEqual([]);

@@ -109,7 +109,11 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
         // erasure barrier, run on the coordinator in the same round trip and transaction.
         const append = text.startsWith('SELECT memorychat_append_on_user_shard(');
         if (append) expect(before?.map((b) => b.text)).toEqual(['SELECT memorychat_erase_barrier($1, $2, $3::bigint)']);
-        const plan = await queryScoped<{ 'QUERY PLAN': string }>(client, scope, { text: `EXPLAIN ${text}`, values, before } as GenericPlanConfig);
+        const plan = await queryScoped<{ 'QUERY PLAN': string }>(client, scope, {
+          text: `EXPLAIN ${text}`,
+          values,
+          before,
+        } as GenericPlanConfig);
         const lines = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
         const carried = append ? appendStatements(values) : [retrievalStatement(values)];
         if (notices.includes('pushing down the function call') && /Task Count: 1\b/.test(lines)) delegated.push(carried.map((s) => s.text));

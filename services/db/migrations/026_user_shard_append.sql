@@ -24,11 +24,14 @@
 -- binary). The turn statement's first parameter is the turn number: the session row's new
 -- last_turn_number. Returns the session row as jsonb (with last_turn_number) and the turn's number, or
 -- NULL when the session statement touched no row (not the caller's live session).
+--
+-- It also replaces 024's retrieval call, to ask whether a statement is prepared as the append does.
+
 -- Whether a statement is prepared on this connection is remembered in a setting of the session
 -- (memorychat.prepared_<name>), asked of pg_prepared_statements only while it is not set: that view
--- copies every prepared statement of the connection, with its text, on each read, 60-150 µs per
+-- copies every prepared statement of the connection, with its text, on each read, about 0.1 ms per
 -- statement here, and a worker connection holds one of the retrieval's per shard and shape
--- (docs/performance.md, "On a Citus cluster"). A setting made in a transaction that then fails is
+-- (docs/scaling.md#one-hop-per-statement). A setting made in a transaction that then fails is
 -- undone, the statement stays prepared: the view is asked again. DISCARD ALL drops both.
 CREATE FUNCTION memorychat_prepare_once(p_name text, p_statement text) RETURNS boolean
 LANGUAGE plpgsql
