@@ -153,11 +153,11 @@ function scopedRunner(
     },
     transaction,
     isDistributed: onCitus,
-    appendOnUserShard: async (append: UserShardAppend) => {
+    appendOnUserShard: async (append: () => UserShardAppend) => {
       if (!(await onUserShard?.appends())) return undefined;
       return withClient(pool, async (client, markBroken) => {
         try {
-          return await appendOnUserShard(client, scope, append);
+          return await appendOnUserShard(client, scope, append());
         } catch (err) {
           // The database refused the call and rolled it back (no transaction block); any other failure
           // leaves the connection in an unknown state.

@@ -77,7 +77,7 @@ describe('row-level security on the Citus workers', () => {
       (await t.admin.query<{ user_id: string }>('SELECT user_id FROM sessions WHERE slots ? $1 ORDER BY user_id', [key])).rows.map(
         (r) => r.user_id,
       );
-    const appended = await db.appendOnUserShard!({
+    const appended = await db.appendOnUserShard!(() => ({
       session: {
         name: 'mc_test_touch_every_session',
         text: `UPDATE sessions SET slots = slots || '{"touched": true}' RETURNING user_id, last_turn_number`,
@@ -89,7 +89,7 @@ describe('row-level security on the Citus workers', () => {
         text: 'SELECT memorychat_erase_barrier($1, $2, $3::bigint)',
         values: ['default', 'rls-user-2', '0'],
       },
-    });
+    }));
     expect(appended).toEqual({ session: { user_id: 'rls-user-2', last_turn_number: 3 }, turn_number: 3 });
     expect(await marked('touched')).toEqual(['rls-user-2']);
 

@@ -15,9 +15,10 @@ export interface Queryable {
   isDistributed?(): Promise<boolean>;
   /**
    * The append as one call on the worker holding the user's shards (db/user-shard-call.ts): where
-   * Citus delegates it, outside a transaction. Absent, or resolving undefined: append as the statements.
+   * Citus delegates it, outside a transaction; `append` is built only then. Absent, or resolving
+   * undefined: append as the statements.
    */
-  appendOnUserShard?(append: UserShardAppend): Promise<AppendedOnUserShard | null | undefined>;
+  appendOnUserShard?(append: () => UserShardAppend): Promise<AppendedOnUserShard | null | undefined>;
 }
 
 /** A scope that can also run several statements as one transaction (db/row-security.ts). */

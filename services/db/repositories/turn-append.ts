@@ -94,12 +94,12 @@ export async function appendTurn(db: Queryable, req: AppendTurnRequest): Promise
            expires_at = ${expiry}
          WHERE tenant_id = ${tenant} AND user_id = ${user} AND session_id = ${session} AND expires_at > ${now} AND ${condition}`;
 
-  const onUserShard = await appendedOnUserShard(db, {
+  const onUserShard = await appendedOnUserShard(db, () => ({
     session: prepared(sql`${touchSessionWhere(true, sql`TRUE`)} RETURNING ${SESSION_COLUMNS}, last_turn_number`),
     turn: prepared(sql`INSERT INTO turns (${turnColumns}) VALUES (${turnValues(sql`${turnNumber}::integer`)}) RETURNING turn_number`),
     ...(req.annIndexed ? { mark: prepared(markForAnn) } : {}),
     barrier: { ...ERASE_BARRIER, values: [req.identity.tenantId, req.identity.userId, String(req.eraseEpoch)] },
-  });
+  }));
   if (onUserShard !== NOT_TAKEN) return onUserShard;
 
   return withEraseBarrier(db, notErased, async (tx, condition) => {
@@ -147,12 +147,17 @@ const NOT_TAKEN = Symbol('not appended on the user shard');
  */
 async function appendedOnUserShard(
   db: Queryable,
-  append: UserShardAppend,
+  append: () => UserShardAppend,
 ): Promise<{ session: SessionRow; turnNumber: number } | undefined | typeof NOT_TAKEN> {
   if (!db.appendOnUserShard) return NOT_TAKEN;
-  if (append.turn.values?.[0] !== TURN_NUMBER_FROM_SESSION) throw new Error('the turn number must be the turn statement’s first parameter');
+  const built = () => {
+    const statements = append();
+    if (statements.turn.values?.[0] !== TURN_NUMBER_FROM_SESSION)
+      throw new Error('the turn number must be the turn statement’s first parameter');
+    return statements;
+  };
   try {
-    const appended = await db.appendOnUserShard(append);
+    const appended = await db.appendOnUserShard(built);
     if (appended === undefined) return NOT_TAKEN;
     return appended ? { session: sessionFromJson(appended.session), turnNumber: appended.turn_number } : undefined;
   } catch (err) {
