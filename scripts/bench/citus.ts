@@ -28,7 +28,7 @@ import {
   serverVersion,
 } from './server-databases.js';
 import { type RunningService, serviceTurns, startService } from './service.js';
-import { type System, sideBySide } from './side-by-side.js';
+import { type CpuPerTurn, type System, sideBySide } from './side-by-side.js';
 import { startInstantAnswerer } from './workload.js';
 
 export interface CitusBenchOptions {
@@ -69,7 +69,7 @@ interface CitusResults {
   singleServer: LoadResult[];
   cluster: LoadResult[];
   rounds: Record<string, LoadResult[][]>;
-  cpuPerTurn: Record<string, { app: number; db: number }[]>;
+  cpuPerTurn: Record<string, CpuPerTurn[]>;
   search: { system: string; load: Load; scale: SearchScale }[];
   seconds: number;
 }
@@ -157,7 +157,12 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     const clusterCpu = () => nodeCpu.reduce((sum, read) => sum + read(), 0);
     const systems: System[] = [
       { name: 'single', cpu: [() => cpuMsOf(singleService.pid), singleCpu], turnFor: (c) => serviceTurns(singleService.baseUrl, c) },
-      { name: 'citus', cpu: [() => cpuMsOf(citusService.pid), clusterCpu], turnFor: (c) => serviceTurns(citusService.baseUrl, c) },
+      {
+        name: 'citus',
+        // The coordinator apart: where the cluster's CPU goes (the rest is the two workers').
+        cpu: [() => cpuMsOf(citusService.pid), clusterCpu, nodeCpu[0]!],
+        turnFor: (c) => serviceTurns(citusService.baseUrl, c),
+      },
     ];
     const loadBefore = load();
     const { combined, rounds, cpuPerTurn } = await sideBySide(systems, opts.users, opts);
@@ -291,6 +296,14 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   lines.push(`| --- | ${opts.levels.map(() => '---:').join(' | ')} | ${opts.levels.map(() => '---:').join(' | ')} |`);
   for (const [name, xs] of Object.entries(r.cpuPerTurn)) {
     lines.push(`| ${name} | ${xs.map((x) => f(x.app, 2)).join(' | ')} | ${xs.map((x) => f(x.db, 2)).join(' | ')} |`);
+  }
+  const coordinator = r.cpuPerTurn.citus?.map((x) => x.parts?.[0]);
+  if (coordinator?.every((ms) => ms !== undefined)) {
+    const of = (i: number) => `${f(coordinator[i], 2)} (${f((100 * coordinator[i]!) / r.cpuPerTurn.citus![i]!.db, 0)}%)`;
+    lines.push(`| citus: coordinator | ${opts.levels.map(() => '').join(' | ')} | ${opts.levels.map((_, i) => of(i)).join(' | ')} |`);
+    lines.push(
+      `| citus: workers | ${opts.levels.map(() => '').join(' | ')} | ${opts.levels.map((_, i) => f(r.cpuPerTurn.citus![i]!.db - coordinator[i]!, 2)).join(' | ')} |`,
+    );
   }
   lines.push('');
   lines.push(

@@ -15,9 +15,16 @@ export interface SideBySideOptions {
 
 export interface System {
   name: string;
-  /** CPU time (ms) used so far by what this system's turns are charged to: [app process, database]. */
-  cpu: [() => number, () => number];
+  /** CPU time (ms) used so far by what this system's turns are charged to: [app process, database, parts of it…]. */
+  cpu: [() => number, () => number, ...(() => number)[]];
   turnFor(clients: number): { turn: TurnFn; close?: () => Promise<void> };
+}
+
+/** CPU per turn (ms) of a system's service (app) and database (db), and of the further readers of its `cpu` (parts). */
+export interface CpuPerTurn {
+  app: number;
+  db: number;
+  parts?: number[];
 }
 
 /**
@@ -30,7 +37,7 @@ export async function sideBySide(systems: System[], users: number, opts: SideByS
   const LOAD = (clients: number) => ({ clients, warmupMs: 1500, durationMs: SECONDS * 1000, maxRequests: 100_000 });
   const combined = new Map<string, LoadResult[]>(systems.map((s) => [s.name, []]));
   const rounds = new Map<string, LoadResult[][]>(systems.map((s) => [s.name, []]));
-  const cpuPerTurn = new Map<string, { app: number; db: number }[]>(systems.map((s) => [s.name, []]));
+  const cpuPerTurn = new Map<string, CpuPerTurn[]>(systems.map((s) => [s.name, []]));
   // Warm every system first (the embedded database's WebAssembly tiers up, caches fill): 4 s at 10 clients.
   for (const s of systems) {
     const { turn, close } = s.turnFor(10);
@@ -44,7 +51,7 @@ export async function sideBySide(systems: System[], users: number, opts: SideByS
       return { s, close, fns: Array.from({ length: clients }, (_, i) => conversationClient(10_000 + i, users, turn)) };
     });
     const slices = new Map<string, LoadResult[]>(systems.map((s) => [s.name, []]));
-    const cpu = new Map<string, { app: number; db: number; turns: number }>(systems.map((s) => [s.name, { app: 0, db: 0, turns: 0 }]));
+    const cpu = new Map<string, { ms: number[]; turns: number }>(systems.map((s) => [s.name, { ms: s.cpu.map(() => 0), turns: 0 }]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const m of round % 2 ? [...made].reverse() : made) {
         const before = m.s.cpu.map((read) => read());
@@ -52,13 +59,15 @@ export async function sideBySide(systems: System[], users: number, opts: SideByS
         const after = m.s.cpu.map((read) => read());
         const c = cpu.get(m.s.name)!;
         // Includes the warm-up turns: CPU per turn is charged over every turn of the slice.
-        c.app += after[0]! - before[0]!;
-        c.db += after[1]! - before[1]!;
+        for (const [k, ms] of after.entries()) c.ms[k]! += ms - before[k]!;
         c.turns += r.requests + Math.round(r.rps * (round === 0 ? 1.5 : 0.3));
         slices.get(m.s.name)!.push(r);
       }
     }
-    for (const [name, c] of cpu) cpuPerTurn.get(name)!.push({ app: c.app / c.turns, db: c.db / c.turns });
+    for (const [name, c] of cpu) {
+      const [app, db, ...parts] = c.ms.map((ms) => ms / c.turns);
+      cpuPerTurn.get(name)!.push({ app: app!, db: db!, ...(parts.length ? { parts } : {}) });
+    }
     for (const m of made) {
       await m.close?.();
       const r = combine(slices.get(m.s.name)!);
