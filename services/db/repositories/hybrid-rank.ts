@@ -47,10 +47,12 @@ const IVF_PROBES = 30;
  */
 const ANN_OVERFETCH = 10;
 /**
- * The lexical candidates of a user past MEMORY_EXACT_SEARCH_MAX_TURNS come from their newest this-many
- * turns: a bound on the turns read whatever the history (their older turns are still found by vector).
+ * The lexical candidates come from the user's newest this-many turns, on either path: a bound on the
+ * turns matched and ranked whatever the history (older turns are still found by vector). Matched
+ * over all of a 2,000-turn user's turns, the lexical side was two thirds of their search
+ * (docs/performance.md, "A user's own history").
  */
-const HEAVY_USER_LEXICAL_WINDOW = 1000;
+const LEXICAL_WINDOW = 1000;
 /**
  * The approximate path scores a user's turns not yet in the index (migration 017) exactly: taken only
  * while they are at most this many, i.e. once the appends after the user crossed the threshold marked
@@ -60,9 +62,8 @@ const UNMARKED_EXACT_MAX = 200;
 /**
  * How many exactly scored turns one row the IVFFlat scan reads costs. The scan reads `probes` lists of
  * about rows / lists rows each (the index holds the model's turns of every user past the threshold,
- * migration 017), and the path's lexical list its HEAVY_USER_LEXICAL_WINDOW turns, where exact search
- * reads the user's turns once: the approximate path is taken when
- * turns >= ANN_ROW_COST * probes * rows / lists + HEAVY_USER_LEXICAL_WINDOW. At 2, the bench's
+ * migration 017), where exact search reads the user's turns once (both paths take the same lexical
+ * list): the approximate path is taken when turns >= ANN_ROW_COST * probes * rows / lists. At 2, the bench's
  * 2,200-turn user (47 lists) is searched exactly: through the index, at 20 probes, their search took
  * 10.9 ms against exact search's 8.2 (docs/performance.md, "A user's own history").
  */
@@ -95,8 +96,7 @@ export interface CandidateSearch {
   minSimilarity: number;
   /**
    * MEMORY_EXACT_SEARCH_MAX_TURNS: up to this many turns of the model a user is searched exactly;
-   * past it, the nearest come from the model's approximate index (when it has one), and the lexical
-   * candidates from the user's newest HEAVY_USER_LEXICAL_WINDOW turns.
+   * past it, the nearest come from the model's approximate index (when it has one).
    */
   exactSearchMaxTurns?: number;
   /**
@@ -149,26 +149,31 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const assumeLight = s.path?.hint.assumeLight ?? false;
   const known = s.path?.hint.known;
   const knownHeavy = s.path && known ? sql`${s.path.epoch} = ${param(known.epoch)}::bigint` : undefined;
-  // Below the threshold (or for a model without an approximate index), every turn of the user is scored once,
-  // on its reference, distance and lexical match only, and both lists are taken from that: scanning
-  // the user's turns once per list cost more than carrying the keys. Inner product: 1 - cosine for
-  // the unit vectors every embedder stores (docs/design.md, Search).
+  // Below the threshold (or for a model without an approximate index), every turn of the user is scored
+  // by its inner product alone (1 - cosine for the unit vectors every embedder stores: docs/design.md,
+  // Search), and only the nearest are matched lexically. A one-time filter: only one branch of
+  // `nearest` runs.
   const exact = ann === undefined || assumeLight ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
   const rowCost = s.annRowCost ?? ANN_ROW_COST;
-  const scored = sql`scored AS (
-       SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM turns t
-       WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+  const exactNearest = sql`SELECT t.ref, t.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+       FROM (SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, t.search_terms
+             FROM turns t
+             WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${exact} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+             ORDER BY distance LIMIT ${s.depth}) t`;
+  // On either path, among the user's newest turns only, so that its cost does not grow with their
+  // history (turns_by_user_model_recency reads them newest first).
+  const matching = sql`matching AS (
+       SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+       FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
+             ORDER BY t.created_at DESC LIMIT ${LEXICAL_WINDOW}) t
+       WHERE ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
+         AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+       ORDER BY lexical DESC, distance LIMIT ${s.depth}
      )`;
-  const exactNearest = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}`;
-  const exactMatching = sql`SELECT ref, distance, lexical FROM scored WHERE ${exact} AND lexical > 0
-       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
   if (ann === undefined) {
-    return sql`${scored}, nearest AS (
+    return sql`nearest AS (
        ${exactNearest}
-     ), matching AS (
-       ${exactMatching}
-     ), ${fusion(s)}`;
+     ), ${matching}, ${fusion(s)}`;
   }
   // Whether the approximate path pays for this user: more than `max` turns, as their sessions count
   // them (all models), and a scan of fewer of the index's rows than their turns (ANN_ROW_COST). The
@@ -176,60 +181,43 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // count of 0, never counted, the turn count alone decides). A hint for the path only (both return
   // the nearest turns), read in a few rows where counting the turns themselves read them all:
   // sessions are summed up to as many as the decision needs turns. A one-time filter on each branch
-  // of `nearest` and `matching`, so only one of each runs (and `scored` only below the threshold).
+  // of `nearest`, so only one runs.
   // No row when the index is missing (dropped by hand or by a bench's load): 0 rows, NULL lists.
   const index = sql`SELECT greatest(coalesce(c.reltuples, 0), 0)::float8 AS rows,
                  CASE WHEN c.oid IS NOT NULL THEN coalesce((SELECT o.option_value::float8 FROM pg_options_to_table(c.reloptions) o
                                                            WHERE o.option_name = 'lists'), 100) END AS lists
           FROM (SELECT) one LEFT JOIN pg_class c ON c.oid = to_regclass(${ann.index})`;
   // The scan reads probes * rows / lists rows, probes = IVF_PROBES * sqrt(rows / turns) (at most
-  // every list; least() skips a NULL), and the lexical list HEAVY_USER_LEXICAL_WINDOW turns: the
-  // least turns that pay are at most that window plus rows * (cost * IVF_PROBES / lists)^(2/3), and
-  // as many sessions hold at least as many turns.
-  const needed = sql`greatest(${max + 1}, ceil(${HEAVY_USER_LEXICAL_WINDOW} + i.rows * power(${rowCost}::float8 * ${IVF_PROBES} / greatest(i.lists, 1), 2.0 / 3)))::bigint`;
+  // every list; least() skips a NULL): the least turns that pay are at most
+  // rows * (cost * IVF_PROBES / lists)^(2/3), and as many sessions hold at least as many turns.
+  const needed = sql`greatest(${max + 1}, ceil(i.rows * power(${rowCost}::float8 * ${IVF_PROBES} / greatest(i.lists, 1), 2.0 / 3)))::bigint`;
   const counted = sql`(SELECT coalesce(sum(x.turn_count), 0) FROM (SELECT x.turn_count FROM sessions x
              WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${needed}) x)`;
   // Under a known epoch the count is an initplan: it runs only when CASE reaches it. OFFSET 0 keeps the
   // planner from pulling the CASE up into `history`, which reads it twice (and would count twice).
   const turns = knownHeavy ? sql`CASE WHEN ${knownHeavy} THEN ${param(known!.turns)}::bigint ELSE ${counted} END` : counted;
   const probes = sql`least(i.lists, ceil(${IVF_PROBES} * sqrt(greatest(i.rows / greatest(x.turns, 1), 1))))`;
-  const pays =
-    rowCost === 0
-      ? sql`true`
-      : sql`x.turns >= ${rowCost}::float8 * ${probes} * i.rows / greatest(i.lists, 1) + ${HEAVY_USER_LEXICAL_WINDOW}`;
+  const pays = rowCost === 0 ? sql`true` : sql`x.turns >= ${rowCost}::float8 * ${probes} * i.rows / greatest(i.lists, 1)`;
   const heavy = sql`SELECT x.turns, x.turns > ${max} AND ${pays} AS heavy,
               ${probes}::integer AS probes
        FROM (${index}) i CROSS JOIN LATERAL (SELECT ${turns} AS turns OFFSET 0) x`;
   if (assumeLight) {
     return sql`history AS (
        ${heavy}
-     ), ${scored}, nearest AS (
+     ), nearest AS (
        ${exactNearest}
-     ), matching AS (
-       ${exactMatching}
-     ), ${fusion(s)}`;
+     ), ${matching}, ${fusion(s)}`;
   }
   return sql`history AS (
        SELECT x.turns, x.heavy, x.probes, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
                  AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel} AND NOT u.ann_indexed
                  LIMIT ${UNMARKED_EXACT_MAX + 1}) u) <= ${UNMARKED_EXACT_MAX} ELSE false END AS ann
        FROM (${heavy}) x
-     ), ${scored}, nearest AS (
+     ), nearest AS (
        (${exactNearest})
        UNION ALL
        (${annNearest(s, ann.nearest)})
-     ), matching AS (
-       (${exactMatching})
-       UNION ALL
-       -- Past the threshold, among the user's newest turns only, so that its cost does not grow with
-       -- a long history (turns_by_user_model_recency reads them newest first).
-       (SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-        FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
-              ORDER BY t.created_at DESC LIMIT ${HEAVY_USER_LEXICAL_WINDOW}) t
-        WHERE (SELECT ann FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
-          AND ${s.vector}::vector IS NOT NULL AND ${s.where}
-        ORDER BY lexical DESC, distance LIMIT ${s.depth})
-     ), ${fusion(s)}`;
+     ), ${matching}, ${fusion(s)}`;
 }
 
 /**

@@ -153,8 +153,8 @@ describe('the approximate index kept in step with its rows', () => {
 
   it('when the index knows its rows and lists, then a user past the threshold takes the approximate path only if it reads fewer rows than exact search', async () => {
     // 1,200 rows in 35 lists, all the user's: 30 probes read 30 * 1,200 / 35 = 1,029 rows at the row
-    // cost, plus the lexical list's 1,000 newest turns, against 1,200 turns scored exactly: taken at
-    // a row cost of 0.15 (1,154), not at 0.25 (1,257) nor at the default.
+    // cost, against 1,200 turns scored exactly (both paths match the same newest turns lexically):
+    // taken at a row cost of 1.1 (1,131), not at 1.25 (1,286) nor at the default.
     const citus = await database.scoped.asMaintenance().isDistributed?.();
     const taken = async (annRowCost: number | undefined) => {
       const request = { ...search('Which pets were in the west?', 20), annRowCost };
@@ -164,8 +164,8 @@ describe('the approximate index kept in step with its rows', () => {
     };
     if (citus) return; // searched exactly there (the test above), and the plan is not read on a coordinator.
     expect(await lists()).toBe(35);
-    expect(await taken(0.15)).toBe(true);
-    expect(await taken(0.25)).toBe(false);
+    expect(await taken(1.1)).toBe(true);
+    expect(await taken(1.25)).toBe(false);
     expect(await taken(undefined)).toBe(false);
   });
 });
