@@ -158,7 +158,7 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
     expect(named(/^WITH sess AS/).length, 'the retrieval statement').toBeGreaterThan(0);
     expect(named(/^INSERT INTO turns/).length, 'the append statements').toBeGreaterThan(0);
     expect(named(/^(INSERT INTO sessions|UPDATE sessions SET turn_count)/).length, 'the append statements').toBeGreaterThan(0);
-    expect(named(/^WITH nearest AS|^WITH history AS/).length, 'the search statement').toBeGreaterThan(0);
+    expect(named(/^WITH scored AS|^WITH history AS/).length, 'the search statement').toBeGreaterThan(0);
     expect(named(/FROM sessions/).length, 'the session reads').toBeGreaterThan(0);
     for (const plan of plans) expect(plan, plan.text.slice(0, 120)).toMatchObject({ tasks: 1 });
     console.log(`single-shard plans: ${plans.length} statements, each 1 task; ${delegated.length} calls delegated to the user's worker`);

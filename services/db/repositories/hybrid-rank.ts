@@ -150,38 +150,45 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   const known = s.path?.hint.known;
   const knownHeavy = s.path && known ? sql`${s.path.epoch} = ${param(known.epoch)}::bigint` : undefined;
   // Below the threshold (or for a model without an approximate index), every turn of the user is scored
-  // by its inner product alone (1 - cosine for the unit vectors every embedder stores: docs/design.md,
-  // Search), and only the nearest are matched lexically. A one-time filter: only one branch of
-  // `nearest` runs.
+  // once, by its inner product alone (1 - cosine for the unit vectors every embedder stores:
+  // docs/design.md, Search), and both lists are taken from that: the nearest, and the newest
+  // LEXICAL_WINDOW matched lexically. Scanning the user's turns once per list cost more than carrying
+  // the keys; matching all of them lexically cost more than their inner products. A one-time filter
+  // on each branch of `nearest` and `matching`, so only one of each runs.
   const exact = ann === undefined || assumeLight ? sql`TRUE` : sql`NOT (SELECT ann FROM history)`;
   const rowCost = s.annRowCost ?? ANN_ROW_COST;
+  const scored = sql`scored AS (
+       SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, t.created_at, t.search_terms
+       FROM turns t
+       WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
+     )`;
   const exactNearest = sql`SELECT t.ref, t.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM (SELECT t.ctid AS ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, t.search_terms
-             FROM turns t
-             WHERE ${own} AND t.embedding_model = ${s.embeddingModel} AND ${exact} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
-             ORDER BY distance LIMIT ${s.depth}) t`;
-  // On either path, among the user's newest turns only, so that its cost does not grow with their
-  // history (turns_by_user_model_recency reads them newest first).
-  const matching = sql`matching AS (
-       SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+       FROM (SELECT ref, distance, search_terms FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}) t`;
+  const exactMatching = sql`SELECT t.ref, t.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+       FROM (SELECT ref, distance, search_terms FROM scored WHERE ${exact} ORDER BY created_at DESC LIMIT ${LEXICAL_WINDOW}) t
+       WHERE ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
+       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
+  // Past the threshold, among the user's newest turns (turns_by_user_model_recency reads them newest
+  // first), so that its cost does not grow with their history.
+  const annMatching = sql`SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
              ORDER BY t.created_at DESC LIMIT ${LEXICAL_WINDOW}) t
-       WHERE ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
+       WHERE (SELECT ann FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
          AND ${s.vector}::vector IS NOT NULL AND ${s.where}
-       ORDER BY lexical DESC, distance LIMIT ${s.depth}
-     )`;
+       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
   if (ann === undefined) {
-    return sql`nearest AS (
+    return sql`${scored}, nearest AS (
        ${exactNearest}
-     ), ${matching}, ${fusion(s)}`;
+     ), matching AS (
+       ${exactMatching}
+     ), ${fusion(s)}`;
   }
   // Whether the approximate path pays for this user: more than `max` turns, as their sessions count
   // them (all models), and a scan of fewer of the index's rows than their turns (ANN_ROW_COST). The
   // index's row count and lists are the planner's (kept by VACUUM, ANALYZE and each build; with a row
   // count of 0, never counted, the turn count alone decides). A hint for the path only (both return
   // the nearest turns), read in a few rows where counting the turns themselves read them all:
-  // sessions are summed up to as many as the decision needs turns. A one-time filter on each branch
-  // of `nearest`, so only one runs.
+  // sessions are summed up to as many as the decision needs turns.
   // No row when the index is missing (dropped by hand or by a bench's load): 0 rows, NULL lists.
   const index = sql`SELECT greatest(coalesce(c.reltuples, 0), 0)::float8 AS rows,
                  CASE WHEN c.oid IS NOT NULL THEN coalesce((SELECT o.option_value::float8 FROM pg_options_to_table(c.reloptions) o
@@ -204,20 +211,26 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   if (assumeLight) {
     return sql`history AS (
        ${heavy}
-     ), nearest AS (
+     ), ${scored}, nearest AS (
        ${exactNearest}
-     ), ${matching}, ${fusion(s)}`;
+     ), matching AS (
+       ${exactMatching}
+     ), ${fusion(s)}`;
   }
   return sql`history AS (
        SELECT x.turns, x.heavy, x.probes, CASE WHEN x.heavy THEN (SELECT count(*) FROM (SELECT FROM turns u WHERE u.tenant_id = ${s.tenant}
                  AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel} AND NOT u.ann_indexed
                  LIMIT ${UNMARKED_EXACT_MAX + 1}) u) <= ${UNMARKED_EXACT_MAX} ELSE false END AS ann
        FROM (${heavy}) x
-     ), nearest AS (
+     ), ${scored}, nearest AS (
        (${exactNearest})
        UNION ALL
        (${annNearest(s, ann.nearest)})
-     ), ${matching}, ${fusion(s)}`;
+     ), matching AS (
+       (${exactMatching})
+       UNION ALL
+       (${annMatching})
+     ), ${fusion(s)}`;
 }
 
 /**
