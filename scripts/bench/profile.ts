@@ -42,8 +42,10 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const profDir = await mkdtemp(path.join(tmpdir(), 'memorychat-prof-'));
 const dataDir = path.join(profDir, 'data');
 // One copy per run: profiles run side by side (before and after builds, other helpers) never share it.
-const serverCopy = `mc_bench_profile_${process.pid}`;
-if (args.server) await recreateDatabase(serverCopy, `mc_bench_v4_${args.users}x100`);
+// BENCH_DB_PREFIX as in run.ts: the seeded stage that `memory-chat --server` left under the same prefix.
+const DB_PREFIX = process.env.BENCH_DB_PREFIX ?? 'mc_bench';
+const serverCopy = `${DB_PREFIX}_profile_${process.pid}`;
+if (args.server) await recreateDatabase(serverCopy, `${DB_PREFIX}_v4_${args.users}x100`);
 else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
 if (args.peer && !args.perf) throw new Error('--peer is profiled with perf only: add --perf');
