@@ -43,17 +43,33 @@ const PIECE_BOUNDARY = /\n(?=[^\s/])/g;
 /**
  * countTokens for a text made of lines that recur from request to request (a rendered memory block):
  * the same exact count, as the sum of its lines' remembered counts (countRecurringTokens), so only the
- * lines new to this process are tokenised.
+ * lines new to this process are tokenised; with `seen`, lines counted earlier in the same request are
+ * not even digested again.
  */
-export function countTokensByLine(text: string): number {
+export function countTokensByLine(text: string, seen?: Map<string, number>): number {
+  const count = seen ? (piece: string) => countSeenTokens(piece, seen) : countRecurringTokens;
   let total = 0;
   let start = 0;
   for (const boundary of text.matchAll(PIECE_BOUNDARY)) {
     const end = boundary.index + 1;
-    total += countRecurringTokens(text.slice(start, end));
+    total += count(text.slice(start, end));
     start = end;
   }
-  return start === 0 ? countRecurringTokens(text) : total + countRecurringTokens(text.slice(start));
+  return start === 0 ? count(text) : total + count(text.slice(start));
+}
+
+/**
+ * countRecurringTokens through `seen`, a map that lives as long as one request's work: a context
+ * counts each of its items' lines to pack it, then the same lines again in its rendering, and a
+ * lookup by the text costs less than its digest. The text is a key only while the request runs.
+ */
+function countSeenTokens(piece: string, seen: Map<string, number>): number {
+  let tokens = seen.get(piece);
+  if (tokens === undefined) {
+    tokens = countRecurringTokens(piece);
+    seen.set(piece, tokens);
+  }
+  return tokens;
 }
 
 /** Cuts text to at most `max` characters, marking the cut. */

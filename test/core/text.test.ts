@@ -47,9 +47,13 @@ describe('token counts', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed;
     };
+    // One request's map of lines already counted, shared by every text as a context shares it.
+    const seen = new Map<string, number>();
     for (let n = 0; n < 3000; n++) {
       const text = Array.from({ length: 1 + (next() % 40) }, () => pieces[next() % pieces.length]).join('');
       expect(countTokensByLine(text), JSON.stringify(text)).toBe(countTokens(text));
+      expect(countTokensByLine(text, seen), JSON.stringify(text)).toBe(countTokens(text));
     }
+    expect(seen.size).toBeGreaterThan(0);
   });
 });

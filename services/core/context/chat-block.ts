@@ -39,15 +39,17 @@ const SECTION_ALLOWANCE = 16;
  * turns, similar past questions). Tokens are counted on the rendered text, so the bound holds exactly.
  */
 export function buildMemoryContext(input: ContextInput): BuiltContext {
+  // The lines counted while packing, by their text: the rendering is made of the same lines.
+  const seen = new Map<string, number>();
   const { kept, rendered, truncated } = packMemory(memoryItems(input), input.maxTokens, {
     frameTokens: countRecurringTokens(renderBlock([])),
     // An item is counted as it stands in the block, before the blank line that follows it: its lines
     // are then the block's own, and the exact count of the rendering finds them already counted.
-    cost: (item) => countTokensByLine(`${renderItem(item)}\n\n`) + SECTION_ALLOWANCE,
+    cost: (item) => countTokensByLine(`${renderItem(item)}\n\n`, seen) + SECTION_ALLOWANCE,
     render: (items) => {
       const text = items.length ? renderBlock(items) : '';
       // Exact, as countTokens: the block's lines recur from turn to turn, so most are counted already.
-      return { text, tokens: countTokensByLine(text) };
+      return { text, tokens: countTokensByLine(text, seen) };
     },
     tokens: (block) => block.tokens,
   });

@@ -10,9 +10,14 @@ export interface Embedder {
 }
 
 export function l2Normalise(vector: Float64Array | number[]): number[] | null {
+  // Indexed loops into a preallocated array: a turn normalises a vector per text it embeds, and the
+  // iterator and Array.from's callback cost more than the arithmetic. Same order, same vectors.
+  const length = vector.length;
   let sum = 0;
-  for (const v of vector) sum += v * v;
+  for (let i = 0; i < length; i++) sum += vector[i]! * vector[i]!;
   if (sum === 0) return null;
   const norm = Math.sqrt(sum);
-  return Array.from(vector, (v) => v / norm);
+  const unit = new Array<number>(length);
+  for (let i = 0; i < length; i++) unit[i] = vector[i]! / norm;
+  return unit;
 }
