@@ -26,11 +26,13 @@ export default fp(
       },
     });
 
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       // The route pattern, never the raw URL, keeps label cardinality bounded.
       const route = request.routeOptions.url ?? 'unmatched';
-      if (route === '/metrics') return;
-      metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+      if (route !== '/metrics') {
+        metrics.httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+      }
+      done();
     });
 
     app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {

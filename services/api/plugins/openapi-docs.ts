@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../../model/errors.js';
 
@@ -41,18 +41,15 @@ export default fp(
       transform: ({ schema, url }) => ({ schema: schema && withOptionalDefaults(schema), url }),
     });
     // Swagger UI's routes take no route options of ours: mark them public where they are made,
-    // so auth and the rate limit need no special case for them.
+    // so auth and the rate limit need no special case for them. A link to /docs/?url=<elsewhere>
+    // would show another document under this service's name, with the token typed into "Authorize"
+    // sent wherever it says. Swagger UI reads no configuration from its query by default
+    // (queryConfigEnabled: false); such a link is refused outright all the same, by a hook of these
+    // routes only, so that no other request pays for the check.
     app.addHook('onRoute', (route) => {
-      if (route.url === '/docs' || route.url.startsWith('/docs/')) route.config = { ...route.config, public: true };
-    });
-    // A link to /docs/?url=<elsewhere> would show another document under this service's name, with
-    // the token typed into "Authorize" sent wherever it says. Swagger UI reads no configuration from
-    // its query by default (queryConfigEnabled: false); such a link is refused outright all the same.
-    app.addHook('onRequest', async (request) => {
-      if (!request.url.startsWith('/docs')) return;
-      const query = new URLSearchParams(request.url.split('?')[1] ?? '');
-      const named = DOCUMENT_PARAMETERS.find((name) => query.has(name));
-      if (named) throw new AppError('validation-failed', `the docs show this service's own document; "${named}" is not accepted`);
+      if (route.url !== '/docs' && !route.url.startsWith('/docs/')) return;
+      route.config = { ...route.config, public: true };
+      route.onRequest = [refuseOtherDocuments, ...hooksOf(route.onRequest)];
     });
     // persistAuthorization: the token typed into "Authorize" survives a reload (kept in the browser's localStorage).
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', persistAuthorization: true } });
@@ -60,6 +57,16 @@ export default fp(
   },
   { name: 'openapi-docs' },
 );
+
+function refuseOtherDocuments(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const query = new URLSearchParams(request.url.split('?')[1] ?? '');
+  const named = DOCUMENT_PARAMETERS.find((name) => query.has(name));
+  done(named ? new AppError('validation-failed', `the docs show this service's own document; "${named}" is not accepted`) : undefined);
+}
+
+function hooksOf<T>(hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+}
 
 type QuerySchema = { properties?: Record<string, { default?: unknown }>; required?: string[] };
 

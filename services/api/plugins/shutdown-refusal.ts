@@ -16,13 +16,15 @@ export default fp(
     app.addHook('preClose', async () => {
       closing = true;
     });
-    app.addHook('onRequest', async (_request, reply) => {
-      if (!closing) return;
+    // Callback hooks, not async ones: every request passes them, and an async hook costs a promise each.
+    app.addHook('onRequest', (_request, reply, done) => {
+      if (!closing) return done();
       reply.header('connection', 'close').header('retry-after', '1');
-      throw new AppError('shutting-down', 'the service is shutting down; retry the request');
+      done(new AppError('shutting-down', 'the service is shutting down; retry the request'));
     });
-    app.addHook('onSend', async (_request, reply) => {
+    app.addHook('onSend', (_request, reply, payload, done) => {
       if (closing) reply.header('connection', 'close');
+      done(null, payload);
     });
   },
   { name: 'shutdown-refusal', dependencies: ['problem-errors'] },

@@ -31,17 +31,41 @@ const POLITE =
   /^(?:(?:can|could|would|will) you (?:please )?|(?:can|could|may) i (?:please )?(?:see |get |have )?|i(?: would|'d| want to| wanna) (?:like to )?(?:see |get |have )?|let me (?:see |have )?)/;
 const TRAILING = /(?:[\s,]+(?:please|pls|thanks|thank you|again|now))+$/;
 
-/** The message without case, courtesy or closing punctuation; `withTrailing` keeps "again", "now"... at its end. */
-function normalise(text: string, withTrailing = false): string {
-  let s = text
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(/[’‘`]/g, "'")
-    .replace(/\s+/g, ' ')
-    .trim()
-    .replace(/[\s?!.:;]+$/, '');
-  s = s.replace(LEADING, '').replace(POLITE, '');
-  return (withTrailing ? s : s.replace(TRAILING, '')).trim();
+/**
+ * The message without case, courtesy or closing punctuation: `text` also without the trailing
+ * courtesy, `whole` with "again", "now"... kept at its end. Both come from one pass over the message.
+ */
+function normalise(message: string): { text: string; whole: string } {
+  const s = withoutClosingPunctuation(
+    message
+      .normalize('NFKC')
+      .toLowerCase()
+      .replace(/[’‘`]/g, "'")
+      // Every run of white space as one space: only runs that are not one space already are rewritten,
+      // so a question with plain spaces is not copied.
+      .replace(/\s{2,}|[^\S ]/g, ' ')
+      .trim(),
+  )
+    .replace(LEADING, '')
+    .replace(POLITE, '');
+  return { text: endsWithCourtesy(s) ? s.replace(TRAILING, '').trim() : s.trim(), whole: s.trim() };
+}
+
+const CLOSING_PUNCTUATION = new Set([' ', '?', '!', '.', ':', ';']);
+
+/** `text` (its white space runs made single spaces) without the spaces and ?!.:; at its end. */
+function withoutClosingPunctuation(text: string): string {
+  let end = text.length;
+  while (end > 0 && CLOSING_PUNCTUATION.has(text[end - 1]!)) end--;
+  return end === text.length ? text : text.slice(0, end);
+}
+
+/** The last words TRAILING may remove ("thank you" ends in "you"): a message ending in any other needs no search for it. */
+const COURTESY_LAST_WORDS = new Set(['please', 'pls', 'thanks', 'you', 'again', 'now']);
+
+function endsWithCourtesy(text: string): boolean {
+  const start = Math.max(text.lastIndexOf(' '), text.lastIndexOf(',')) + 1;
+  return start > 0 && COURTESY_LAST_WORDS.has(text.slice(start));
 }
 
 const SQL_WORD =
@@ -166,9 +190,8 @@ export function parseTarget(text: string | undefined): CommandTarget {
 
 /** The memory command a message is, or undefined for anything else (a question for the answerer). */
 export function recogniseMemoryCommand(message: string): MemoryCommand | undefined {
-  const text = normalise(message);
+  const { text, whole } = normalise(message);
   if (!text || text.length > 200) return undefined;
-  const whole = normalise(message, true);
   for (const pattern of FORGET) if (pattern.test(text) || pattern.test(whole)) return { name: 'forget' };
   for (const pattern of SESSION_SCOPE) if (pattern.test(text)) return { name: 'memory_scope', scope: 'session' };
   for (const pattern of USER_SCOPE) if (pattern.test(text)) return { name: 'memory_scope', scope: 'user' };

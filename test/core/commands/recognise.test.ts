@@ -138,6 +138,19 @@ describe('memory command recognition', () => {
     expect(recogniseMemoryCommand('export that as CSV')).toEqual({ name: 'export_csv', target: { ref: { position: 'last' } } });
   });
 
+  it('when a command comes with odd white space, closing punctuation or courtesy, then it is the same command', () => {
+    const first = { name: 'show_sql', target: { ref: { position: 'first' } } };
+    expect(recogniseMemoryCommand('  Show me\tthe   SQL for the\u00a0first question ?! ')).toEqual(first);
+    expect(recogniseMemoryCommand('show me the sql for the first question, thank you.')).toEqual(first);
+    expect(recogniseMemoryCommand('Show me the SQL for the first question , please !')).toEqual(first);
+    expect(recogniseMemoryCommand('show me the sql for the first question now')).toEqual(first);
+    // "again" and "now" kept at the end are part of a forget command's words; the trailing courtesy is not.
+    expect(recogniseMemoryCommand('start over again')).toEqual({ name: 'forget' });
+    expect(recogniseMemoryCommand('ok, clear the chat history, please')).toEqual({ name: 'forget' });
+    expect(recogniseMemoryCommand('please')).toBeUndefined();
+    expect(recogniseMemoryCommand(' ?! ')).toBeUndefined();
+  });
+
   it('when the user sets the scope in words, then the command says which one', () => {
     expect(recogniseMemoryCommand('Keep this conversation to itself, please')).toEqual({ name: 'memory_scope', scope: 'session' });
     expect(recogniseMemoryCommand('/private')).toEqual({ name: 'memory_scope', scope: 'session' });
