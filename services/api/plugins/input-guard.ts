@@ -41,7 +41,9 @@ export default fp(
         ...unstorableValues('querystring', request.query),
         ...unstorableValues('params', request.params),
       ];
-      done(errors.length ? new AppError('validation-failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), { errors }) : undefined);
+      done(
+        errors.length ? new AppError('validation-failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), { errors }) : undefined,
+      );
     });
   },
   { name: 'input-guard', dependencies: ['problem-errors'] },
