@@ -160,20 +160,22 @@ function appendCall(scope: ScopeValues, append: UserShardAppend): GenericPlanCon
  * asked once; a failed check is asked again by the next statement.
  */
 export function userShardCallCheck(pool: pg.Pool): () => Promise<boolean> {
-  return askedOnce(
-    pool,
-    `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
-       WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
-         AND o.objid = to_regprocedure('memorychat_on_user_shard(text,text,text,text,text,text,text[],integer,vector)')) AS yes`,
-  );
+  return distributedByUser(pool, 'memorychat_on_user_shard(text,text,text,text,text,text,text[],integer,vector)');
 }
 
 /** Whether the pool's database has memorychat_append_on_user_shard distributed by its user argument (migration 026), asked once. */
 export function userShardAppendCheck(pool: pg.Pool): () => Promise<boolean> {
+  return distributedByUser(
+    pool,
+    'memorychat_append_on_user_shard(text,text,text,text,text,text[],text,text,text[],integer,vector,text,text,text[])',
+  );
+}
+
+function distributedByUser(pool: pg.Pool, signature: string): () => Promise<boolean> {
   return askedOnce(
     pool,
     `SELECT EXISTS (SELECT 1 FROM pg_dist_object o
        WHERE o.classid = 'pg_proc'::regclass AND o.distribution_argument_index IS NOT NULL
-         AND o.objid = to_regprocedure('memorychat_append_on_user_shard(text,text,text,text,text,text[],text,text,text[],integer,vector,text,text,text[])')) AS yes`,
+         AND o.objid = to_regprocedure('${signature}')) AS yes`,
   );
 }

@@ -79,12 +79,11 @@ const LITERAL = /(['"])(.*?)\1/g;
 const QUALIFIED = /\b([a-z_]\w*)\.([a-z_]\w*)\b/gi;
 const BARE_NAME = /\b([a-z_]\w*)\b(?!\s*\()/gi;
 const COMPARED_LITERAL = /\b(?:([a-z_]\w*)\.)?([a-z_]\w*)\s*(?:=|!=|<>|like|>=|<=|>|<)\s*(['"])(.*?)\3/gi;
+/** Words of SQL itself, never a column: the clause words and the rest. */
 const SQL_WORDS = new Set([
+  ...CLAUSE_WORDS,
   'select',
   'from',
-  'where',
-  'and',
-  'or',
   'not',
   'in',
   'like',
@@ -92,23 +91,10 @@ const SQL_WORDS = new Set([
   'is',
   'null',
   'as',
-  'on',
-  'join',
-  'group',
   'by',
-  'order',
-  'having',
-  'limit',
   'asc',
   'desc',
   'distinct',
-  'union',
-  'intersect',
-  'except',
-  'inner',
-  'left',
-  'right',
-  'outer',
   'exists',
   'case',
   'when',
