@@ -130,16 +130,20 @@ export function toAppError(error: FastifyError | AppError): AppError {
 /** SQLSTATEs of a server shutting down, crashed or starting up (class 57P), and class 08, connection exceptions. */
 const UNAVAILABLE_SQLSTATE = /^(57P0[1-3]|08...)$/;
 
+/** The network under a connection: refused while connecting, reset or broken under a query. */
+const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
+
 /**
  * The database cannot be reached (down, restarting, the connection cut): the request may succeed
  * when retried, so it is a 503 on every route, not only on those that map it themselves (the turn
- * writes and Idempotency-Keys). The fleet soak saw GDPR requests answer 500 during a restart.
+ * writes and Idempotency-Keys). The fleet soak saw GDPR requests answer 500 during a restart, and a
+ * read whose connection the network reset (ECONNRESET) answer 500 too.
  */
-function isDatabaseUnavailable(error: Error & { code?: string; syscall?: string }): boolean {
-  if (typeof error.code === 'string' && UNAVAILABLE_SQLSTATE.test(error.code)) return true;
-  if (error.code === 'ECONNREFUSED' && error.syscall === 'connect') return true;
-  // node-postgres, when the server closes the connection under a query or while connecting.
-  return /^Connection terminated/.test(error.message);
+function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
+  if (typeof error.code === 'string' && (UNAVAILABLE_SQLSTATE.test(error.code) || UNAVAILABLE_SOCKET_CODES.has(error.code))) return true;
+  // node-postgres, when the server closes the connection under a query or while connecting, and when
+  // a client whose connection broke is asked again.
+  return /^Connection terminated|is not queryable$/.test(error.message);
 }
 
 function missingProperty(params: unknown): string {

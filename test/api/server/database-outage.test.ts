@@ -59,4 +59,16 @@ describe('a database outage', () => {
     expect(after.body.warnings).toEqual([]);
     expect(after.body.memory_context_used.history_messages_count).toBe(1);
   });
+
+  it('when the connection under a read is reset by the network, then the read answers a retryable 503, never a 500', async () => {
+    const token = t.token('reset');
+    const first = await t.request('POST', '/memoryChat', { token, body: { question: 'Show me total sales by region for 2024' } });
+    expect(first.status).toBe(200);
+    for (const path of ['/sessions', `/sessions/${first.body.conversation_metadata.conversation_id}`]) {
+      proxy.resetOnNextRequest();
+      const read = await t.request('GET', path, { token });
+      expect([path, read.status, read.body.code]).toEqual([path, 503, 'memory-store-unavailable']);
+      expect((await t.request('GET', path, { token })).status).toBe(200);
+    }
+  });
 });
