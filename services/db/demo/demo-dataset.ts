@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Queryable } from '../repositories/queryable.js';
 
 /** The schema the demo dataset lives in, apart from the memory tables. */
@@ -98,6 +99,9 @@ REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLI
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_sleep(double precision), pg_catalog.pg_sleep_for(interval),
   pg_catalog.pg_sleep_until(timestamp with time zone) FROM PUBLIC;
 `;
+
+/** Names what a fresh engine is loaded with: an engine dumped after another content is not started from. */
+export const DEMO_CONTENT_HASH = createHash('sha256').update(DEMO_TABLES).update(DEMO_GRANTS).digest('hex').slice(0, 16);
 
 /** Creates the demo tables in `demo` and fills them, unless this version is there already; a server test loads them this way too. */
 export async function loadDemoTables(db: Queryable): Promise<void> {

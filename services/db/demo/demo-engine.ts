@@ -1,12 +1,14 @@
 import pg from 'pg';
 import { type PgliteProcess, START_TIMEOUT_MS, startPgliteProcess } from '../embedded/embedded-postgres.js';
 import { DEMO_READER_ROLE, loadDemoEngine } from './demo-dataset.js';
+import { demoImage } from './demo-image.js';
 
 /**
  * SQL_DATABASE_URL=embedded-demo: the demo dataset in a PGlite of its own, in memory, in a child
  * process apart from the memory store's. PGlite cannot time out or cancel a statement (WebAssembly
  * has no timer interrupt), so the only way to end one is to kill the engine: `restart` does that and
- * starts a fresh one, loaded again from the same arithmetic, while the memory store runs on.
+ * starts a fresh one, while the memory store runs on. A fresh engine starts from the image of a loaded
+ * one (demo-image.ts) when there is one, else with initdb and the load, and leaves the image behind.
  */
 export interface DemoEngine {
   /** The role every statement takes: reads the demo schema and nothing else. */
@@ -29,8 +31,14 @@ interface Incarnation {
  * `waitMs` bounds how long `connect` waits, for the one connection (a statement running) or for a
  * restart: past it, pg-pool's "timeout exceeded when trying to connect".
  */
-export async function startDemoEngine(options: { waitMs: number; log?: { warn(obj: object, msg: string): void } }): Promise<DemoEngine> {
+export async function startDemoEngine(options: {
+  waitMs: number;
+  log?: { warn(obj: object, msg: string): void };
+  /** Where the image of a loaded engine is kept; by default beside the embedded cluster template. */
+  imageFile?: string;
+}): Promise<DemoEngine> {
   let enginePid: number | undefined;
+  const image = demoImage(options.imageFile);
   let current: Promise<Incarnation> = startIncarnation(options.waitMs);
   await current;
   let restarting: Promise<void> | undefined;
@@ -74,26 +82,35 @@ export async function startDemoEngine(options: { waitMs: number; log?: { warn(ob
       closed = true;
       await restarting;
       const incarnation = await current.catch(() => undefined);
-      if (!incarnation) return;
-      await incarnation.pool.end().catch(() => {});
-      await incarnation.process.stop();
+      if (incarnation) {
+        await incarnation.pool.end().catch(() => {});
+        await incarnation.process.stop();
+      }
+      await image.close();
     },
   };
 
   function startIncarnation(waitMs: number): Promise<Incarnation> {
     return (async () => {
-      const process = await startPgliteProcess({ vector: false });
+      const { process, loaded } = await startFromImage();
       enginePid = process.pid;
       try {
-        // Loaded over a connection of its own: a fresh engine on a busy machine can take longer than
-        // SQL_POOL_WAIT_MS (1 s in a test) to answer its first connection; the load is part of the start, and
-        // that wait is for statements.
-        const loader = new pg.Client({ ...process.connection, connectionTimeoutMillis: START_TIMEOUT_MS });
-        await loader.connect();
-        try {
-          await loadDemoEngine(loader);
-        } finally {
-          await loader.end();
+        if (!loaded) {
+          // Loaded over a connection of its own: a fresh engine on a busy machine can take longer than
+          // SQL_POOL_WAIT_MS (1 s in a test) to answer its first connection; the load is part of the start,
+          // and that wait is for statements.
+          const loader = new pg.Client({ ...process.connection, connectionTimeoutMillis: START_TIMEOUT_MS });
+          await loader.connect();
+          try {
+            await loadDemoEngine(loader);
+          } finally {
+            await loader.end();
+          }
+          await image
+            .keep(process)
+            .catch((err: Error) =>
+              options.log?.warn({ err }, 'the loaded demo engine could not be kept as an image; the next start loads it again'),
+            );
         }
         const pool = new pg.Pool({ ...process.connection, max: 1, idleTimeoutMillis: 0, connectionTimeoutMillis: waitMs });
         // The kill breaks the idle connection too; the pool drops it, and is replaced with the engine.
@@ -104,6 +121,20 @@ export async function startDemoEngine(options: { waitMs: number; log?: { warn(ob
         throw err;
       }
     })();
+  }
+
+  /** An engine from the image when there is one that starts, else a fresh (empty) one. */
+  async function startFromImage(): Promise<{ process: PgliteProcess; loaded: boolean }> {
+    const file = await image.file();
+    if (file) {
+      try {
+        return { process: await startPgliteProcess({ vector: false, loadFrom: file }), loaded: true };
+      } catch (err) {
+        options.log?.warn({ err }, 'the demo engine did not start from its image; it is loaded afresh');
+        await image.discard(file);
+      }
+    }
+    return { process: await startPgliteProcess({ vector: false }), loaded: false };
   }
 }
 

@@ -55,13 +55,16 @@ export interface PgliteProcess extends EmbeddedPostgres {
   readonly pid: number | undefined;
   /** Ends it at once (SIGKILL), whatever it is running: PGlite cannot cancel a statement. */
   kill(): Promise<void>;
+  /** Writes its data directory, as it is now, as a tarball to `file`, which `loadFrom` starts another from. */
+  dumpTo(file: string): Promise<void>;
 }
 
 /**
  * Forks db/embedded/pglite-process.mjs: on `dataDir`, or in memory when unset (nothing on disk,
- * nothing to recover after a kill); with the pgvector extension only when `vector`.
+ * nothing to recover after a kill), then from the tarball `loadFrom` when set instead of a fresh
+ * initdb; with the pgvector extension only when `vector`.
  */
-export async function startPgliteProcess(options: { dataDir?: string; vector: boolean }): Promise<PgliteProcess> {
+export async function startPgliteProcess(options: { dataDir?: string; loadFrom?: string; vector: boolean }): Promise<PgliteProcess> {
   // Unix socket paths are limited to ~107 bytes, so the socket lives in a short temporary directory.
   const socketDir = await mkdtemp(path.join(tmpdir(), 'memorychat-pg-'));
   const child = fork(CHILD, [], {
@@ -74,6 +77,7 @@ export async function startPgliteProcess(options: { dataDir?: string; vector: bo
       // 2,000 inserts and 300 searches), 15-30% more while the compiler runs in the first minutes.
       MALLOC_MMAP_THRESHOLD_: '32768',
       MEMORYCHAT_PGLITE_DATA_DIR: options.dataDir ?? '',
+      MEMORYCHAT_PGLITE_LOAD_FROM: options.loadFrom ?? '',
       MEMORYCHAT_PGLITE_VECTOR: options.vector ? 'on' : 'off',
       MEMORYCHAT_PGLITE_SOCKET: path.join(socketDir, '.s.PGSQL.5432'),
     },
@@ -106,7 +110,25 @@ export async function startPgliteProcess(options: { dataDir?: string; vector: bo
     pid: child.pid,
     stop: () => end(() => child.send({ type: 'stop' })),
     kill: () => end(() => child.kill('SIGKILL')),
+    dumpTo: (file) => dumpOf(child, file),
   };
+}
+
+function dumpOf(child: ChildProcess, file: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg: { type: string; message?: string }) => {
+      if (msg.type !== 'dumped' && msg.type !== 'dump-failed') return;
+      child.off('message', onMessage).off('exit', onExit);
+      if (msg.type === 'dumped') resolve();
+      else reject(new Error(`embedded Postgres could not dump its data directory: ${msg.message}`));
+    };
+    const onExit = () => {
+      child.off('message', onMessage);
+      reject(new Error('embedded Postgres exited during the dump of its data directory'));
+    };
+    child.on('message', onMessage).once('exit', onExit);
+    child.send({ type: 'dump', file });
+  });
 }
 
 function waitForReady(child: ChildProcess): Promise<void> {

@@ -1,6 +1,7 @@
 // The embedded Postgres (PGlite + pgvector) behind a Postgres wire-protocol socket, in its own
 // process: run in the service's process, a 47 ms query stalled its event loop for 42 ms.
 // Plain JavaScript so that it forks without a TypeScript loader.
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
@@ -9,6 +10,8 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 const dataDir = process.env.MEMORYCHAT_PGLITE_DATA_DIR || undefined;
 const withVector = process.env.MEMORYCHAT_PGLITE_VECTOR !== 'off';
 const socketPath = process.env.MEMORYCHAT_PGLITE_SOCKET;
+// In memory, from a data directory dumped earlier (a tarball) instead of initdb: the demo's engine.
+const loadFrom = process.env.MEMORYCHAT_PGLITE_LOAD_FROM || undefined;
 // Create the data directory's cluster (initdb) and exit: see initialiseDataDir in embedded-postgres.ts.
 const initOnly = process.env.MEMORYCHAT_PGLITE_INIT_ONLY === 'on';
 
@@ -69,6 +72,7 @@ try {
   const memory = dataDir ? ['shared_buffers=32MB', 'maintenance_work_mem=16MB'] : ['shared_buffers=16MB'];
   db = await PGlite.create({
     dataDir,
+    ...(loadFrom ? { loadDataDir: new Blob([await readFile(loadFrom)]) } : {}),
     extensions: withVector ? { vector } : {},
     startParams: [...PGlite.defaultStartParams, '-c', 'wal_recycle=off', ...memory.flatMap((setting) => ['-c', setting])],
   });
@@ -96,7 +100,21 @@ try {
 
 process.on('message', (msg) => {
   if (msg?.type === 'stop') void stop(0);
+  if (msg?.type === 'dump') void dump(msg.file);
 });
+
+/** Writes the data directory as a tarball to `file` (beside it first, then renamed: never half a file). */
+async function dump(file) {
+  const partial = `${file}.${process.pid}.partial`;
+  try {
+    await writeFile(partial, Buffer.from(await (await db.dumpDataDir('none')).arrayBuffer()));
+    await rename(partial, file);
+    process.send?.({ type: 'dumped' });
+  } catch (err) {
+    await rm(partial, { force: true });
+    process.send?.({ type: 'dump-failed', message: err instanceof Error ? err.message : String(err) });
+  }
+}
 // The parent is gone (crashed or killed): close the database cleanly rather than linger.
 process.on('disconnect', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
