@@ -7,8 +7,8 @@ import { DEMO_CONTENT_HASH } from './demo-dataset.js';
 
 /**
  * A loaded demo engine's data directory as a tarball, which the next engine starts from instead of
- * initdb and the load: 0.3 s against 2.6 s on a quiet 2-core machine (initdb 1.8 s of it), and seconds
- * against a minute on a loaded one, where a restart is what ends a runaway statement.
+ * initdb and the load: an engine's start 0.8 s against 2.6 s on a quiet 2-core machine (initdb 1.8 s
+ * of it), and a restart is what ends a runaway statement, which the questions queued behind it wait for.
  * Kept beside the embedded cluster template (node_modules/.cache/memorychat), named by PGlite's
  * version and by the dataset's content, so the engines of later starts use it too; where that is not
  * writable, in a directory of this engine's own, removed when it closes.
