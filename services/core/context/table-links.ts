@@ -8,7 +8,7 @@
 // set as it was, since its words point to no table and the order is then the statement's.
 
 import { forEachSegment } from '../../model/text-segments.js';
-import { sqlIdentifiers } from '../search-terms/lexical-terms.js';
+import { sqlIdentifiers, tablesOfTerms } from '../search-terms/lexical-terms.js';
 
 /** How many of the statement's best turns the rerank chooses from: the fused lists' own depth. */
 export const RERANK_CANDIDATES = 20;
@@ -19,6 +19,8 @@ export interface LinkCandidate {
   tables_used: string[];
   /** The statement's fused score; 1 or more for the same question asked before (hybrid-rank.ts). */
   score: number;
+  /** The turn's stored whole-name terms, as the statement read them (null or absent: parse its SQL). */
+  table_terms?: string[] | null;
 }
 
 /** Shorter stems ("id", "no") name too many identifiers by accident. */
@@ -119,31 +121,41 @@ export function learnSchema(statements: readonly (string | null)[]): LearnedSche
   for (const sql of statements) {
     if (!sql) continue;
     const alias = new Map<string, string>();
-    for (const [, name, as] of sql.matchAll(FROM_ITEM)) {
-      const table = name!.toLowerCase();
+    eachMatch(FROM_ITEM, sql, (m) => {
+      const table = m[1]!.toLowerCase();
       alias.set(table, table);
-      if (as) alias.set(as.toLowerCase(), table);
+      if (m[2]) alias.set(m[2].toLowerCase(), table);
       entry(table);
-    }
+    });
     const read = new Set(alias.values());
-    const only = read.size === 1 ? [...read][0] : undefined;
-    const code = sql.replace(LITERAL, ' ');
-    for (const [, a, column] of code.matchAll(QUALIFIED)) {
-      const table = alias.get(a!.toLowerCase());
-      if (table) entry(table).identifiers.add(column!.toLowerCase());
-    }
+    const only = read.size === 1 ? read.values().next().value : undefined;
+    // Without a quoted value there is no literal to compare: the costliest passes are skipped.
+    const quoted = sql.includes("'") || sql.includes('"');
+    const code = quoted ? sql.replace(LITERAL, ' ') : sql;
+    eachMatch(QUALIFIED, code, (m) => {
+      const table = alias.get(m[1]!.toLowerCase());
+      if (table) entry(table).identifiers.add(m[2]!.toLowerCase());
+    });
     if (only) {
-      for (const [, word] of code.matchAll(BARE_NAME)) {
-        const w = word!.toLowerCase();
-        if (!SQL_WORDS.has(w) && !alias.has(w)) entry(only).identifiers.add(w);
-      }
+      const identifiers = entry(only).identifiers;
+      eachMatch(BARE_NAME, code, (m) => {
+        const w = m[1]!.toLowerCase();
+        if (!SQL_WORDS.has(w) && !alias.has(w)) identifiers.add(w);
+      });
     }
-    for (const [, a, , , literal] of sql.matchAll(COMPARED_LITERAL)) {
-      const table = a ? alias.get(a.toLowerCase()) : only;
-      if (table) for (const w of literalWords(literal!)) entry(table).values.add(w);
-    }
+    if (!quoted) continue;
+    eachMatch(COMPARED_LITERAL, sql, (m) => {
+      const table = m[1] ? alias.get(m[1].toLowerCase()) : only;
+      if (table) for (const w of literalWords(m[4]!)) entry(table).values.add(w);
+    });
   }
   return schema;
+}
+
+/** Each match of a global pattern, by exec: destructuring each of matchAll's results was most of learnSchema's time. */
+function eachMatch(pattern: RegExp, text: string, onMatch: (m: RegExpExecArray) => void): void {
+  pattern.lastIndex = 0;
+  for (let m = pattern.exec(text); m; m = pattern.exec(text)) onMatch(m);
 }
 
 function literalWords(text: string): string[] {
@@ -171,9 +183,14 @@ export function linkedTables(question: string, schema: LearnedSchema | (() => Le
   return linked;
 }
 
-/** A turn's tables, as the statement groups turns: those its SQL reads and those it was stored with. */
-export function tablesOf(turn: Pick<LinkCandidate, 'sql_query' | 'tables_used'>): string[] {
-  return [...new Set([...sqlIdentifiers(turn.sql_query).tables, ...turn.tables_used.map((t) => t.toLowerCase())])].sort();
+/**
+ * A turn's tables, as the statement groups turns: those its SQL reads and those it was stored with,
+ * read from its stored terms where the statement sent them (parsing 20 candidates' SQL was half the
+ * rerank's time: docs/performance.md).
+ */
+export function tablesOf(turn: Pick<LinkCandidate, 'sql_query' | 'tables_used' | 'table_terms'>): string[] {
+  const stored = turn.table_terms ? tablesOfTerms(turn.table_terms) : undefined;
+  return stored ?? [...new Set([...sqlIdentifiers(turn.sql_query).tables, ...turn.tables_used.map((t) => t.toLowerCase())])].sort();
 }
 
 /**

@@ -34,6 +34,8 @@ const MAX_POSITION = 16_383;
  */
 const MAX_TABLE_NAME_CHARS = 128;
 const MAX_TABLES = 100;
+/** A whole table name's term is this prefix and the name (weight D). */
+const WHOLE_NAME = 'table:';
 
 /** Case changes inside an identifier: "CarMakers" → "Car Makers", "HTTPServer" → "HTTP Server". */
 const CASE_CHANGE = /(?<=\p{Ll})(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/gu;
@@ -66,7 +68,7 @@ function wordTerms(word: string, out: string[]) {
 export function turnSearchTerms(turn: { question: string; sqlQuery: string | null; tablesUsed: string[] }): string {
   const ids = sqlIdentifiers(turn.sqlQuery);
   const tables = [...ids.tables, ...turn.tablesUsed].slice(0, MAX_TABLES);
-  const wholeNames = tables.map((table) => `table:${[...table.normalize('NFKC').toLowerCase()].slice(0, MAX_TABLE_NAME_CHARS).join('')}`);
+  const wholeNames = tables.map((table) => `${WHOLE_NAME}${[...table.normalize('NFKC').toLowerCase()].slice(0, MAX_TABLE_NAME_CHARS).join('')}`);
   const weighted: [string[], 'A' | 'B' | 'C' | 'D'][] = [
     [tables.flatMap(lexicalTerms), 'A'],
     [ids.columns.flatMap(lexicalTerms), 'B'],
@@ -82,6 +84,20 @@ export function turnSearchTerms(turn: { question: string; sqlQuery: string | nul
     }
   }
   return [...positions].map(([term, at]) => `${quoteLexeme(term)}:${at.join(',')}`).join(' ');
+}
+
+/**
+ * The tables whose whole names a stored turn's weight-D terms hold (turnSearchTerms), sorted: the set
+ * the retrieval statement groups turns by. Undefined for terms another TERMS_VERSION wrote.
+ */
+export function tablesOfTerms(wholeNameTerms: readonly string[]): string[] | undefined {
+  const tables: string[] = [];
+  let current = false;
+  for (const term of wholeNameTerms) {
+    if (term === TERMS_VERSION) current = true;
+    else if (term.startsWith(WHOLE_NAME)) tables.push(term.slice(WHOLE_NAME.length));
+  }
+  return current ? tables.sort() : undefined;
 }
 
 /** A question's terms, and as a tsquery literal matching any of them; null when it has none. */

@@ -46,8 +46,11 @@ export interface Retrieved {
   slots: Record<string, unknown>;
   /** Newest first. */
   window: HistoryTurn[];
-  /** Most similar first, with the fused score they were ranked by (hybrid-rank.ts). */
-  similar: (SimilarTurn & { score: number })[];
+  /**
+   * Most similar first, with the fused score they were ranked by (hybrid-rank.ts) and the stored terms
+   * the statement groups them by (their weight-D lexemes; null while not computed).
+   */
+  similar: (SimilarTurn & { score: number; table_terms: string[] | null })[];
   /** The session's latest questions, newest first, when `recentQuestions` asked for them. */
   recent: RecentQuestion[];
   /** The tenant's verified pairs nearest the question, best first, when `verifiedPairs` asked for them. */
@@ -133,7 +136,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
        -- three turns over one table tell the answerer less than the best turns over three.
        SELECT session_id, turn_number, status, question, answer, sql_query, tables_used, created_at,
-              1 - distance AS similarity, score
+              1 - distance AS similarity, score, tsvector_to_array(ts_filter(search_terms, '{d}')) AS table_terms
        FROM (SELECT *, row_number() OVER (PARTITION BY strip(ts_filter(search_terms, '{d}')) ORDER BY score DESC, distance) AS nth
              FROM fused WHERE usable) grouped
        ORDER BY nth, score DESC, distance, session_id, turn_number
@@ -154,7 +157,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   );
 
   const out: Retrieved = { window: [], similar: [], recent: [], pairs: [], summary: null, slots: {}, eraseEpoch: 0, annIndexed: false };
-  const similar: { turn: SimilarTurn; score: number }[] = [];
+  const similar: { turn: SimilarTurn; score: number; tableTerms: string[] | null }[] = [];
   const pairs: { pair: PairExample; rank: number }[] = [];
   for (const { source, row } of rows) {
     if (source === 'session') {
@@ -172,13 +175,14 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       similar.push({
         turn: { ...turnFromJson(row), session_id: String(row.session_id), similarity: Number(row.similarity) },
         score: Number(row.score),
+        tableTerms: (row.table_terms as string[] | null) ?? null,
       });
     }
   }
   out.window.sort((a, b) => b.turn_number - a.turn_number);
   out.recent.sort((a, b) => b.turn_number - a.turn_number);
   out.pairs = pairs.sort((a, b) => a.rank - b.rank).map((p) => p.pair);
-  out.similar = similar.sort((a, b) => b.score - a.score).map((s) => ({ ...s.turn, score: s.score }));
+  out.similar = similar.sort((a, b) => b.score - a.score).map((s) => ({ ...s.turn, score: s.score, table_terms: s.tableTerms }));
   return out;
 }
 
