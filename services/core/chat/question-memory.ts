@@ -1,7 +1,7 @@
 import { recentQuestions } from '../../db/repositories/turns.js';
 import { AppError } from '../../model/errors.js';
 import type { RecentQuestion } from '../../model/turns.js';
-import { type BuiltContext, buildMemoryContext } from '../context/chat-block.js';
+import { ANSWER_CHARS_IN_CONTEXT, type BuiltContext, buildMemoryContext } from '../context/chat-block.js';
 import { type Recalled, recallMemory } from '../context/recall-memory.js';
 import { databaseNames } from '../database-names.js';
 import type { MemoryDeps } from '../deps.js';
@@ -144,6 +144,8 @@ async function readMemory(
         // Read now for the turn's dedup, in the same round trip: one statement fewer per follow-up.
         recentQuestions: settings.maxTurnsPerSession,
         verifiedPairs: req.useMemory,
+        // One more than the block renders, so cutText still sees a longer answer as cut.
+        answerChars: ANSWER_CHARS_IN_CONTEXT + 1,
       },
       (err) => {
         deps.log.warn({ err }, 'embedding the question failed; answering without semantic search');

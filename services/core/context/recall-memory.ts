@@ -36,6 +36,8 @@ export interface RecallRequest {
   answerer?: string;
   /** Also read the tenant's verified pairs (docs/verified-pairs.md), with the same embedding and scope. */
   verifiedPairs?: boolean;
+  /** Read at most this many characters of each turn's answer (retrieveMemory); whole when absent. */
+  answerChars?: number;
 }
 
 /**
@@ -76,6 +78,7 @@ export async function recallMemory(
     ...(req.recentQuestions ? { recentQuestions: req.recentQuestions } : {}),
     ...(req.memoryScope ? { memoryScope: req.memoryScope } : {}),
     ...(req.answerer ? { answerer: req.answerer } : {}),
+    ...(req.answerChars !== undefined ? { answerChars: req.answerChars } : {}),
     ...(req.verifiedPairs ? { verifiedPairs: pairRecall(scope, deps.settings.minSimilarity) } : {}),
   });
   return { ...retrieved, similar: rerankByTableLinks(req.question, retrieved.similar, req.k), questionEmbedding: embedding };

@@ -32,6 +32,11 @@ export interface RetrievalRequest extends UserSearchRequest {
   answerer?: string;
   /** Also read the tenant's verified pairs nearest the question, within the same bounds (docs/verified-pairs.md). */
   verifiedPairs?: PairRecall;
+  /**
+   * Read at most this many characters of each window and similar turn's answer, for a caller that
+   * renders no more of them: a long answer is not read whole 20 times a question. Whole when absent.
+   */
+  answerChars?: number;
 }
 
 export interface Retrieved {
@@ -85,6 +90,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const bounded = isBounded(req.scope);
   const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
+  const answer = req.answerChars === undefined ? sql`t.answer` : sql`left(t.answer, ${param(req.answerChars)}::int) AS answer`;
   const pairSearch =
     req.verifiedPairs && req.embedding
       ? pairCandidates({ ...search, scope, answerer: sameAnswerer(param(req.answerer ?? null)), recall: req.verifiedPairs })
@@ -104,7 +110,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        -- through turns_by_user_model_recency and filtered them by session (583 of a 20,000-turn
        -- user's 794 ms: docs/performance.md). LIMIT keeps the subquery a loop over \`sess\`.
        SELECT w.* FROM sess CROSS JOIN LATERAL (
-         SELECT t.turn_number, t.status, t.question, t.answer,
+         SELECT t.turn_number, t.status, t.question, ${answer},
                 CASE WHEN t.feedback_rating = 'down' THEN NULL ELSE t.sql_query END AS sql_query, t.tables_used, t.created_at,
                 t.metadata -> 'asks_clarification' AS asks_clarification,
                 ${req.withMessages ? sql`t.messages` : sql`NULL::jsonb AS messages`}
@@ -131,7 +137,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
          AND (COALESCE(${param(req.memoryScope ?? null)}::text, (SELECT sess.memory_scope FROM sess), 'user') = 'user'
               OR t.session_id = ${session}::uuid)
          AND ${sameAnswerer(param(req.answerer ?? null))}`,
-       columns: sql`t.status, t.question, t.answer, t.sql_query, t.tables_used, t.created_at`,
+       columns: sql`t.status, t.question, ${answer}, t.sql_query, t.tables_used, t.created_at`,
      })}, sim AS (
        -- The best turn of each set of tables (their whole names, weight D: lexical-terms.ts) first:
        -- three turns over one table tell the answerer less than the best turns over three.

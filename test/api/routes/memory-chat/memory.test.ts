@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ANSWER_CHARS_IN_CONTEXT } from '../../../../services/core/context/chat-block.js';
+import { cutText } from '../../../../services/core/text.js';
 import { databaseBehindFaultProxy, freshTestDatabase } from '../../../support/databases/test-database.js';
 import { sendJson } from '../../../support/fakes/fake-http-server.js';
 import { type FakeUpstream, salesReply } from '../../../support/fakes/fake-upstream.js';
@@ -129,6 +131,27 @@ describe('memory in /memoryChat', () => {
       .find((l) => l.startsWith('Answer: Result'))!;
     expect(answerLine.length).toBeLessThanOrEqual('Answer: '.length + 500);
     expect(answerLine.endsWith('…')).toBe(true);
+  });
+
+  it('when a long answer is read for the block, then only its start is read, cut as the whole would be, and /memory/context still reads it whole', async () => {
+    // Characters beyond the BMP: JavaScript counts two units for each, Postgres's left() one character.
+    const long = `Result: ${'😀 x'.repeat(400)}`;
+    upstream.handle((req, res) => sendJson(res, 200, { ...salesReply(req.body.question), answer: long }));
+    const first = await chat(t, 'longcut', { question: 'Show me total sales by region for 2024' });
+    upstream.handle((req, res) => sendJson(res, 200, salesReply(req.body.question)));
+    const cut = `Answer: ${cutText(long, ANSWER_CHARS_IN_CONTEXT)}`;
+    await chat(t, 'longcut', { question: 'What about 2023?', session_id: first.body.conversation_metadata.conversation_id });
+    expect(String(upstream.lastBody().custom_instructions).split('\n')).toContain(cut);
+    // Another conversation finds the turn as a similar one.
+    const other = await chat(t, 'longcut', { question: 'Show me total sales by region for 2024' });
+    expect(other.body.memory_context_used.similar_queries_count).toBeGreaterThan(0);
+    expect(String(upstream.lastBody().custom_instructions).split('\n')).toContain(cut);
+    const context = await t.request('POST', '/memory/context', {
+      token: t.token('longcut'),
+      body: { question: 'Show me total sales by region for 2024' },
+    });
+    expect(context.status).toBe(200);
+    expect(context.body.memories.map((m: { answer: string }) => m.answer)).toContain(long);
   });
 
   it('when use_memory is false, then no memory is sent but the turn is still stored', async () => {
