@@ -17,6 +17,10 @@ export const SUITES: Record<string, Suite> = {
     script: './heavy-user.ts',
     about: 'a user with a long history against a user with one turn [--server] [--sizes 2000x400,...] [--keep --prefix P]',
   },
+  'answer-length': {
+    script: './answer-length.ts',
+    about: "the retrieval statement reading long answers whole against the block's first 501 characters [--server] [--chars 500,2000,8000]",
+  },
   'ann-recall': { script: './ann-recall.ts', about: 'recall@20 of the approximate path against exact search [--embedded]' },
   'statement-cpu': {
     script: './statement-cpu.ts',
