@@ -99,7 +99,9 @@ for (const chars of args.chars.split(',').map(Number)) {
   for (const reading of ['whole', 'cut'] as const) {
     const s = stats[reading];
     const n = s.wall.length;
-    console.log(`| ${chars} | ${reading} | ${p50(s.wall).toFixed(2)} | ${(s.app / n).toFixed(3)} | ${args.server ? (s.db / n).toFixed(3) : '–'} |`);
+    console.log(
+      `| ${chars} | ${reading} | ${p50(s.wall).toFixed(2)} | ${(s.app / n).toFixed(3)} | ${args.server ? (s.db / n).toFixed(3) : '–'} |`,
+    );
   }
 }
 await db.close();
