@@ -121,7 +121,7 @@ async function measureSize(turns: number, sessions: number) {
   const kept = args.keep ? path.join(tmpdir(), name) : undefined;
   const dataDir = kept ?? (await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-')));
   if (args.server && !(args.keep && (await databaseExists(name)))) await recreateDatabase(name);
-  const db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
+  let db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
   const perSession = Math.ceil(turns / sessions);
   // A kept database gains each run's /memoryChat conversations (the seed names its sessions 'history'):
   // they go before it is measured again, so that it holds the size it is named for.
@@ -137,6 +137,12 @@ async function measureSize(turns: number, sessions: number) {
   const heavySessions = reuse ? heavySessionRows.map((r) => r.session_id) : await seed(db, sessions, perSession);
   if (reuse) console.error(`[heavy-user] reusing ${name}: ${heavySessions.length} live sessions of the heavy user`);
   await upkeep(db);
+  if (!args.server && !reuse) {
+    // Measured on the data as a service that opens it finds it: in the engine that loaded it, the
+    // retrieval took 127 ms at 20,000 turns, against 8.8 in a later run on the same data.
+    await db.close();
+    db = await openBenchDatabase(dataDir);
+  }
 
   // The statement alone, as the service runs it (scoped), for a new question and for a follow-up.
   const identity = { tenantId: TENANT, userId: userId(HEAVY), roles: [] };
