@@ -8,7 +8,7 @@
 // set as it was, since its words point to no table and the order is then the statement's.
 
 import { forEachSegment } from '../../model/text-segments.js';
-import { sqlIdentifiers, tablesOfTerms } from '../search-terms/lexical-terms.js';
+import { sqlIdentifiers, tablesOfTerms, wholeTableName } from '../search-terms/lexical-terms.js';
 
 /** How many of the statement's best turns the rerank chooses from: the fused lists' own depth. */
 export const RERANK_CANDIDATES = 20;
@@ -122,8 +122,10 @@ export function learnSchema(statements: readonly (string | null)[]): LearnedSche
     if (!sql) continue;
     const alias = new Map<string, string>();
     eachMatch(FROM_ITEM, sql, (m) => {
-      const table = m[1]!.toLowerCase();
-      alias.set(table, table);
+      // Named as sqlIdentifiers and the stored terms name it: without a schema or database prefix.
+      const name = m[1]!.slice(m[1]!.lastIndexOf('.') + 1);
+      const table = wholeTableName(name);
+      alias.set(name.toLowerCase(), table);
       if (m[2]) alias.set(m[2].toLowerCase(), table);
       entry(table);
     });
@@ -190,7 +192,7 @@ export function linkedTables(question: string, schema: LearnedSchema | (() => Le
  */
 export function tablesOf(turn: Pick<LinkCandidate, 'sql_query' | 'tables_used' | 'table_terms'>): string[] {
   const stored = turn.table_terms ? tablesOfTerms(turn.table_terms) : undefined;
-  return stored ?? [...new Set([...sqlIdentifiers(turn.sql_query).tables, ...turn.tables_used.map((t) => t.toLowerCase())])].sort();
+  return stored ?? [...new Set([...sqlIdentifiers(turn.sql_query).tables, ...turn.tables_used].map(wholeTableName))].sort();
 }
 
 /**

@@ -69,7 +69,7 @@ export function turnSearchTerms(turn: { question: string; sqlQuery: string | nul
   const ids = sqlIdentifiers(turn.sqlQuery);
   const tables = [...ids.tables, ...turn.tablesUsed].slice(0, MAX_TABLES);
   const wholeNames = tables.map(
-    (table) => `${WHOLE_NAME}${[...table.normalize('NFKC').toLowerCase()].slice(0, MAX_TABLE_NAME_CHARS).join('')}`,
+    (table) => `${WHOLE_NAME}${wholeTableName(table)}`,
   );
   const weighted: [string[], 'A' | 'B' | 'C' | 'D'][] = [
     [tables.flatMap(lexicalTerms), 'A'],
@@ -86,6 +86,13 @@ export function turnSearchTerms(turn: { question: string; sqlQuery: string | nul
     }
   }
   return [...positions].map(([term, at]) => `${quoteLexeme(term)}:${at.join(',')}`).join(' ');
+}
+
+/** A table's name as its whole-name term holds it: NFKC, lower case, at most MAX_TABLE_NAME_CHARS characters. */
+export function wholeTableName(table: string): string {
+  const name = table.normalize('NFKC').toLowerCase();
+  // No more UTF-16 units than the bound is no more characters: only a longer name is cut, by character.
+  return name.length <= MAX_TABLE_NAME_CHARS ? name : [...name].slice(0, MAX_TABLE_NAME_CHARS).join('');
 }
 
 /**

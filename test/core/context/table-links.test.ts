@@ -6,6 +6,7 @@ import {
   names,
   questionStems,
   rerankByTableLinks,
+  tablesOf,
 } from '../../../services/core/context/table-links.js';
 
 const turn = (sql: string, score: number): LinkCandidate => ({ sql_query: sql, tables_used: [], score });
@@ -61,6 +62,16 @@ describe('the similar turns cut to k by the tables the question points to', () =
     );
     const airlines = turn('SELECT * FROM airlines', 0.031);
     expect(rerankByTableLinks('Which flights arrive in Aberdeen?', [flights, airlines, aberdeen], 2)).toEqual([flights, aberdeen]);
+  });
+
+  it('when statements name their tables with a schema, then the schema learned and the turns read name them alike', () => {
+    const customers = turn('SELECT c.name FROM public.customers c WHERE c.city = \'Oslo\'', 0.031);
+    const orders = turn('SELECT * FROM public.orders', 0.032);
+    expect(tablesOf(customers)).toEqual(['customers']);
+    const schema = learnSchema([customers.sql_query, orders.sql_query]);
+    expect([...schema.keys()].sort()).toEqual(['customers', 'orders']);
+    expect([...schema.get('customers')!.identifiers]).toEqual(expect.arrayContaining(['customers', 'name', 'city']));
+    expect(rerankByTableLinks('Names of the customers in Oslo?', [orders, customers], 1)).toEqual([customers]);
   });
 
   it('when no word of the question points to any table, then the k are the best of each set of tables first, in the fused score order', () => {
