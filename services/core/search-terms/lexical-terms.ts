@@ -68,9 +68,7 @@ function wordTerms(word: string, out: string[]) {
 export function turnSearchTerms(turn: { question: string; sqlQuery: string | null; tablesUsed: string[] }): string {
   const ids = sqlIdentifiers(turn.sqlQuery);
   const tables = [...ids.tables, ...turn.tablesUsed].slice(0, MAX_TABLES);
-  const wholeNames = tables.map(
-    (table) => `${WHOLE_NAME}${wholeTableName(table)}`,
-  );
+  const wholeNames = tables.map((table) => `${WHOLE_NAME}${wholeTableName(table)}`);
   const weighted: [string[], 'A' | 'B' | 'C' | 'D'][] = [
     [tables.flatMap(lexicalTerms), 'A'],
     [ids.columns.flatMap(lexicalTerms), 'B'],

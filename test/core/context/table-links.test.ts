@@ -65,7 +65,7 @@ describe('the similar turns cut to k by the tables the question points to', () =
   });
 
   it('when statements name their tables with a schema, then the schema learned and the turns read name them alike', () => {
-    const customers = turn('SELECT c.name FROM public.customers c WHERE c.city = \'Oslo\'', 0.031);
+    const customers = turn("SELECT c.name FROM public.customers c WHERE c.city = 'Oslo'", 0.031);
     const orders = turn('SELECT * FROM public.orders', 0.032);
     expect(tablesOf(customers)).toEqual(['customers']);
     const schema = learnSchema([customers.sql_query, orders.sql_query]);
