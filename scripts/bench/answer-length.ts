@@ -5,7 +5,6 @@
 // (`npm run bench -- memory-chat [--server]` seeds it). Per call: wall time, this process's CPU (pg's
 // decoding of the rows) and, on the server, the database's (its backend).
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,6 +16,8 @@ import { retrieveMemory } from '../../services/db/repositories/memory-retrieval.
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { interactionsFor, rng, TENANT, userDatabases, userId } from './data.js';
 import { copyDataDir, openBenchDatabase } from './database.js';
+import { percentile } from './load.js';
+import { runNsOf } from './rss.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
 import { dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 
@@ -38,9 +39,9 @@ let databaseCpu: () => number = () => Number.NaN;
 if (args.server) {
   await recreateDatabase(copy, seeded);
   db = await openServerDatabase(copy, 1);
-  // The pool's one backend, by its scheduler clock (ns), as statement-cpu.ts reads it.
+  // The pool's one backend, by its scheduler clock, as statement-cpu.ts reads it.
   const pid = (await db.pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-  databaseCpu = () => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  databaseCpu = () => runNsOf(pid) / 1e6;
 } else {
   await copyDataDir(path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), `v4-${args.users}x100`), dir);
   db = await openBenchDatabase(dir);
@@ -57,7 +58,6 @@ const r = rng(11);
 /** Calls not counted at each length: the first ones plan the statement and compile the code. */
 const WARMUP = 40;
 
-const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`user ${identity.userId}, ${args.calls} calls per reading and length, alternating; load average ${loadavg()[0]!.toFixed(1)}`);
 console.log('\n| stored answer chars | reading | p50 ms | app CPU ms per call | db CPU ms per call |\n| ---: | --- | ---: | ---: | ---: |');
 for (const chars of args.chars.split(',').map(Number)) {
@@ -98,9 +98,9 @@ for (const chars of args.chars.split(',').map(Number)) {
   }
   for (const reading of ['whole', 'cut'] as const) {
     const s = stats[reading];
-    const n = s.wall.length;
+    const n = s.wall.sort((a, b) => a - b).length;
     console.log(
-      `| ${chars} | ${reading} | ${p50(s.wall).toFixed(2)} | ${(s.app / n).toFixed(3)} | ${args.server ? (s.db / n).toFixed(3) : '–'} |`,
+      `| ${chars} | ${reading} | ${percentile(s.wall, 50).toFixed(2)} | ${(s.app / n).toFixed(3)} | ${args.server ? (s.db / n).toFixed(3) : '–'} |`,
     );
   }
 }

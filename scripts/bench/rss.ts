@@ -66,6 +66,11 @@ export function cpuMsOf(pid: number): number {
   }
 }
 
+/** CPU time a process has run so far, in ns: the first field of its schedstat (the scheduler's clock, not 10 ms ticks). */
+export function runNsOf(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+}
+
 /** The child of `pid` whose command line mentions `needle` (e.g. the embedded Postgres process). */
 export function childMatching(pid: number, needle: string): number | undefined {
   return childrenOf(pid).find((c) => commandLineIncludes(c, needle));

@@ -4,12 +4,12 @@
 // the caller's row-security scope, prepared). Each database named is a copy of the seeded server data
 // (`npm run bench -- --server`, BENCH_DATABASE_URL) on this machine; they take turns in rounds of N
 // turns each, so schema variants (another index, another migration) compare side by side.
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { scopedDatabase } from '../../services/db/row-security.js';
 import { floorTurns } from './floor.js';
+import { runNsOf } from './rss.js';
 import { openServerDatabase } from './server-databases.js';
 import { conversationClient } from './workload.js';
 
@@ -21,9 +21,6 @@ const { values: args } = parseArgs({
     users: { type: 'string', default: '1000' },
   },
 });
-
-/** CPU time (ns) the process has run: the first field of its schedstat. */
-const runNs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
 
 interface Totals {
   retrieval: number;
@@ -42,9 +39,9 @@ const opened = await Promise.all(
     // The floor's two statements, each timed on the backend: retrieval first, then the append.
     const timed = (inner: Queryable): Queryable => ({
       async query(statement: never, values?: never) {
-        const before = runNs(pid);
+        const before = runNsOf(pid);
         const result = await inner.query(statement, values);
-        const spent = runNs(pid) - before;
+        const spent = runNsOf(pid) - before;
         if (/^\s*WITH sess AS/.test((statement as { text: string }).text)) t.retrieval += spent;
         else t.append += spent;
         return result;
