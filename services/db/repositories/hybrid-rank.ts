@@ -197,7 +197,12 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
   // The scan reads probes * rows / lists rows, probes = IVF_PROBES * sqrt(rows / turns) (at most
   // every list; least() skips a NULL): the least turns that pay are at most
   // rows * (cost * IVF_PROBES / lists)^(2/3), and as many sessions hold at least as many turns.
-  const needed = sql`greatest(${max + 1}, ceil(i.rows * power(${rowCost}::float8 * ${IVF_PROBES} / greatest(i.lists, 1), 2.0 / 3)))::bigint`;
+  // With no row cost every user past the threshold takes the path, and the probes for their share
+  // need the whole count: cut at the threshold, it gave every such user all of the lists.
+  const needed =
+    rowCost === 0
+      ? sql`NULL::bigint`
+      : sql`greatest(${max + 1}, ceil(i.rows * power(${rowCost}::float8 * ${IVF_PROBES} / greatest(i.lists, 1), 2.0 / 3)))::bigint`;
   const counted = sql`(SELECT coalesce(sum(x.turn_count), 0) FROM (SELECT x.turn_count FROM sessions x
              WHERE x.tenant_id = ${s.tenant} AND x.user_id = ${s.user} LIMIT ${needed}) x)`;
   // Under a known epoch the count is an initplan: it runs only when CASE reaches it. OFFSET 0 keeps the

@@ -5,6 +5,7 @@ import { explainScoped, type PlanNode, ranAnnFunction } from '../../../../script
 import { LOCAL_MODEL } from '../../../../services/config/config.js';
 import { type Database, openDatabase } from '../../../../services/db/pool.js';
 import { retrieveMemory } from '../../../../services/db/repositories/memory-retrieval.js';
+import { pathHint } from '../../../../services/db/repositories/path-memory.js';
 import { type SearchRequest, searchTurns } from '../../../../services/db/repositories/turns.js';
 import { embedText } from '../../../../services/providers/embeddings/local-embedder.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../../../support/databases/test-database.js';
@@ -164,5 +165,12 @@ describe('approximate search for users with a long history', () => {
     ]);
     const afterErasure = await explainScoped(database.pool, counted, (db) => searchTurns(db, search(counted, 20, 0)));
     expect(ranAnnFunction(afterErasure.plan)).toBe(false);
+  });
+
+  it("when the approximate path is taken whatever the row cost, then the user's turns in all of their sessions are counted, as the probes for their share need", async () => {
+    const spread = { tenantId: 'default', userId: 'spread-user', roles: [] as string[] };
+    for (let session = 0; session < 4; session++) await seed(spread.userId, 8);
+    await searchTurns(database.scoped.asUser(spread), search(spread, 1, 0));
+    expect(pathHint(spread, MODEL, { exactSearchMaxTurns: 1, annRowCost: 0 }, false).known?.turns).toBe(32);
   });
 });
