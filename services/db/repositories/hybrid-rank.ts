@@ -33,13 +33,15 @@ export const ANN_INDEXES: ReadonlyMap<string, { nearest: SqlFragment; index: str
 /**
  * How many of the index's lists nearest the question the scan reads for a user who holds all of its
  * rows; a user holding a share of them gets IVF_PROBES / √share (their turns are spread over more
- * lists, among other users'). Recall@20 of the function against exact search, 200 questions, lists ≈
- * √rows (scripts/bench/heavy-user.ts's users, docs/performance.md, "Recall of the approximate path"):
- * 20,000 turns in 149 lists 0.942 / 0.980 / 0.994 / 0.997 at 10 / 20 / 30 / 40 probes; 100,000 turns
- * in 332 lists 0.967 / 0.980 / 0.990 / 0.992. At 20 another build of the same rows (the embedded
- * database's k-means) served 0.967: 30 leaves room for the build's draw, at 1.3-1.4x the scan's time.
+ * lists, among other users'). Recall@20 of the function against exact search, 300 questions (a third
+ * about other databases than the user's, whose nearest turns lie spread over many lists: most of
+ * what a scan misses), lists ≈ √rows, over several builds of the same rows (k-means draws its own
+ * lists each time; docs/performance.md, "Recall of the approximate path"): 20,000 of 22,600 rows in
+ * 150 lists, eight builds, 0.978-0.994 at 30 probes, 0.984-0.997 at 35, 0.993-0.997 at 40;
+ * 100,000 of 102,600 rows in 320 lists, four builds, 0.989-0.992 at 30, 0.993-0.997 at 40. At 40 the
+ * scan takes about 1.3x its time at 30.
  */
-const IVF_PROBES = 30;
+const IVF_PROBES = 40;
 /**
  * How many of the scan's nearest per candidate wanted the statement's conditions (scope, live
  * sessions, status) are checked on, each by one row lookup: they apply after the scan, so it keeps
