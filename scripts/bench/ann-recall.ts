@@ -1,6 +1,7 @@
 // `npm run bench -- ann-recall [--embedded] [--background-users 100] [--turns-per-user 1000]
-// [--heavy 20000] [--queries 200] [--database mc_bench_ann_recall] [--keep]`: recall@20 of the approximate (IVFFlat) nearest turns against exact
-// search (docs/performance.md, "Recall"), on the PostgreSQL server or, with --embedded, on PGlite.
+// [--heavy 20000] [--queries 200] [--database mc_bench_ann_recall] [--keep] [--builds 8 --probes 30,35,40]`: recall@20 of the
+// approximate (IVFFlat) nearest turns against exact search (docs/performance.md, "Recall"), on the
+// PostgreSQL server or, with --embedded, on PGlite.
 // The table holds background users, a heavy user, a user just past MEMORY_EXACT_SEARCH_MAX_TURNS and a
 // small user; each user's turns are SParC turns of their own databases, every one varied (turnVariant:
 // no two turns alike) and embedded with its SQL and answer as the service embeds a turn. For each of
@@ -8,8 +9,11 @@
 // between exact search and the approximate path, forced with exactSearchMaxTurns and annRowCost 0 (at the
 // probes the service takes for the user's share of the index); each row
 // also says which path the service takes for that user (MEMORY_EXACT_SEARCH_MAX_TURNS and the index
-// rows it would read: hybrid-rank.ts, ANN_ROW_COST) and so the recall it serves. Prints a Markdown
-// table and the load average.
+// rows it would read: hybrid-rank.ts, ANN_ROW_COST) and so the recall it serves. With --builds, the
+// index is then built again that many times (k-means draws its lists anew each time) and the heavy
+// user's recall@20 read from the nearest-turns function at each of --probes (the service's own is
+// IVF_PROBES / √share), with which third of the questions the misses came from. Prints Markdown
+// tables and the load average.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,9 +23,10 @@ import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import pgvector from 'pgvector';
 import type { Database } from '../../services/db/pool.js';
+import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { distinctTurn, interactionsFor, rng, TENANT, userDatabases } from './data.js';
+import { distinctTurn, interactionsFor, loadSparc, pick, rng, TENANT, userDatabases, varyQuestion } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainScoped, ranAnnFunction } from './retrieval-plan.js';
@@ -40,6 +45,8 @@ const { values: args } = parseArgs({
     keep: { type: 'boolean', default: false },
     // The server database's name: one per engineer on a shared server.
     database: { type: 'string', default: 'mc_bench_ann_recall' },
+    builds: { type: 'string', default: '0' },
+    probes: { type: 'string', default: '30,35,40' },
   },
 });
 /** MEMORY_EXACT_SEARCH_MAX_TURNS's default: the "just past" user has a quarter more. */
@@ -152,6 +159,67 @@ for (const [label, u] of Object.entries(users)) {
     servicePath: (await usesIndex(u.id, THRESHOLD)) ? 'IVFFlat' : 'exact',
   });
 }
+/**
+ * Recall@20 of the nearest-turns function for `user` at each of `probes`, over `queries` varied SParC
+ * questions (as served-recall.ts draws them: two in three about the user's databases), against exact
+ * search over the same rows, tie-aware by distance; and how many of the missed turns each third of
+ * the questions (own, own, any) lost.
+ */
+async function functionRecall(q: Queryable, user: { id: string; dbs: string[] }, probes: number[]) {
+  const own = interactionsFor(user.dbs).flatMap((i) => i.turns);
+  const any = loadSparc().flatMap((i) => i.turns);
+  const draw = rng(99);
+  const vectors = Array.from({ length: Number(args.queries) }, (_, i) =>
+    pgvector.toSql(embedText(varyQuestion(draw, pick(draw, i % 3 === 2 ? any : own).question), DIMENSIONS)!),
+  );
+  const exact: number[][] = [];
+  for (const v of vectors) {
+    const { rows } = await q.query<{ d: number }>(
+      `SELECT 1 + (embedding::vector(${DIMENSIONS}) <#> $1::vector(${DIMENSIONS})) AS d FROM turns
+       WHERE tenant_id = $2 AND user_id = $3 AND embedding_model = $4 ORDER BY d LIMIT 20`,
+      [v, TENANT, user.id, EMBEDDING_MODEL],
+    );
+    exact.push(rows.map((r) => Number(r.d)));
+  }
+  const found = [];
+  for (const p of probes) {
+    let hits = 0;
+    let wanted = 0;
+    const lost = [0, 0, 0];
+    const ms: number[] = [];
+    for (const [i, v] of vectors.entries()) {
+      const started = performance.now();
+      const { rows } = await q.query<{ d: number }>(
+        `SELECT distance AS d FROM nearest_turns_local_hash_v2_384($1, $2, $3::vector, 200, $4) ORDER BY distance LIMIT 20`,
+        [TENANT, user.id, v, p],
+      );
+      ms.push(performance.now() - started);
+      const cutoff = exact[i]!.at(-1) ?? 1;
+      const hit = Math.min(exact[i]!.length, rows.filter((r) => Number(r.d) <= cutoff + 1e-9).length);
+      hits += hit;
+      wanted += exact[i]!.length;
+      lost[i % 3]! += exact[i]!.length - hit;
+    }
+    found.push({
+      probes: p,
+      recall: wanted ? hits / wanted : 1,
+      p50: percentile(
+        [...ms].sort((a, b) => a - b),
+        50,
+      ),
+      lost,
+    });
+  }
+  return found;
+}
+
+const probes = args.probes!.split(',').map(Number);
+const builds = [];
+for (let b = 0; b < Number(args.builds); b++) {
+  await db.pool.query(`DROP INDEX ${index}`);
+  const lists = (await db.scoped.maintainAnnIndexes()).find((s) => s.index === index)!.rebuiltWith;
+  builds.push({ lists, found: await functionRecall(db.scoped.asUser({ tenantId: TENANT, userId: users.heavy.id }), users.heavy, probes) });
+}
 await db.close();
 await done();
 
@@ -170,4 +238,17 @@ for (const r of results) {
   console.log(
     `| ${r.label} | ${r.turns} | ${r.recall.toFixed(3)} | ${r.exactP50.toFixed(2)} | ${r.annP50.toFixed(2)} | ${r.annPlan ? 'yes' : 'NO'} | ${r.servicePath} | ${(r.servicePath === 'IVFFlat' ? r.recall : 1).toFixed(3)} |`,
   );
+}
+if (builds.length) {
+  console.log('');
+  console.log(
+    `The heavy user's recall@20 from the nearest-turns function, ${builds.length} builds (missed turns from own / own / other-database questions):`,
+  );
+  console.log('');
+  console.log(`| build | lists | ${probes.map((p) => `${p} probes`).join(' | ')} |`);
+  console.log(`| ---: | ---: | ${probes.map(() => '---').join(' | ')} |`);
+  for (const [b, build] of builds.entries()) {
+    const cells = build.found.map((f) => `${f.recall.toFixed(3)}, ${f.p50.toFixed(1)} ms (${f.lost.join('/')})`);
+    console.log(`| ${b + 1} | ${build.lists} | ${cells.join(' | ')} |`);
+  }
 }

@@ -33,13 +33,13 @@ export const ANN_INDEXES: ReadonlyMap<string, { nearest: SqlFragment; index: str
 /**
  * How many of the index's lists nearest the question the scan reads for a user who holds all of its
  * rows; a user holding a share of them gets IVF_PROBES / √share (their turns are spread over more
- * lists, among other users'). Recall@20 of the function against exact search, 300 questions (a third
+ * lists, among other users'). k-means draws the lists anew at each build, and recall moves with the
+ * draw: recall@20 of the function against exact search for a 20,000-turn user, 300 questions (a third
  * about other databases than the user's, whose nearest turns lie spread over many lists: most of
- * what a scan misses), lists ≈ √rows, over several builds of the same rows (k-means draws its own
- * lists each time; docs/performance.md, "Recall of the approximate path"): 20,000 of 22,600 rows in
- * 150 lists, eight builds, 0.978-0.994 at 30 probes, 0.984-0.997 at 35, 0.993-0.997 at 40;
- * 100,000 of 102,600 rows in 320 lists, four builds, 0.989-0.992 at 30, 0.993-0.997 at 40. At 40 the
- * scan takes about 1.3x its time at 30.
+ * what a scan misses), sixteen builds of √rows lists, 0.976-0.994 at 30 probes (four builds under
+ * 0.98), 0.982-0.997 at 40; a 100,000-turn user, four builds, 0.989-0.994 and 0.994-0.997
+ * (`npm run bench -- ann-recall --builds N`, docs/performance.md). At 40 the scan takes about 1.3x
+ * its time at 30.
  */
 const IVF_PROBES = 40;
 /**
