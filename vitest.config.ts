@@ -135,6 +135,7 @@ export default defineConfig({
             'test/db/demo/demo-engine-start.test.ts',
             'test/db/embedded/cluster-template.test.ts',
             'test/db/embedded/table-statistics.test.ts',
+            'test/db/embedded/shared-buffers.test.ts',
             // About Redis (a cluster of its own): the embedded project runs it.
             'test/worker/redis-cluster.test.ts',
             ...OWN_PROCESS,

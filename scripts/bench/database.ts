@@ -3,8 +3,13 @@ import { cp, rm } from 'node:fs/promises';
 import { migrate } from '../../services/db/migrate.js';
 import { type Database, openDatabase } from '../../services/db/pool.js';
 
-export async function openBenchDatabase(dataDir: string, runMigrations = false): Promise<Database> {
-  const db = await openDatabase({ DATA_DIR: dataDir, DATABASE_URL: undefined, DATABASE_POOL_MAX: 1 });
+export async function openBenchDatabase(dataDir: string, runMigrations = false, sharedBuffersMb?: number): Promise<Database> {
+  const db = await openDatabase({
+    DATA_DIR: dataDir,
+    DATABASE_URL: undefined,
+    DATABASE_POOL_MAX: 1,
+    EMBEDDED_SHARED_BUFFERS_MB: sharedBuffersMb,
+  });
   if (runMigrations) await migrate(db.pool);
   return db;
 }

@@ -9,7 +9,9 @@
 // Options: --sizes 2000x400,5000x1000 (turns x sessions), --rounds 40 (conversations per user),
 // --search-calls 300, --server; --keep leaves each size's database (server: <prefix>_<turns>x<sessions>;
 // embedded: a data directory of that name under the temp dir) seeded and indexed, and a later run
-// with --keep reuses it instead of seeding again; --prefix names them (default mc_bench_heavy).
+// with --keep reuses it instead of seeding again; --prefix names them (default mc_bench_heavy);
+// --shared-buffers-mb N runs the embedded database (the bench's and the service's) with
+// EMBEDDED_SHARED_BUFFERS_MB=N.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -40,8 +42,10 @@ const { values: args } = parseArgs({
     keep: { type: 'boolean', default: false },
     prefix: { type: 'string', default: 'mc_bench_heavy' },
     'recall-queries': { type: 'string', default: '200' },
+    'shared-buffers-mb': { type: 'string' },
   },
 });
+const sharedBuffersMb = args['shared-buffers-mb'] ? Number(args['shared-buffers-mb']) : undefined;
 const HEAVY = 1;
 const LIGHT = 2;
 const ANN_INDEX = 'turns_ann_local_hash_v2_384';
@@ -121,7 +125,7 @@ async function measureSize(turns: number, sessions: number) {
   const kept = args.keep ? path.join(tmpdir(), name) : undefined;
   const dataDir = kept ?? (await mkdtemp(path.join(tmpdir(), 'memorychat-heavy-user-')));
   if (args.server && !(args.keep && (await databaseExists(name)))) await recreateDatabase(name);
-  let db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true);
+  let db = args.server ? await openServerDatabase(name, 1, true) : await openBenchDatabase(dataDir, true, sharedBuffersMb);
   const perSession = Math.ceil(turns / sessions);
   // A kept database gains each run's /memoryChat conversations (the seed names its sessions 'history'):
   // they go before it is measured again, so that it holds the size it is named for.
@@ -141,7 +145,7 @@ async function measureSize(turns: number, sessions: number) {
     // Measured on the data as a service that opens it finds it: in the engine that loaded it, the
     // retrieval took 127 ms at 20,000 turns, against 8.8 in a later run on the same data.
     await db.close();
-    db = await openBenchDatabase(dataDir);
+    db = await openBenchDatabase(dataDir, false, sharedBuffersMb);
   }
 
   // The statement alone, as the service runs it (scoped), for a new question and for a follow-up.
@@ -195,6 +199,7 @@ async function measureSize(turns: number, sessions: number) {
   const service = await startService(dataDir, answerer.url, {
     RATE_LIMIT_PER_MINUTE: '0',
     ...(args.server ? { DATABASE_URL: databaseUrl(name) } : {}),
+    ...(sharedBuffersMb ? { EMBEDDED_SHARED_BUFFERS_MB: String(sharedBuffersMb) } : {}),
   });
   const client = serviceTurns(service.baseUrl, 1);
   const latencies: Record<number, number[]> = { [HEAVY]: [], [LIGHT]: [] };

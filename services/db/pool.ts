@@ -18,7 +18,8 @@ export interface Database {
  * exactly one connection: never wait for a second connection while holding the first.
  */
 export async function openDatabase(
-  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'> & Partial<Pick<Config, 'eraseReclaimWindowMs' | 'ERASE_RECLAIM'>>,
+  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'> &
+    Partial<Pick<Config, 'eraseReclaimWindowMs' | 'ERASE_RECLAIM' | 'EMBEDDED_SHARED_BUFFERS_MB'>>,
   options: { onIdleClientError?: (err: Error) => void } = {},
 ): Promise<Database> {
   if (config.DATABASE_URL) {
@@ -33,7 +34,7 @@ export async function openDatabase(
       close: () => pool.end(),
     };
   }
-  const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR);
+  const embedded: EmbeddedPostgres = await startEmbeddedPostgres(config.DATA_DIR, { sharedBuffersMb: config.EMBEDDED_SHARED_BUFFERS_MB });
   const pool = survivingIdleErrors(new pg.Pool({ ...embedded.connection, max: 1, idleTimeoutMillis: 0 }), options.onIdleClientError);
   const statistics = keepTableStatistics(pool);
   return {

@@ -5,6 +5,8 @@ export const DatabaseSchema = Type.Object({
   DATA_DIR: Type.String({ minLength: 1, default: './.data' }),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
+  // The embedded database's buffer pool, which PGlite touches whole at start: RSS from the first second.
+  EMBEDDED_SHARED_BUFFERS_MB: Type.Integer({ minimum: 16, maximum: 65_536, default: 32 }),
 });
 
 export type DatabaseVariables = Static<typeof DatabaseSchema>;

@@ -16,16 +16,17 @@ export interface EmbeddedPostgres {
 
 /**
  * Starts PGlite with pgvector under `<dataDir>/pg` in a child process and waits until its socket
- * accepts connections. A lock file keeps a second process from opening the same data directory.
+ * accepts connections, with `sharedBuffersMb` of shared buffers (EMBEDDED_SHARED_BUFFERS_MB; 32 when
+ * absent). A lock file keeps a second process from opening the same data directory.
  */
-export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(dataDir: string, options: { sharedBuffersMb?: number } = {}): Promise<EmbeddedPostgres> {
   const pgDir = path.resolve(dataDir, 'pg');
   await mkdir(pgDir, { recursive: true });
   const lockFile = path.resolve(dataDir, 'pg.lock');
   await acquireLock(lockFile);
   try {
     await initialiseDataDir(pgDir);
-    const pglite = await startPgliteProcess({ dataDir: pgDir, vector: true });
+    const pglite = await startPgliteProcess({ dataDir: pgDir, vector: true, sharedBuffersMb: options.sharedBuffersMb });
     return {
       connection: pglite.connection,
       async stop() {
@@ -62,9 +63,15 @@ export interface PgliteProcess extends EmbeddedPostgres {
 /**
  * Forks db/embedded/pglite-process.mjs: on `dataDir`, or in memory when unset (nothing on disk,
  * nothing to recover after a kill), then from the tarball `loadFrom` when set instead of a fresh
- * initdb; with the pgvector extension only when `vector`.
+ * initdb; with the pgvector extension only when `vector`, and `sharedBuffersMb` of shared buffers on
+ * disk (32 when absent; 16 in memory, pglite-process.mjs).
  */
-export async function startPgliteProcess(options: { dataDir?: string; loadFrom?: string; vector: boolean }): Promise<PgliteProcess> {
+export async function startPgliteProcess(options: {
+  dataDir?: string;
+  loadFrom?: string;
+  vector: boolean;
+  sharedBuffersMb?: number;
+}): Promise<PgliteProcess> {
   // Unix socket paths are limited to ~107 bytes, so the socket lives in a short temporary directory.
   const socketDir = await mkdtemp(path.join(tmpdir(), 'memorychat-pg-'));
   const child = fork(CHILD, [], {
@@ -79,6 +86,7 @@ export async function startPgliteProcess(options: { dataDir?: string; loadFrom?:
       MEMORYCHAT_PGLITE_DATA_DIR: options.dataDir ?? '',
       MEMORYCHAT_PGLITE_LOAD_FROM: options.loadFrom ?? '',
       MEMORYCHAT_PGLITE_VECTOR: options.vector ? 'on' : 'off',
+      MEMORYCHAT_PGLITE_SHARED_BUFFERS_MB: String(options.sharedBuffersMb ?? ''),
       MEMORYCHAT_PGLITE_SOCKET: path.join(socketDir, '.s.PGSQL.5432'),
     },
     execArgv: [],

@@ -14,6 +14,7 @@ const socketPath = process.env.MEMORYCHAT_PGLITE_SOCKET;
 const loadFrom = process.env.MEMORYCHAT_PGLITE_LOAD_FROM || undefined;
 // Create the data directory's cluster (initdb) and exit: see initialiseDataDir in embedded-postgres.ts.
 const initOnly = process.env.MEMORYCHAT_PGLITE_INIT_ONLY === 'on';
+const sharedBuffersMb = Number(process.env.MEMORYCHAT_PGLITE_SHARED_BUFFERS_MB) || 32;
 
 // How long a new connection waits for the previous one to be released before it is refused.
 const HANDOVER_WAIT_MS = 2000;
@@ -67,9 +68,10 @@ try {
   // their old contents, so erased rows do not linger in pg_wal (db/row-security.ts, reclaimErasedRows).
   // PGlite touches all of its shared buffers at start, inside its WebAssembly memory, which never
   // shrinks: PGlite's default of 128 MB is 128 MB of RSS from the first second. On disk, 32 MB (the
-  // operating system's page cache holds the rest of the files); in memory (the demo's engine, about
+  // operating system's page cache holds the rest of the files) unless EMBEDDED_SHARED_BUFFERS_MB says
+  // more, for a heavy user's approximate index (docs/scaling.md); in memory (the demo's engine, about
   // 1 MB of data), 16 MB. maintenance_work_mem bounds what an index build adds to that memory for good.
-  const memory = dataDir ? ['shared_buffers=32MB', 'maintenance_work_mem=16MB'] : ['shared_buffers=16MB'];
+  const memory = dataDir ? [`shared_buffers=${sharedBuffersMb}MB`, 'maintenance_work_mem=16MB'] : ['shared_buffers=16MB'];
   db = await PGlite.create({
     dataDir,
     ...(loadFrom ? { loadDataDir: new Blob([await readFile(loadFrom)]) } : {}),
