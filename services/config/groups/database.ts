@@ -6,7 +6,8 @@ export const DatabaseSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 200, default: 10 }),
   // The embedded database's buffer pool, which PGlite touches whole at start: RSS from the first second.
-  EMBEDDED_SHARED_BUFFERS_MB: Type.Integer({ minimum: 16, maximum: 65_536, default: 32 }),
+  // Unset: the database child's own size (db/embedded/pglite-process.mjs, 32 MB on disk).
+  EMBEDDED_SHARED_BUFFERS_MB: Type.Optional(Type.Integer({ minimum: 16, maximum: 65_536 })),
 });
 
 export type DatabaseVariables = Static<typeof DatabaseSchema>;

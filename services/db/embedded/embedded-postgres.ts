@@ -16,8 +16,8 @@ export interface EmbeddedPostgres {
 
 /**
  * Starts PGlite with pgvector under `<dataDir>/pg` in a child process and waits until its socket
- * accepts connections, with `sharedBuffersMb` of shared buffers (EMBEDDED_SHARED_BUFFERS_MB; 32 when
- * absent). A lock file keeps a second process from opening the same data directory.
+ * accepts connections, with `sharedBuffersMb` of shared buffers (EMBEDDED_SHARED_BUFFERS_MB; the
+ * child's own size when absent). A lock file keeps a second process from opening the same data directory.
  */
 export async function startEmbeddedPostgres(dataDir: string, options: { sharedBuffersMb?: number } = {}): Promise<EmbeddedPostgres> {
   const pgDir = path.resolve(dataDir, 'pg');
@@ -64,7 +64,7 @@ export interface PgliteProcess extends EmbeddedPostgres {
  * Forks db/embedded/pglite-process.mjs: on `dataDir`, or in memory when unset (nothing on disk,
  * nothing to recover after a kill), then from the tarball `loadFrom` when set instead of a fresh
  * initdb; with the pgvector extension only when `vector`, and `sharedBuffersMb` of shared buffers on
- * disk (32 when absent; 16 in memory, pglite-process.mjs).
+ * disk (absent: pglite-process.mjs's own sizes, on disk and in memory).
  */
 export async function startPgliteProcess(options: {
   dataDir?: string;
