@@ -26,12 +26,12 @@ import type { Database } from '../../services/db/pool.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
 import { searchTurns } from '../../services/db/repositories/turns.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
-import { distinctTurn, interactionsFor, loadSparc, pick, rng, TENANT, userDatabases, varyQuestion } from './data.js';
+import { distinctTurn, interactionsFor, rng, TENANT, userDatabases } from './data.js';
 import { openBenchDatabase } from './database.js';
 import { percentile } from './load.js';
 import { explainScoped, ranAnnFunction } from './retrieval-plan.js';
 import { DIMENSIONS, EMBEDDING_MODEL } from './seed.js';
-import { recallAgainstExact, vectorSearch } from './served-recall.js';
+import { recallAgainstExact, recallQuestions, vectorSearch } from './served-recall.js';
 import { dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
 
 const { values: args } = parseArgs({
@@ -160,17 +160,13 @@ for (const [label, u] of Object.entries(users)) {
   });
 }
 /**
- * Recall@20 of the nearest-turns function for `user` at each of `probes`, over `queries` varied SParC
- * questions (as served-recall.ts draws them: two in three about the user's databases), against exact
- * search over the same rows, tie-aware by distance; and how many of the missed turns each third of
- * the questions (own, own, any) lost.
+ * Recall@20 of the nearest-turns function for `user` at each of `probes`, over `queries`
+ * recallQuestions, against exact search over the same rows, tie-aware by distance; and how many of
+ * the missed turns each third of the questions (own, own, any) lost.
  */
 async function functionRecall(q: Queryable, user: { id: string; dbs: string[] }, probes: number[]) {
-  const own = interactionsFor(user.dbs).flatMap((i) => i.turns);
-  const any = loadSparc().flatMap((i) => i.turns);
-  const draw = rng(99);
-  const vectors = Array.from({ length: Number(args.queries) }, (_, i) =>
-    pgvector.toSql(embedText(varyQuestion(draw, pick(draw, i % 3 === 2 ? any : own).question), DIMENSIONS)!),
+  const vectors = recallQuestions(user.dbs, Number(args.queries), rng(99)).map((question) =>
+    pgvector.toSql(embedText(question, DIMENSIONS)!),
   );
   const exact: number[][] = [];
   for (const v of vectors) {

@@ -27,10 +27,19 @@ export function vectorSearch(user: string, question: string, rule: PathRule): Se
 }
 
 /**
+ * `queries` questions varied from SParC: two in three about the user's own databases (`topics`), the
+ * third about any.
+ */
+export function recallQuestions(topics: readonly string[], queries: number, random: () => number): string[] {
+  const own = interactionsFor([...topics]).flatMap((i) => i.turns);
+  const any = loadSparc().flatMap((i) => i.turns);
+  return Array.from({ length: queries }, (_, q) => varyQuestion(random, pick(random, q % 3 === 2 ? any : own).question));
+}
+
+/**
  * Recall@20 of /memory/search's statement (vector only, no floor) for `user`, as `path` searches
  * (`exactSearchMaxTurns`, `annRowCost`: the service's defaults when absent), against exact search,
- * over `queries` questions varied from SParC: two in three about the user's own databases (`topics`),
- * the third about any. Tie-aware: an approximate hit counts when it is at least as near as exact
+ * over `queries` recallQuestions. Tie-aware: an approximate hit counts when it is at least as near as exact
  * search's 20th (rounded as the statement returns similarities), so equally near turns are not misses.
  */
 export async function recallAgainstExact(
@@ -41,8 +50,6 @@ export async function recallAgainstExact(
   random: () => number,
   path: PathRule = {},
 ): Promise<{ recall: number; exactMs: number[]; pathMs: number[] }> {
-  const own = interactionsFor([...topics]).flatMap((i) => i.turns);
-  const any = loadSparc().flatMap((i) => i.turns);
   const nearest = async (question: string, rule: PathRule) => {
     const request = vectorSearch(user, question, rule);
     const started = performance.now();
@@ -53,8 +60,7 @@ export async function recallAgainstExact(
   let wanted = 0;
   const exactMs: number[] = [];
   const pathMs: number[] = [];
-  for (let q = 0; q < queries; q++) {
-    const question = varyQuestion(random, pick(random, q % 3 === 2 ? any : own).question);
+  for (const question of recallQuestions(topics, queries, random)) {
     const exact = await nearest(question, { exactSearchMaxTurns: EXACT });
     const served = await nearest(question, path);
     const cutoff = exact.similarities.at(-1) ?? 1;
