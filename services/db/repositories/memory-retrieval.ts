@@ -148,12 +148,12 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
        ORDER BY nth, score DESC, distance, session_id, turn_number
        LIMIT ${req.k}
      )${pairSearch ? sql`, pairs AS (${pairSearch})` : sql``}
-     SELECT 'session' AS source, to_jsonb(sess) AS row FROM sess
-     UNION ALL SELECT 'window', to_jsonb(win) FROM win
-     UNION ALL SELECT 'similar', to_jsonb(sim) FROM sim
-     UNION ALL SELECT 'recent', to_jsonb(recent) FROM recent
-     ${pairSearch ? sql`UNION ALL SELECT 'pair', to_jsonb(pairs) FROM pairs` : sql``}
-     UNION ALL SELECT 'epoch', jsonb_build_object('epoch', ${epoch},
+     SELECT 'session' AS source, to_json(sess) AS row FROM sess
+     UNION ALL SELECT 'window', to_json(win) FROM win
+     UNION ALL SELECT 'similar', to_json(sim) FROM sim
+     UNION ALL SELECT 'recent', to_json(recent) FROM recent
+     ${pairSearch ? sql`UNION ALL SELECT 'pair', to_json(pairs) FROM pairs` : sql``}
+     UNION ALL SELECT 'epoch', json_build_object('epoch', ${epoch},
        'ann_indexed', ${history.heavy}, 'ann_turns', ${history.turns})`,
       // A user known past the threshold: the plan reads the approximate path whatever the values. Left to
       // choose, Postgres planned it anew on every call for a 100,000-turn user (2.4 ms of planning
