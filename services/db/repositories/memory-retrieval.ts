@@ -90,7 +90,13 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const bounded = isBounded(req.scope);
   const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
-  const answer = req.answerChars === undefined ? sql`t.answer` : sql`left(t.answer, ${param(req.answerChars)}::int) AS answer`;
+  const chars = param(req.answerChars ?? null);
+  // An answer of no more bytes than characters wanted is sent as it is: left() counts characters,
+  // reading the whole text, and most answers are that short (docs/performance.md).
+  const answer =
+    req.answerChars === undefined
+      ? sql`t.answer`
+      : sql`CASE WHEN octet_length(t.answer) <= ${chars}::int THEN t.answer ELSE left(t.answer, ${chars}::int) END AS answer`;
   const pairSearch =
     req.verifiedPairs && req.embedding
       ? pairCandidates({ ...search, scope, answerer: sameAnswerer(param(req.answerer ?? null)), recall: req.verifiedPairs })

@@ -71,6 +71,18 @@ describe('the columns the retrieval statement reads of remembered turns', () => 
     for (const turn of [...cut.window, ...cut.similar]) expect(turn.answer).toBe([...long].slice(0, 501).join(''));
   });
 
+  it('when an answer holds as many characters as asked, or as many bytes, then it is whole; one character fewer cuts it by one', async () => {
+    const characters = [...long].length;
+    const bytes = Buffer.byteLength(long);
+    expect(bytes).toBeGreaterThan(characters);
+    for (const asked of [characters, bytes]) {
+      const { window, similar } = await retrieve(asked);
+      expect([...window, ...similar].map((t) => t.answer)).toEqual(Array(3 + statements.length).fill(long));
+    }
+    const { window } = await retrieve(characters - 1);
+    expect(window[0]!.answer).toBe([...long].slice(0, -1).join(''));
+  });
+
   it('when a caller asks for none, then the answers are whole', async () => {
     const whole = await retrieve();
     expect([...whole.window, ...whole.similar].map((t) => t.answer)).toEqual(Array(3 + statements.length).fill(long));
