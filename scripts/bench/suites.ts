@@ -26,6 +26,11 @@ export const SUITES: Record<string, Suite> = {
     script: './statement-cpu.ts',
     about: "database CPU of /memoryChat's two statements, per copy of the seeded server data --databases a,b",
   },
+  'retrieval-parts': {
+    script: './retrieval-parts.ts',
+    about:
+      "what each part of /memoryChat's retrieval statement costs the database and the app, call by call (--database NAME | --data DIR) [--variants a,b]",
+  },
   'explain-turn': { script: './explain-turn.ts', about: "EXPLAIN (ANALYZE, BUFFERS) of /memoryChat's two statements --database NAME" },
   profile: { script: './profile.ts', about: "the service's (or the fair peer's) CPU per turn by area [--server] [--perf [--peer]]" },
   'first-start': { script: './first-start.ts', about: '`npm start` on a fresh clone, then idle RSS [--runs 3] [--idle-seconds 30]' },
