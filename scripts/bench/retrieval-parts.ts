@@ -45,19 +45,16 @@ const SERVICE: Partial<RetrievalRequest> = {
   verifiedPairs: { k: VERIFIED_PAIRS_K, minSimilarity: null },
   answerChars: ANSWER_CHARS_IN_CONTEXT + 1,
 };
-const VARIANTS: Record<string, Partial<RetrievalRequest>> = {
-  service: SERVICE,
-  'three-candidates': { ...SERVICE, k: 3 },
-  'no-pairs': { ...SERVICE, verifiedPairs: undefined },
-  'no-recent-questions': { ...SERVICE, recentQuestions: undefined },
-  'whole-answers': { ...SERVICE, answerChars: undefined },
-  floor: { k: SETTINGS.k },
+/** Each variant's request, and for one the form it is sent in (the service's own otherwise). */
+const VARIANTS: Record<string, { request: Partial<RetrievalRequest>; sentAs?: (queryable: Queryable) => Queryable }> = {
+  service: { request: SERVICE },
+  'three-candidates': { request: { ...SERVICE, k: 3 } },
+  'no-pairs': { request: { ...SERVICE, verifiedPairs: undefined } },
+  'no-recent-questions': { request: { ...SERVICE, recentQuestions: undefined } },
+  'whole-answers': { request: { ...SERVICE, answerChars: undefined } },
+  floor: { request: { k: SETTINGS.k } },
+  'rows-as-jsonb': { request: SERVICE, sentAs: asJsonb },
 };
-/** Variants that send the service's request in another form than the service does. */
-const SENT_AS: Record<string, (queryable: Queryable) => Queryable> = {
-  'rows-as-jsonb': asJsonb,
-};
-VARIANTS['rows-as-jsonb'] = SERVICE;
 
 /**
  * The statement building its rows as jsonb, as it did before migration 027 (the service's builds json):
@@ -116,10 +113,11 @@ for (let round = 0; round < Number(args.rounds); round++) {
     };
     const at = rotation++ % chosen.length;
     for (const variant of [...chosen.slice(at), ...chosen.slice(0, at)]) {
-      const queryable = (SENT_AS[variant] ?? ((q: Queryable) => q))(scoped.asUser(identity));
+      const { request: parts, sentAs } = VARIANTS[variant]!;
+      const queryable = scoped.asUser(identity);
       const dbBefore = runNsOf(dbPid);
       const appBefore = process.cpuUsage();
-      await retrieveMemory(queryable, { ...request, ...VARIANTS[variant] });
+      await retrieveMemory(sentAs ? sentAs(queryable) : queryable, { ...request, ...parts });
       if (round < WARM_UP_ROUNDS) continue;
       const app = process.cpuUsage(appBefore);
       const t = totals.get(variant)!;

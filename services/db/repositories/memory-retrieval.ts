@@ -90,13 +90,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   const bounded = isBounded(req.scope);
   const { hint, epoch } = search.path;
   const history = annHistory({ embeddingModel: req.embeddingModel, exactOnly, distributed });
-  const chars = param(req.answerChars ?? null);
-  // An answer of no more bytes than characters wanted is sent as it is: left() counts characters,
-  // reading the whole text, and most answers are that short (docs/performance.md).
-  const answer =
-    req.answerChars === undefined
-      ? sql`t.answer`
-      : sql`CASE WHEN octet_length(t.answer) <= ${chars}::int THEN t.answer ELSE left(t.answer, ${chars}::int) END AS answer`;
+  const answer = req.answerChars === undefined ? sql`t.answer` : answerCut(param(req.answerChars));
   const pairSearch =
     req.verifiedPairs && req.embedding
       ? pairCandidates({ ...search, scope, answerer: sameAnswerer(param(req.answerer ?? null)), recall: req.verifiedPairs })
@@ -196,6 +190,15 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
   out.pairs = pairs.sort((a, b) => a.rank - b.rank).map((p) => p.pair);
   out.similar = similar.sort((a, b) => b.score - a.score).map((s) => ({ ...s.turn, score: s.score, table_terms: s.tableTerms }));
   return out;
+}
+
+/**
+ * A turn `t`'s answer cut to `chars` characters, named `answer`. One of no more bytes than that is sent
+ * as it is: left() counts characters, reading the whole text, and most answers are that short
+ * (docs/performance.md, "What each part of the retrieval costs").
+ */
+function answerCut(chars: Param): SqlFragment {
+  return sql`CASE WHEN octet_length(t.answer) <= ${chars}::int THEN t.answer ELSE left(t.answer, ${chars}::int) END AS answer`;
 }
 
 /**
