@@ -49,10 +49,11 @@ const IVF_PROBES = 40;
  */
 const ANN_OVERFETCH = 10;
 /**
- * The lexical candidates come from the user's newest this-many turns, on either path: a bound on the
- * turns matched and ranked whatever the history (older turns are still found by vector). Matched
- * over all of a 2,000-turn user's turns, the lexical side was two thirds of their search
- * (docs/performance.md, "A user's own history").
+ * The lexical candidates come from the user's newest this-many turns of the model (whatever their
+ * status or session: the same rows on either path, read newest first from turns_by_user_model_recency),
+ * those of them the statement may recall: a bound on the turns matched and ranked whatever the
+ * history (older turns are still found by vector). Matched over all of a 2,000-turn user's turns, the
+ * lexical side was two thirds of their search (docs/performance.md, "A user's own history").
  */
 const LEXICAL_WINDOW = 1000;
 /**
@@ -78,11 +79,28 @@ export const ANN_ROW_COST = 2;
  * that also read others. 0 when nothing matches or its terms are not computed yet.
  */
 export function lexicalMatch(query: Param, queryTerms: Param): SqlFragment {
-  const tables = sql`ts_filter(t.search_terms, '{a}')`;
-  const named = sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
   // Ranked only where a term matches: most of a user's turns share no term with a question, and
   // ranking them (ts_rank, ts_filter, ts_delete) cost more than their inner product.
-  return sql`CASE WHEN t.search_terms @@ ${query}::tsquery THEN ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${named}) / 2 ELSE 0 END`;
+  return sql`CASE WHEN t.search_terms @@ ${query}::tsquery THEN ${matchedRank(query, queryTerms, sql`ts_filter(t.search_terms, '{a}')`)} ELSE 0 END`;
+}
+
+/** lexicalMatch of a turn `t` known to match, whose table terms are `tables`. */
+function matchedRank(query: Param, queryTerms: Param, tables: SqlFragment): SqlFragment {
+  const named = sql`((length(${tables}) - length(ts_delete(${tables}, ${queryTerms}::text[])))::float8 / greatest(length(${tables}), 1))`;
+  return sql`ts_rank(t.search_terms, ${query}::tsquery) * (1 + ${named}) / 2`;
+}
+
+/**
+ * The lexical list: the rows of `window` (turns aliased `t` with `ref`, `distance` and `search_terms`)
+ * that match the question, ranked by lexicalMatch, best `depth` first. Each matching row's table
+ * terms are filtered out once (OFFSET 0 keeps the subquery from being flattened, which would put the
+ * expression back in each of its three uses): 0.2 ms of a 2,000-turn user's search (docs/performance.md).
+ */
+function lexicalList(s: CandidateSearch, window: SqlFragment): SqlFragment {
+  return sql`SELECT t.ref, t.distance, ${matchedRank(s.query, s.queryTerms, sql`t.table_terms`)} AS lexical
+       FROM (SELECT t.ref, t.distance, t.search_terms, ts_filter(t.search_terms, '{a}') AS table_terms FROM (${window}) t
+             WHERE ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery OFFSET 0) t
+       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
 }
 
 export interface CandidateSearch {
@@ -166,18 +184,27 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
      )`;
   const exactNearest = sql`SELECT t.ref, t.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
        FROM (SELECT ref, distance, search_terms FROM scored WHERE ${exact} ORDER BY distance LIMIT ${s.depth}) t`;
-  const exactMatching = sql`SELECT t.ref, t.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM (SELECT ref, distance, search_terms FROM scored WHERE ${exact} ORDER BY created_at DESC LIMIT ${LEXICAL_WINDOW}) t
-       WHERE ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
-       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
-  // Past the threshold, among the user's newest turns (turns_by_user_model_recency reads them newest
-  // first), so that its cost does not grow with their history.
-  const annMatching = sql`SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
+  // The scored turns from the window's oldest on: its creation time read from the index (ties at it
+  // are cut by LIMIT), once the user's sessions hold more turns than the window (history's count, of
+  // every model: at least this one's). Sorting the scored turns by creation to find it cost a
+  // 2,000-turn user's search 0.7 ms; reading it for every user cost a 100-turn user's 0.02 ms
+  // (docs/performance.md).
+  const oldest = sql`coalesce((SELECT c.created_at FROM turns c WHERE c.tenant_id = ${s.tenant} AND c.user_id = ${s.user}
+           AND c.embedding_model = ${s.embeddingModel} ORDER BY c.created_at DESC OFFSET ${LEXICAL_WINDOW - 1} LIMIT 1), '-infinity')`;
+  const windowStart =
+    ann === undefined ? oldest : sql`CASE WHEN (SELECT turns FROM history) > ${LEXICAL_WINDOW} THEN ${oldest} ELSE '-infinity' END`;
+  const exactMatching = lexicalList(
+    s,
+    sql`SELECT ref, distance, search_terms FROM scored WHERE ${exact} AND created_at >= ${windowStart} LIMIT ${LEXICAL_WINDOW}`,
+  );
+  // Past the threshold, scored here, so that its cost does not grow with their history.
+  const annMatching = lexicalList(
+    s,
+    sql`SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, t.search_terms
        FROM (SELECT t.ctid AS ref, t.* FROM turns t WHERE ${own} AND t.embedding_model = ${s.embeddingModel}
              ORDER BY t.created_at DESC LIMIT ${LEXICAL_WINDOW}) t
-       WHERE (SELECT ann FROM history) AND ${s.query}::tsquery IS NOT NULL AND t.search_terms @@ ${s.query}::tsquery
-         AND ${s.vector}::vector IS NOT NULL AND ${s.where}
-       ORDER BY lexical DESC, distance LIMIT ${s.depth}`;
+       WHERE (SELECT ann FROM history) AND ${s.vector}::vector IS NOT NULL AND ${s.where}`,
+  );
   if (ann === undefined) {
     return sql`${scored}, nearest AS (
        ${exactNearest}
@@ -282,13 +309,13 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   const heavy = sql`(SELECT ann FROM history)`;
   return sql`SELECT a.ref, a.distance, ${lexicalMatch(s.query, s.queryTerms)} AS lexical
-       FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector,
+       FROM (SELECT * FROM ((SELECT n.ref, n.distance FROM ${ann}(${s.tenant}, ${s.user}, ${s.vector}::vector,
                 ${s.depth}::integer * ${ANN_OVERFETCH}, (SELECT probes FROM history)) n
               WHERE ${heavy})
              UNION ALL
              SELECT u.ctid, 1 + (u.embedding <#> ${s.vector}::vector) FROM turns u
              WHERE u.tenant_id = ${s.tenant} AND u.user_id = ${s.user} AND u.embedding_model = ${s.embeddingModel}
-               AND NOT u.ann_indexed AND ${heavy}) a
+               AND NOT u.ann_indexed AND ${heavy}) a ORDER BY a.distance) a
        ${byRef(s, sql`a`)}
        WHERE ${heavy} AND ${s.vector}::vector IS NOT NULL AND ${s.where}
        ORDER BY a.distance LIMIT ${s.depth}`;
