@@ -1,4 +1,4 @@
-// `npm run bench -- retrieval-parts (--database NAME | --data DIR) [--rounds R] [--variants a,b]`: what
+// `npm run bench -- retrieval-parts (--database NAME | --data DIR) [--rounds R] [--variants a,b] [--against CHECKOUT]`: what
 // each part of /memoryChat's retrieval statement costs the database and this process, call by call.
 // The statement as the service sends it (memory-chat's seeded users, a follow-up in their latest
 // session, under their row-security scope, prepared) and the same request without one part, the
@@ -8,6 +8,8 @@
 // data: mc_bench_v4_1000x100), or the embedded database's process (--data, a stopped data directory
 // seeded by `memory-chat`, copied first). App CPU: this process's, which also embeds the question.
 // `rows-as-jsonb` is the service's statement with its rows built as jsonb, as before migration 027.
+// `--against` adds `against`: the service's request sent by another checkout's retrieveMemory (a
+// worktree of an earlier commit, with node_modules linked to ours), to compare two builds call by call.
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,6 +36,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '40' },
     users: { type: 'string', default: '1000' },
     variants: { type: 'string' },
+    against: { type: 'string' },
   },
 });
 
@@ -45,8 +48,17 @@ const SERVICE: Partial<RetrievalRequest> = {
   verifiedPairs: { k: VERIFIED_PAIRS_K, minSimilarity: null },
   answerChars: ANSWER_CHARS_IN_CONTEXT + 1,
 };
-/** Each variant's request, and for one the form it is sent in (the service's own otherwise). */
-const VARIANTS: Record<string, { request: Partial<RetrievalRequest>; sentAs?: (queryable: Queryable) => Queryable }> = {
+type Retrieve = typeof retrieveMemory;
+const against: Retrieve | undefined = args.against
+  ? (await import(path.resolve(args.against, 'services/db/repositories/memory-retrieval.ts'))).retrieveMemory
+  : undefined;
+/** A variant's request, and for some the form it is sent in or the retrieval that sends it (the service's own otherwise). */
+interface Variant {
+  request: Partial<RetrievalRequest>;
+  sentAs?: (queryable: Queryable) => Queryable;
+  retrieve?: Retrieve;
+}
+const VARIANTS: Record<string, Variant> = {
   service: { request: SERVICE },
   'three-candidates': { request: { ...SERVICE, k: 3 } },
   'no-pairs': { request: { ...SERVICE, verifiedPairs: undefined } },
@@ -54,6 +66,7 @@ const VARIANTS: Record<string, { request: Partial<RetrievalRequest>; sentAs?: (q
   'whole-answers': { request: { ...SERVICE, answerChars: undefined } },
   floor: { request: { k: SETTINGS.k } },
   'rows-as-jsonb': { request: SERVICE, sentAs: asJsonb },
+  ...(against ? { against: { request: SERVICE, retrieve: against } } : {}),
 };
 
 /**
@@ -113,11 +126,11 @@ for (let round = 0; round < Number(args.rounds); round++) {
     };
     const at = rotation++ % chosen.length;
     for (const variant of [...chosen.slice(at), ...chosen.slice(0, at)]) {
-      const { request: parts, sentAs } = VARIANTS[variant]!;
+      const { request: parts, sentAs, retrieve = retrieveMemory } = VARIANTS[variant]!;
       const queryable = scoped.asUser(identity);
       const dbBefore = runNsOf(dbPid);
       const appBefore = process.cpuUsage();
-      await retrieveMemory(sentAs ? sentAs(queryable) : queryable, { ...request, ...parts });
+      await retrieve(sentAs ? sentAs(queryable) : queryable, { ...request, ...parts });
       if (round < WARM_UP_ROUNDS) continue;
       const app = process.cpuUsage(appBefore);
       const t = totals.get(variant)!;
