@@ -197,7 +197,8 @@ export function fusedCandidates(s: CandidateSearch): SqlFragment {
     s,
     sql`SELECT ref, distance, search_terms FROM scored WHERE ${exact} AND created_at >= ${windowStart} LIMIT ${LEXICAL_WINDOW}`,
   );
-  // Past the threshold, scored here, so that its cost does not grow with their history.
+  // Past the threshold, the user's newest turns read through turns_by_user_model_recency and scored
+  // here, so that its cost does not grow with their history.
   const annMatching = lexicalList(
     s,
     sql`SELECT t.ref, 1 + (t.embedding <#> ${s.vector}::vector) AS distance, t.search_terms
@@ -304,7 +305,8 @@ function byRef(s: CandidateSearch, list: SqlFragment): SqlFragment {
  * The nearest of a heavy user's turns: those in the model's approximate index (migration 020's function; the
  * scan's nearest ANN_OVERFETCH per candidate), and those not yet in it (migration 017: a user's turns
  * enter it once the approximate path serves them) scored exactly through turns_not_ann_indexed; then the
- * statement's conditions on them.
+ * statement's conditions on them, read by reference nearest first (the subquery's order) until `depth`
+ * pass: reading and checking all of them before sorting cost a 100,000-turn user 1.8 ms.
  */
 function annNearest(s: CandidateSearch, ann: SqlFragment): SqlFragment {
   const heavy = sql`(SELECT ann FROM history)`;
