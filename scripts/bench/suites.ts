@@ -29,7 +29,7 @@ export const SUITES: Record<string, Suite> = {
   'retrieval-parts': {
     script: './retrieval-parts.ts',
     about:
-      "what each part of /memoryChat's retrieval statement costs the database and the app, call by call (--database NAME | --data DIR) [--variants a,b]",
+      "what each part of /memoryChat's retrieval statement costs the database and the app, call by call (--database NAME | --data DIR) [--variants a,b] [--against CHECKOUT]",
   },
   'explain-turn': { script: './explain-turn.ts', about: "EXPLAIN (ANALYZE, BUFFERS) of /memoryChat's two statements --database NAME" },
   profile: { script: './profile.ts', about: "the service's (or the fair peer's) CPU per turn by area [--server] [--perf [--peer]]" },

@@ -11,9 +11,10 @@ import { seedSession } from '../../../support/service/seed-memory.js';
 /**
  * The lexical list ranks matches among the user's newest 1,000 turns (hybrid-rank.ts, LEXICAL_WINDOW):
  * a turn only a word of the question finds is found while it is among them, and left to the vector
- * list once older. 1,010 turns in one session, written oldest first (so that a window taken in the
- * table's order would hold the oldest), each a second newer than the one before: the oldest and the
- * newest name a zeppelin, and no vector brings either near the question.
+ * list once older. 1,010 turns in one session, each a second newer than the one before: the oldest
+ * and the newest name a zeppelin, and no vector brings either near the question. Without a window
+ * both are found; a window taken in whatever order the plan reads the turns is not caught here, since
+ * the plan reads them through the recency index, newest first.
  */
 describe('the lexical window of a user with more turns than it holds', () => {
   let testDatabase: TestDatabase;
