@@ -11,6 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { memoryChatBody } from '../../services/api/schemas/memory-chat.js';
+import { DEFAULT_POOL_IDLE_SECONDS } from '../../services/config/groups/database.js';
 import type { Database } from '../../services/db/pool.js';
 import { createUpstreamAnswerer } from '../../services/providers/answerers/upstream-answerer.js';
 import type { InstantAnswer } from './data.js';
@@ -21,7 +22,12 @@ import { JWT_SECRET } from './service.js';
 const env = process.env;
 const db: Database = env.PEER_DATABASE_URL
   ? (() => {
-      const pool = new pg.Pool({ connectionString: env.PEER_DATABASE_URL, max: Number(env.PEER_POOL_MAX ?? 10) });
+      // Idle connections kept as long as the service keeps its own: between the bench's slices neither reconnects.
+      const pool = new pg.Pool({
+        connectionString: env.PEER_DATABASE_URL,
+        max: Number(env.PEER_POOL_MAX ?? 10),
+        idleTimeoutMillis: DEFAULT_POOL_IDLE_SECONDS * 1000,
+      });
       return { pool, scoped: undefined as never, embedded: false, close: () => pool.end() };
     })()
   : await openBenchDatabase(env.PEER_DATA_DIR!);

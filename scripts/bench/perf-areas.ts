@@ -57,3 +57,28 @@ export function perfCpuByArea(script: string, pid: number, root: string): Map<st
   }
   return areas;
 }
+
+/** `JS:*name file:///…/dir/x.js:12:3+0x1f`: the frame's function name, its file's last two path parts and line. */
+const JS_FUNCTION = /\sJS:\*?(\S*)\s+\S*?([^/\s]+\/[^/\s]+):(\d+):\d+\+0x/;
+
+/**
+ * CPU milliseconds of the main thread by its samples' nearest JS function (native, kernel and node:
+ * frames charged to it), as perfCpuByArea charges areas: where in an area the time goes.
+ */
+export function perfCpuByFunction(script: string, pid: number): Map<string, number> {
+  const functions = new Map<string, number>();
+  for (const sample of script.split('\n\n')) {
+    const [head, ...frames] = sample.trim().split('\n');
+    if (Number(head?.trim().split(/\s+/)[1]) !== pid) continue;
+    let name = '(no JS frame)';
+    for (const frame of frames) {
+      const m = JS_FUNCTION.exec(frame);
+      if (m) {
+        name = `${m[1] || '(anonymous)'} ${m[2]}:${m[3]}`;
+        break;
+      }
+    }
+    functions.set(name, (functions.get(name) ?? 0) + 1000 / HZ);
+  }
+  return functions;
+}

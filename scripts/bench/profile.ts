@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { copyDataDir, openBenchDatabase } from './database.js';
 import { addLangchainIndexes } from './langchain-peer.js';
 import { runLoad } from './load.js';
-import { perfCpuByArea, recordPerf } from './perf-areas.js';
+import { perfCpuByArea, perfCpuByFunction, recordPerf } from './perf-areas.js';
 import { type ProfileNode, selfTimeByArea } from './profile-areas.js';
 import { cpuMsOf } from './rss.js';
 import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
@@ -105,6 +105,11 @@ if (args.perf) {
     `\nservice CPU by area (perf samples on a CPU, kernel included; native, kernel and node: frames charged to their caller's area): ` +
       `${(sampled / r.requests).toFixed(2)} ms/turn sampled, ${cpuPerTurnMs.toFixed(2)} ms/turn by /proc\n${rows.join('\n')}`,
   );
+  const functions = [...perfCpuByFunction(script, service.pid).entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, Number(args.top))
+    .map(([name, t]) => `${((100 * t) / sampled).toFixed(1).padStart(5)}%  ${(t / r.requests).toFixed(3)} ms/turn  ${name}`);
+  console.log(`\nthe main thread by nearest JS function (the same samples):\n${functions.join('\n')}`);
   await rm(profDir, { recursive: true, force: true });
   process.exit(0);
 }

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { DEFAULT_POOL_IDLE_SECONDS } from '../../services/config/groups/database.js';
 import { migrate } from '../../services/db/migrate.js';
 import type { Database } from '../../services/db/pool.js';
 import { scopedDatabase } from '../../services/db/row-security.js';
@@ -50,9 +51,9 @@ export async function dropDatabase(name: string): Promise<void> {
   await admin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
 }
 
-/** A pool on one of the server's databases, shaped as db/pool.ts opens it (`max` connections). */
+/** A pool on one of the server's databases, shaped as db/pool.ts opens it (`max` connections, its idle timeout). */
 export async function openServerDatabase(name: string, max: number, runMigrations = false): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: databaseUrl(name), max });
+  const pool = new pg.Pool({ connectionString: databaseUrl(name), max, idleTimeoutMillis: DEFAULT_POOL_IDLE_SECONDS * 1000 });
   pool.on('error', () => {});
   if (runMigrations) await migrate(pool);
   return { pool, scoped: scopedDatabase(pool), embedded: false, close: () => pool.end() };

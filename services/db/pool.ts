@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Config } from '../config/config.js';
+import { DEFAULT_POOL_IDLE_SECONDS } from '../config/groups/database.js';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded/embedded-postgres.js';
 import { keepTableStatistics } from './embedded/table-statistics.js';
 import { type ScopedDatabase, scopedDatabase } from './row-security.js';
@@ -19,12 +20,16 @@ export interface Database {
  */
 export async function openDatabase(
   config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATA_DIR'> &
-    Partial<Pick<Config, 'eraseReclaimWindowMs' | 'ERASE_RECLAIM' | 'EMBEDDED_SHARED_BUFFERS_MB'>>,
+    Partial<Pick<Config, 'DATABASE_POOL_IDLE_SECONDS' | 'eraseReclaimWindowMs' | 'ERASE_RECLAIM' | 'EMBEDDED_SHARED_BUFFERS_MB'>>,
   options: { onIdleClientError?: (err: Error) => void } = {},
 ): Promise<Database> {
   if (config.DATABASE_URL) {
     const pool = survivingIdleErrors(
-      new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX }),
+      new pg.Pool({
+        connectionString: config.DATABASE_URL,
+        max: config.DATABASE_POOL_MAX,
+        idleTimeoutMillis: (config.DATABASE_POOL_IDLE_SECONDS ?? DEFAULT_POOL_IDLE_SECONDS) * 1000,
+      }),
       options.onIdleClientError,
     );
     return {
