@@ -2,8 +2,8 @@ import Type, { type Static } from 'typebox';
 
 /**
  * How long an idle pooled connection stays open. Its prepared statements go with it: one closed after a
- * pause is opened again, and its first retrieval plans the large statement anew (docs/scaling.md,
- * Pool size). 0 keeps them open.
+ * pause is opened again, and its first retrievals plan the large statement anew (docs/scaling.md,
+ * "Idle connections"). 0 keeps them open.
  */
 export const DEFAULT_POOL_IDLE_SECONDS = 600;
 
