@@ -95,17 +95,17 @@ export async function startDemoEngine(options: {
       const { process, loaded } = await startFromImage();
       enginePid = process.pid;
       try {
+        // Its first connection, and the load over it, are part of the start: an engine just started, fresh
+        // or from its image, can take longer on a busy machine than SQL_POOL_WAIT_MS (1 s in a test) to
+        // answer its first connection, and that wait is for statements.
+        const first = new pg.Client({ ...process.connection, connectionTimeoutMillis: START_TIMEOUT_MS });
+        await first.connect();
+        try {
+          if (!loaded) await loadDemoEngine(first);
+        } finally {
+          await first.end();
+        }
         if (!loaded) {
-          // Loaded over a connection of its own: a fresh engine on a busy machine can take longer than
-          // SQL_POOL_WAIT_MS (1 s in a test) to answer its first connection; the load is part of the start,
-          // and that wait is for statements.
-          const loader = new pg.Client({ ...process.connection, connectionTimeoutMillis: START_TIMEOUT_MS });
-          await loader.connect();
-          try {
-            await loadDemoEngine(loader);
-          } finally {
-            await loader.end();
-          }
           await image
             .keep(process)
             .catch((err: Error) =>
