@@ -21,64 +21,42 @@ export async function recordPerf(pid: number, seconds: number, file: string): Pr
   if (code !== 0) throw new Error(`perf record exited with ${code} (is perf installed, and perf_event_paranoid low enough?)`);
 }
 
-/** `JS:*name file:///…/x.js:12:3+0x1f (/tmp/perf-N.map)`: the frame's url, without line and column. */
-const JS_FRAME = /\sJS:\S*\s+(\S+?):\d+:\d+\+0x/;
+/** `JS:*name file:///…/x.js:12:3+0x1f (/tmp/perf-N.map)`: the frame's function name (without V8's tier mark, `*`, `~` or `^`), url and line. */
+const JS_FRAME = /\sJS:[*~^]?(\S*)\s+(\S+?):(\d+):\d+\+0x/;
 /** V8's collectors, when they run inside an allocation: charged to GC, as V8's profiler does. */
 const GC_FRAME = /v8::internal::(Heap|Scavenger|MarkCompact|MinorMarkCompact|GCTracer)\b/;
 
 /**
- * CPU milliseconds by area from `perf script` output: the main thread's samples by the area of their
- * nearest JS frame that has one (native, kernel and node: frames are charged to it); a collector's
- * frame below it charges the sample to GC. The other threads (V8's compiler and collector helpers,
- * libuv's pool) are one row.
+ * CPU milliseconds from `perf script` output, in one pass over its samples. By area: the main thread's
+ * samples by the area of their nearest JS frame that has one (native, kernel and node: frames are
+ * charged to it), a collector's frame below it charging the sample to GC; the other threads (V8's
+ * compiler and collector helpers, libuv's pool) are one row. By function: the main thread's samples by
+ * their nearest JS frame, where in an area the time goes.
  */
-export function perfCpuByArea(script: string, pid: number, root: string): Map<string, number> {
-  const areas = new Map<string, number>();
-  const add = (area: string) => areas.set(area, (areas.get(area) ?? 0) + 1000 / HZ);
+export function perfCpu(script: string, pid: number, root: string): { byArea: Map<string, number>; byFunction: Map<string, number> } {
+  const byArea = new Map<string, number>();
+  const byFunction = new Map<string, number>();
+  const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1000 / HZ);
   for (const sample of script.split('\n\n')) {
     const [head, ...frames] = sample.trim().split('\n');
     const tid = Number(head?.trim().split(/\s+/)[1]);
     if (!head || !Number.isFinite(tid)) continue;
     if (tid !== pid) {
-      add('(other threads: V8 compiler and GC helpers, libuv)');
+      add(byArea, '(other threads: V8 compiler and GC helpers, libuv)');
       continue;
     }
     let area: string | undefined;
+    let fn: string | undefined;
     for (const frame of frames) {
-      if (GC_FRAME.test(frame)) {
-        area = 'GC';
-        break;
-      }
-      const url = JS_FRAME.exec(frame)?.[1];
-      area = url ? areaOfUrl(url, root) : undefined;
-      if (area) break;
+      if (!area && GC_FRAME.test(frame)) area = 'GC';
+      const js = JS_FRAME.exec(frame);
+      if (!js) continue;
+      fn ??= `${js[1] || '(anonymous)'} ${js[2]!.split('/').slice(-2).join('/')}:${js[3]}`;
+      area ??= areaOfUrl(js[2]!, root);
+      if (area && fn) break;
     }
-    add(area ?? '(node internals only)');
+    add(byArea, area ?? '(node internals only)');
+    add(byFunction, fn ?? '(no JS frame)');
   }
-  return areas;
-}
-
-/** `JS:*name file:///…/dir/x.js:12:3+0x1f`: the frame's function name, its file's last two path parts and line. */
-const JS_FUNCTION = /\sJS:\*?(\S*)\s+\S*?([^/\s]+\/[^/\s]+):(\d+):\d+\+0x/;
-
-/**
- * CPU milliseconds of the main thread by its samples' nearest JS function (native, kernel and node:
- * frames charged to it), as perfCpuByArea charges areas: where in an area the time goes.
- */
-export function perfCpuByFunction(script: string, pid: number): Map<string, number> {
-  const functions = new Map<string, number>();
-  for (const sample of script.split('\n\n')) {
-    const [head, ...frames] = sample.trim().split('\n');
-    if (Number(head?.trim().split(/\s+/)[1]) !== pid) continue;
-    let name = '(no JS frame)';
-    for (const frame of frames) {
-      const m = JS_FUNCTION.exec(frame);
-      if (m) {
-        name = `${m[1] || '(anonymous)'} ${m[2]}:${m[3]}`;
-        break;
-      }
-    }
-    functions.set(name, (functions.get(name) ?? 0) + 1000 / HZ);
-  }
-  return functions;
+  return { byArea, byFunction };
 }

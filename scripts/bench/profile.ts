@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { copyDataDir, openBenchDatabase } from './database.js';
 import { addLangchainIndexes } from './langchain-peer.js';
 import { runLoad } from './load.js';
-import { perfCpuByArea, perfCpuByFunction, recordPerf } from './perf-areas.js';
+import { perfCpu, recordPerf } from './perf-areas.js';
 import { type ProfileNode, selfTimeByArea } from './profile-areas.js';
 import { cpuMsOf } from './rss.js';
 import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
@@ -96,7 +96,7 @@ console.log(`c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r
 
 if (args.perf) {
   const script = execFileSync('perf', ['script', '-i', perfFile], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();
-  const areas = perfCpuByArea(script, service.pid, ROOT);
+  const { byArea: areas, byFunction } = perfCpu(script, service.pid, ROOT);
   const sampled = [...areas.values()].reduce((sum, t) => sum + t, 0);
   const rows = [...areas.entries()]
     .sort((a, b) => b[1] - a[1])
@@ -105,7 +105,7 @@ if (args.perf) {
     `\nservice CPU by area (perf samples on a CPU, kernel included; native, kernel and node: frames charged to their caller's area): ` +
       `${(sampled / r.requests).toFixed(2)} ms/turn sampled, ${cpuPerTurnMs.toFixed(2)} ms/turn by /proc\n${rows.join('\n')}`,
   );
-  const functions = [...perfCpuByFunction(script, service.pid).entries()]
+  const functions = [...byFunction.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, Number(args.top))
     .map(([name, t]) => `${((100 * t) / sampled).toFixed(1).padStart(5)}%  ${(t / r.requests).toFixed(3)} ms/turn  ${name}`);
