@@ -34,6 +34,8 @@ describe('the eval script', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  // Its own process loads tsx, the service and an embedded database: 4 s alone, over 30 s in a loaded CI
+  // run; 90 s as the other tests that start a process of the service.
   it('when EMBEDDINGS_* name a compatible server, then the dialogues are replayed with its vectors and the figures say so', async () => {
     const json = path.join(dir, 'figures.json');
     const candidates = path.join(dir, 'candidates.json');
@@ -70,5 +72,5 @@ describe('the eval script', () => {
     ]);
     expect(records[0].candidates.map((c: { tables: string }) => c.tables)).toEqual(['singer', 'singer']);
     expect(records[0].candidates.every((c: { score: number }) => c.score > 0)).toBe(true);
-  });
+  }, 90_000);
 });
