@@ -4,7 +4,7 @@
 # `npm start` does; TypeScript, tsx and esbuild stay in the build stage.
 
 # Node 24, the active LTS (22 is in maintenance until April 2027, 20 past its end of life): the same turn
-# took 15-30% less of the service's CPU on 24 than on 20 (docs/performance.md, "Node versions"). CI runs
+# took 15-40% less of the service's CPU on 24 than on 20 (docs/performance.md, "Node versions"). CI runs
 # the unit tests and those that start the compiled service and worker on this major (`npm run
 # test:image-node`); the service still runs and is tested on 20.19+ (README), the first 20 that loads
 # ES-module-only dependencies from CommonJS without a flag.
