@@ -3,11 +3,9 @@
 # the command). It runs the JavaScript that `npm run build:service` writes (esbuild to dist/), as
 # `npm start` does; TypeScript, tsx and esbuild stay in the build stage.
 
-# Node 24, the active LTS (22 is in maintenance until April 2027, 20 past its end of life): the same turn
-# took 15-40% less of the service's CPU on 24 than on 20 (docs/performance.md, "Node versions"). CI runs
-# the unit tests and those that start the compiled service and worker on this major (`npm run
-# test:image-node`); the service still runs and is tested on 20.19+ (README), the first 20 that loads
-# ES-module-only dependencies from CommonJS without a flag.
+# Node 24, the active LTS, where a turn costs the service less CPU than on 20; CI runs part of the suite
+# on this major (`npm run test:image-node`, which reads the line below), all of it on 20.19+
+# (docs/development.md#node-versions).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Production dependencies only, from the lock file. --ignore-scripts: no install script runs at build

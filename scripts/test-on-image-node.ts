@@ -2,9 +2,10 @@
 // processes, on the Node major that the Docker image runs (the Dockerfile's NODE_IMAGE), where the
 // machine's Node may be another (CI's is 20). That Node comes from the npm registry, as npm's own
 // `node-linux-<arch>` package of that major, unpacked once into node_modules/.cache/. With
-// EXTRA_TOTALS_FILE (.ci/run) its counts join CI's closing line as `node-<major>`.
+// EXTRA_TOTALS_FILE (.ci/run) the totals reporter adds its counts there, and they join CI's closing line
+// as `node-<major>`.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -43,47 +44,24 @@ function nodeOf(major: number): string {
   return bin;
 }
 
-type Report = { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
-
-/** One vitest run on `node`, its exit status and its counts. */
-function vitest(node: string, args: string[]): { status: number; report?: Report } {
-  const dir = mkdtempSync(path.join(tmpdir(), 'memorychat-image-node-'));
-  const file = path.join(dir, 'report.json');
-  try {
-    const run = spawnSync(
-      node,
-      ['node_modules/vitest/vitest.mjs', 'run', ...args, '--reporter=default', '--reporter=json', `--outputFile=${file}`],
-      {
-        cwd: root,
-        stdio: 'inherit',
-        // Tests that start npm or node by name get this Node too.
-        env: { ...process.env, PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}` },
-      },
-    );
-    return { status: run.status ?? 1, report: existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Report) : undefined };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+/** One vitest run on `node`, its totals added to EXTRA_TOTALS_FILE as `node-<major>` (totals-reporter.ts); whether it passed. */
+function vitest(node: string, major: number, args: string[]): boolean {
+  const reporters = ['--reporter=default', '--reporter=./test/support/vitest/totals-reporter.ts'];
+  const run = spawnSync(node, ['node_modules/vitest/vitest.mjs', 'run', ...args, ...reporters], {
+    cwd: root,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      TOTALS_AS: `node-${major}`,
+      // Tests that start npm or node by name get this Node too.
+      PATH: `${path.dirname(node)}${path.delimiter}${process.env.PATH}`,
+    },
+  });
+  return run.status === 0;
 }
 
 const major = imageNodeMajor();
 const node = nodeOf(major);
 console.log(`test:image-node: ${execFileSync(node, ['--version'], { encoding: 'utf8' }).trim()} (the image's Node ${major})`);
-const runs = [vitest(node, ['--project', 'unit']), vitest(node, ['--project', 'embedded', ...FILES])];
-const totals = { passed: 0, failed: 0, skipped: 0 };
-for (const { status, report } of runs) {
-  // A run that ended without its report (it could not start) counts as one failure.
-  if (!report) totals.failed += status === 0 ? 0 : 1;
-  else {
-    totals.passed += report.numPassedTests;
-    totals.failed += report.numFailedTests || (status === 0 ? 0 : 1);
-    totals.skipped += report.numPendingTests + report.numTodoTests;
-  }
-}
-const extra = process.env.EXTRA_TOTALS_FILE;
-if (extra) {
-  const all = existsSync(extra) ? JSON.parse(readFileSync(extra, 'utf8')) : {};
-  all[`node-${major}`] = totals;
-  writeFileSync(extra, JSON.stringify(all));
-}
-process.exit(runs.every((r) => r.status === 0) ? 0 : 1);
+const passed = [vitest(node, major, ['--project', 'unit']), vitest(node, major, ['--project', 'embedded', ...FILES])];
+process.exit(passed.every(Boolean) ? 0 : 1);

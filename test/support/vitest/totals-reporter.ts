@@ -1,7 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Reporter, TestModule } from 'vitest/node';
 
 type Totals = { passed: number; failed: number; skipped: number };
+
+const KEYS = ['passed', 'failed', 'skipped'] as const;
 
 const line = (t: Totals) => `${t.passed} passed, ${t.failed} failed, ${t.skipped} skipped`;
 
@@ -9,8 +11,9 @@ const line = (t: Totals) => `${t.passed} passed, ${t.failed} failed, ${t.skipped
  * .ci/run's closing line: the totals of the run, then of each project (embedded, server), e.g.
  * `410 passed, 0 failed, 2 skipped (embedded: 260 passed, ...; server: 150 passed, ...)`.
  * A file that failed outside its tests (an import or a hook) counts as one failure. Suites run
- * outside vitest before it (the Python client's) leave their counts in EXTRA_TOTALS_FILE, as
- * `{project: {passed, failed, skipped}}`, and count here too.
+ * before it (the Python client's; vitest runs on the image's Node, scripts/test-on-image-node.ts)
+ * leave their counts in EXTRA_TOTALS_FILE, as `{name: {passed, failed, skipped}}`, and count here too.
+ * With TOTALS_AS=<name>, a run adds its own totals to that file under the name instead.
  */
 export default class TotalsReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>) {
@@ -27,16 +30,26 @@ export default class TotalsReporter implements Reporter {
         else counts.skipped += 1;
       }
       if (counts.failed === 0 && module.state() === 'failed') counts.failed = 1;
-      for (const key of ['passed', 'failed', 'skipped'] as const) {
+      for (const key of KEYS) {
         project[key] += counts[key];
         all[key] += counts[key];
       }
     }
     const extra = process.env.EXTRA_TOTALS_FILE;
+    const as = process.env.TOTALS_AS;
+    if (as && extra) {
+      const totals: Record<string, Totals> = existsSync(extra) ? JSON.parse(readFileSync(extra, 'utf8')) : {};
+      const named = totals[as] ?? { passed: 0, failed: 0, skipped: 0 };
+      for (const key of KEYS) named[key] += all[key];
+      totals[as] = named;
+      writeFileSync(extra, JSON.stringify(totals));
+      console.log(`${as}: ${line(named)}`);
+      return;
+    }
     if (extra && existsSync(extra)) {
       for (const [name, counts] of Object.entries(JSON.parse(readFileSync(extra, 'utf8')) as Record<string, Totals>)) {
         byProject.set(name, counts);
-        for (const key of ['passed', 'failed', 'skipped'] as const) all[key] += counts[key];
+        for (const key of KEYS) all[key] += counts[key];
       }
     }
     const projects = [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([name, t]) => `${name}: ${line(t)}`);
