@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Reporter, TestModule } from 'vitest/node';
+import path from 'node:path';
+import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 
 type Totals = { passed: number; failed: number; skipped: number };
 
@@ -14,9 +15,11 @@ const line = (t: Totals) => `${t.passed} passed, ${t.failed} failed, ${t.skipped
  * before it (the Python client's; vitest runs on the image's Node, scripts/test-on-image-node.ts)
  * leave their counts in EXTRA_TOTALS_FILE, as `{name: {passed, failed, skipped}}`, and count here too.
  * With TOTALS_AS=<name>, a run adds its own totals to that file under the name instead.
+ * Errors thrown outside any test (an unhandled rejection, an uncaught exception) fail the run with
+ * every test passed; each is named here, last, where the end of a long log still shows it.
  */
 export default class TotalsReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>) {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError> = []) {
     const all: Totals = { passed: 0, failed: 0, skipped: 0 };
     const byProject = new Map<string, Totals>();
     for (const module of testModules) {
@@ -54,5 +57,17 @@ export default class TotalsReporter implements Reporter {
     }
     const projects = [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([name, t]) => `${name}: ${line(t)}`);
     console.log(`${line(all)} (${projects.join('; ')})`);
+    for (const error of unhandledErrors) console.log(describeUnhandled(error));
   }
+}
+
+/** One line: where it was raised (the file running then, if any), its message, and its first frames. */
+function describeUnhandled(error: SerializedError): string {
+  const file = typeof error.VITEST_TEST_PATH === 'string' ? path.relative(process.cwd(), error.VITEST_TEST_PATH) : 'no test file';
+  const frames = (error.stack ?? '')
+    .split('\n')
+    .filter((l) => l.trimStart().startsWith('at '))
+    .slice(0, 3)
+    .map((l) => l.trim());
+  return `unhandled error (${file}): ${error.name ?? 'Error'}: ${error.message ?? String(error)} ${frames.join(' ')}`;
 }
