@@ -9,6 +9,8 @@ import { migrate } from '../../../services/db/migrate.js';
 
 // A Postgres without pgvector: PGlite started without its vector extension (the machine's server has
 // pgvector, from scripts/install-pgvector.sh), reached over the wire protocol like a DATABASE_URL.
+// Starting PGlite in this process is most of the test's time (8.9 s in a CI run whose tests took half the
+// time of the slowest CI seen): the bound of the other tests that start a database.
 describe('a DATABASE_URL server without pgvector', () => {
   it('when migrating, then it stops with a message saying how to install pgvector', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-no-pgvector-'));
@@ -26,5 +28,5 @@ describe('a DATABASE_URL server without pgvector', () => {
       await db.close();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 90_000);
 });
