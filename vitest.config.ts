@@ -164,9 +164,6 @@ export default defineConfig({
           // its isolation property the embedded soak's restarts acknowledged 84 requests of the more than
           // 90 it needs. (maxWorkers: 1 makes vitest run the files alone: 2,381 s for stop 34's CI.)
           sequence: { groupOrder: 1 },
-          // The isolation property's 10 runs took 250 s on the cluster (3 round trips a statement) and
-          // over its 300 s default when the machine was busy: the same runs, more time.
-          env: { PROPERTY_TIME_LIMIT_MS: '600000' },
           globalSetup: ['test/support/vitest/global-setup-citus.ts', 'test/support/vitest/build-setup.ts'],
         },
       },
