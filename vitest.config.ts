@@ -7,6 +7,7 @@ const UNIT = [
   'test/config/**/*.test.ts',
   'test/providers/**/*.test.ts',
   'test/db/sql.test.ts',
+  'test/db/client-checkout.test.ts',
   'test/architecture/**/*.test.ts',
   'test/eval/similar-rerank.test.ts',
 ];

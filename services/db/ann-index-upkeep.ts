@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { withClient } from './client-checkout.js';
 import { ANN_INDEXES } from './repositories/hybrid-rank.js';
 import type { Queryable } from './repositories/queryable.js';
 
@@ -79,8 +80,7 @@ export async function maintainAnnIndexes(options: AnnIndexUpkeepOptions): Promis
     );
     counted.push({ model, rows: Math.ceil(Number(rows[0]!.n) / shards) });
   }
-  const client = await options.pool.connect();
-  try {
+  return withClient(options.pool, async (client) => {
     if (!(await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [UPKEEP_LOCK])).rows[0]!.locked) return [];
     try {
       const states: AnnIndexState[] = [];
@@ -98,9 +98,7 @@ export async function maintainAnnIndexes(options: AnnIndexUpkeepOptions): Promis
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [UPKEEP_LOCK]);
     }
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { rebuildMemoryKb, withBuildMemory } from './ann-index-upkeep.js';
+import { withClient } from './client-checkout.js';
 import type { UserTable } from './user-tables.js';
 
 export interface ErasedRowsReclaimOptions {
@@ -58,10 +59,7 @@ export async function reclaimErasedRows(pool: pg.Pool, tables: readonly UserTabl
  * embedded database's 16 MB of maintenance_work_mem (db/ann-index-upkeep.ts).
  */
 async function rewriteTables(pool: pg.Pool, tables: readonly UserTable[]): Promise<void> {
-  const client = await pool.connect();
-  try {
+  await withClient(pool, async (client) => {
     await withBuildMemory(client, await rebuildMemoryKb(client), () => client.query(`VACUUM FULL ${tables.join(', ')}`));
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { loadMigrationFiles, migrate as runMigrations } from 'postgres-migrations';
+import { withClient } from './client-checkout.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -17,28 +18,27 @@ export class MigrationError extends Error {
  * Returns the applied files' names without `.sql`, e.g. `007_add_index`.
  */
 export async function migrate(pool: pg.Pool, log: (msg: string) => void = () => {}, directory: string = MIGRATIONS_DIR): Promise<string[]> {
-  const client = await pool.connect();
-  try {
-    await assertPgvectorAvailable(client);
-    await adoptLegacyLedger(client, directory);
-    const applied = await runMigrations({ client }, directory);
-    const versions = applied.filter((m) => m.id > 0).map((m) => m.fileName.replace(/\.sql$/, ''));
-    for (const version of versions) log(`applied migration ${version}`);
-    return versions;
-  } catch (err) {
-    if (err instanceof MigrationError) throw err;
-    const edited = /Hashes don't match for migrations '([^']+)'/.exec((err as Error).message)?.[1];
-    if (edited) {
-      throw new MigrationError(
-        `services/db/migrations/${edited.split(',').join(', ')} changed after it was applied to this database (its checksum differs): ` +
-          'restore the applied file and put the change in a new migration',
-        { cause: err },
-      );
+  return withClient(pool, async (client) => {
+    try {
+      await assertPgvectorAvailable(client);
+      await adoptLegacyLedger(client, directory);
+      const applied = await runMigrations({ client }, directory);
+      const versions = applied.filter((m) => m.id > 0).map((m) => m.fileName.replace(/\.sql$/, ''));
+      for (const version of versions) log(`applied migration ${version}`);
+      return versions;
+    } catch (err) {
+      if (err instanceof MigrationError) throw err;
+      const edited = /Hashes don't match for migrations '([^']+)'/.exec((err as Error).message)?.[1];
+      if (edited) {
+        throw new MigrationError(
+          `services/db/migrations/${edited.split(',').join(', ')} changed after it was applied to this database (its checksum differs): ` +
+            'restore the applied file and put the change in a new migration',
+          { cause: err },
+        );
+      }
+      throw new MigrationError(`migrating the database failed: ${(err as Error).message}`, { cause: err });
     }
-    throw new MigrationError(`migrating the database failed: ${(err as Error).message}`, { cause: err });
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -99,6 +99,8 @@ export async function startDemoEngine(options: {
         // or from its image, can take longer on a busy machine than SQL_POOL_WAIT_MS (1 s in a test) to
         // answer its first connection, and that wait is for statements.
         const first = new pg.Client({ ...process.connection, connectionTimeoutMillis: START_TIMEOUT_MS });
+        // The engine dying mid-load rejects the load; the 'error' event pg also emits must not end the process.
+        first.on('error', () => {});
         await first.connect();
         try {
           if (!loaded) await loadDemoEngine(first);

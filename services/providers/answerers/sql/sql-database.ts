@@ -83,6 +83,9 @@ export function serverSqlDatabase(pool: pg.Pool, limits: Omit<SqlDatabase, 'conn
 /** pg_terminate_backend of `pid`, from a connection of its own: true when the backend was signalled. */
 async function terminateBackend(options: pg.PoolConfig, pid: number | undefined): Promise<boolean> {
   const canceller = new pg.Client(options);
+  // A connection that drops mid-statement rejects the statement and also emits 'error': unheard, that
+  // event would end the process.
+  canceller.on('error', () => {});
   await canceller.connect();
   try {
     const result = await canceller.query<{ terminated: boolean }>('SELECT pg_terminate_backend($1) AS terminated', [pid]);

@@ -83,6 +83,9 @@ export async function checkConfiguredSqlLogin(
     }
   }
   const client = new pg.Client({ connectionString: config.SQL_DATABASE_URL });
+  // Dropped mid-check, the statement rejects (the start fails with its message); unheard, the 'error'
+  // event pg also emits would end the process with a stack trace instead.
+  client.on('error', () => {});
   await client.connect().catch((err: Error) => {
     throw new SqlLoginError(`SQL_DATABASE_URL: could not connect to check its login: ${err.message}`);
   });

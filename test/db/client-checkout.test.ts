@@ -1,0 +1,34 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withClient } from '../../services/db/client-checkout.js';
+import { type DroppingPostgres, startDroppingPostgres } from '../support/fakes/dropping-postgres.js';
+
+/**
+ * pg-pool stops listening to a client's 'error' while it is checked out, and pg emits one when the
+ * connection drops mid-statement (a database restart): unheard, an uncaught exception that ends the
+ * process (vitest reports it as an error of the run). The migration, the approximate indexes' upkeep,
+ * an erasure's table rewrite and every scoped statement check out their client through withClient.
+ */
+describe('a checked-out connection that drops mid-statement', () => {
+  let server: DroppingPostgres;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    server = await startDroppingPostgres();
+    pool = new pg.Pool({ host: '127.0.0.1', port: server.port, user: 'memorychat', database: 'memory', max: 1 });
+    pool.on('error', () => {});
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await server?.close();
+  });
+
+  it('when the database drops it mid-statement, then the statement rejects, the process goes on, and the pool opens a new connection next', async () => {
+    await expect(withClient(pool, (client) => client.query('SELECT 1'))).rejects.toThrow(/Connection terminated unexpectedly/);
+    // An 'error' event nobody heard would surface as an uncaught exception by now.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(pool.totalCount).toBe(0);
+    await expect(withClient(pool, (client) => client.query('SELECT 1'))).rejects.toThrow(/Connection terminated unexpectedly/);
+    expect(server.connections).toBe(2);
+  });
+});
