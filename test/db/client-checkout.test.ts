@@ -1,7 +1,6 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withClient } from '../../services/db/client-checkout.js';
-import { type DroppingPostgres, startDroppingPostgres } from '../support/fakes/dropping-postgres.js';
+import { poolOnDroppingPostgres } from '../support/fakes/dropping-postgres.js';
 
 /**
  * pg-pool stops listening to a client's 'error' while it is checked out, and pg emits one when the
@@ -10,25 +9,19 @@ import { type DroppingPostgres, startDroppingPostgres } from '../support/fakes/d
  * an erasure's table rewrite and every scoped statement check out their client through withClient.
  */
 describe('a checked-out connection that drops mid-statement', () => {
-  let server: DroppingPostgres;
-  let pool: pg.Pool;
+  let dropping: Awaited<ReturnType<typeof poolOnDroppingPostgres>>;
 
   beforeAll(async () => {
-    server = await startDroppingPostgres();
-    pool = new pg.Pool({ host: '127.0.0.1', port: server.port, user: 'memorychat', database: 'memory', max: 1 });
-    pool.on('error', () => {});
+    dropping = await poolOnDroppingPostgres(1);
   });
-  afterAll(async () => {
-    await pool?.end();
-    await server?.close();
-  });
+  afterAll(() => dropping?.close());
 
   it('when the database drops it mid-statement, then the statement rejects, the process goes on, and the pool opens a new connection next', async () => {
-    await expect(withClient(pool, (client) => client.query('SELECT 1'))).rejects.toThrow(/Connection terminated unexpectedly/);
+    await expect(withClient(dropping.pool, (client) => client.query('SELECT 1'))).rejects.toThrow(/Connection terminated unexpectedly/);
     // An 'error' event nobody heard would surface as an uncaught exception by now.
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(pool.totalCount).toBe(0);
-    await expect(withClient(pool, (client) => client.query('SELECT 1'))).rejects.toThrow(/Connection terminated unexpectedly/);
-    expect(server.connections).toBe(2);
+    expect(dropping.pool.totalCount).toBe(0);
+    await expect(withClient(dropping.pool, (client) => client.query('SELECT 1'))).rejects.toThrow(/Connection terminated unexpectedly/);
+    expect(dropping.server.connections).toBe(2);
   });
 });

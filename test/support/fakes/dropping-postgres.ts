@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
+import pg from 'pg';
 
 export interface DroppingPostgres {
   port: number;
@@ -49,6 +50,22 @@ export async function startDroppingPostgres(): Promise<DroppingPostgres> {
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A pool of `max` connections to a new DroppingPostgres; `close` ends both. */
+export async function poolOnDroppingPostgres(max: number): Promise<{ server: DroppingPostgres; pool: pg.Pool; close(): Promise<void> }> {
+  const server = await startDroppingPostgres();
+  const pool = new pg.Pool({ host: '127.0.0.1', port: server.port, user: 'memorychat', database: 'memorychat', max });
+  // As the service's pools: a dropped idle connection is no error of the process.
+  pool.on('error', () => {});
+  return {
+    server,
+    pool,
+    async close() {
+      await pool.end();
+      await server.close();
+    },
   };
 }
 

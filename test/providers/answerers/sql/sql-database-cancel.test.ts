@@ -1,8 +1,7 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverSqlDatabase } from '../../../../services/providers/answerers/sql/sql-database.js';
 import { createFairQueue } from '../../../../services/providers/answerers/sql/sql-fair-queue.js';
-import { type DroppingPostgres, startDroppingPostgres } from '../../../support/fakes/dropping-postgres.js';
+import { poolOnDroppingPostgres } from '../../../support/fakes/dropping-postgres.js';
 
 /**
  * Ending a question's statement opens a connection of its own for pg_terminate_backend. When that
@@ -11,21 +10,15 @@ import { type DroppingPostgres, startDroppingPostgres } from '../../../support/f
  * (vitest reports it as an error of the run).
  */
 describe('the SQL answerer: ending a statement when the server drops the connection', () => {
-  let server: DroppingPostgres;
-  let pool: pg.Pool;
+  let dropping: Awaited<ReturnType<typeof poolOnDroppingPostgres>>;
 
   beforeAll(async () => {
-    server = await startDroppingPostgres();
-    pool = new pg.Pool({ host: '127.0.0.1', port: server.port, user: 'memorychat', database: 'warehouse', max: 2 });
-    pool.on('error', () => {});
+    dropping = await poolOnDroppingPostgres(2);
   });
-  afterAll(async () => {
-    await pool?.end();
-    await server?.close();
-  });
+  afterAll(() => dropping?.close());
 
   it('when the terminate’s own connection drops mid-statement, then cancel rejects, the question’s connection is closed, and the process goes on', async () => {
-    const database = serverSqlDatabase(pool, { queue: createFairQueue(2, 1_000), schemas: ['public'], statementTimeoutMs: 1_000 });
+    const database = serverSqlDatabase(dropping.pool, { queue: createFairQueue(2, 1_000), schemas: ['public'], statementTimeoutMs: 1_000 });
     const question = await database.connect();
     // As the answerer's transaction does (sql-database.ts): the question's connection is closed below.
     question.on('error', () => {});
@@ -34,7 +27,7 @@ describe('the SQL answerer: ending a statement when the server drops the connect
     );
     await expect(database.cancel(question)).rejects.toThrow(/Connection terminated unexpectedly/);
     await closed;
-    expect(server.connections).toBe(2);
+    expect(dropping.server.connections).toBe(2);
     question.release(new Error('ended'));
     // An 'error' event nobody heard would surface as an uncaught exception by now.
     await new Promise((resolve) => setTimeout(resolve, 50));
