@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
+import { scopeLiterals } from '../../services/db/scoped-statement.js';
 import { conversationStream, TENANT, userId } from './data.js';
 import { floorTurns } from './floor.js';
 import { literal } from './retrieval-plan.js';
@@ -45,10 +46,7 @@ await floorTurns(() => capture)({
 const client = await db.pool.connect();
 try {
   for (const [i, statement] of captured.entries()) {
-    await client.query(`BEGIN; SELECT set_config('role', 'memorychat_app', true),
-      set_config('memorychat.tenant_id', ${client.escapeLiteral(TENANT)}, true),
-      set_config('memorychat.user_id', ${client.escapeLiteral(userId(user))}, true), set_config('jit', 'off', true);
-      SET LOCAL plan_cache_mode = force_generic_plan`);
+    await client.query(`${scopeLiterals(['memorychat_app', TENANT, userId(user), 'off'])}; SET LOCAL plan_cache_mode = force_generic_plan`);
     const name = `explained_${i}`;
     await client.query({ name, text: statement.text, values: statement.values });
     const literals = statement.values!.map((v) => literal(client, v));

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type RetrievalRequest, retrieveMemory } from '../../services/db/repositories/memory-retrieval.js';
 import type { Queryable } from '../../services/db/repositories/queryable.js';
+import { scopeLiterals } from '../../services/db/scoped-statement.js';
 
 export interface PlanNode {
   'Function Name'?: string;
@@ -42,8 +43,8 @@ export function literal(client: pg.PoolClient, v: unknown): string {
 /**
  * Runs the statement that `issue` sends, under `identity`'s scope, as the generic plan a prepared
  * statement ends up with, and returns the rows its plan examined, the plan and the rows it returned.
- * JIT is off, as the service's scope sets it (db/scoped-statement.ts): on a server built with LLVM
- * the EXPLAIN of a 100,000-turn user's retrieval otherwise compiled it, 2.6 s against 18 ms.
+ * The scope is the service's (scopeLiterals), JIT off with it: on a server built with LLVM the
+ * EXPLAIN of a 100,000-turn user's retrieval otherwise compiled it, 2.6 s against 18 ms.
  */
 export async function explainScoped(
   pool: pg.Pool,
@@ -60,10 +61,9 @@ export async function explainScoped(
   await issue(capture);
   const client = await pool.connect();
   try {
-    await client.query(`BEGIN; SELECT set_config('role', 'memorychat_app', true),
-      set_config('memorychat.tenant_id', ${client.escapeLiteral(identity.tenantId)}, true),
-      set_config('memorychat.user_id', ${client.escapeLiteral(identity.userId)}, true), set_config('jit', 'off', true);
-      SET LOCAL plan_cache_mode = force_generic_plan`);
+    await client.query(
+      `${scopeLiterals(['memorychat_app', identity.tenantId, identity.userId, 'off'])}; SET LOCAL plan_cache_mode = force_generic_plan`,
+    );
     // pg remembers a name per connection with its text: one name per statement explained.
     const name = `explained_${randomUUID().replaceAll('-', '')}`;
     await client.query({ name, text: statement!.text, values: statement!.values });

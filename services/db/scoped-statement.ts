@@ -189,11 +189,15 @@ export async function queryScoped<R extends pg.QueryResultRow>(
   return submit<pg.QueryResult<R>>(client, (callback) => new ScopedStatement([...scope, planCacheMode], before, config, callback));
 }
 
-/** The scope as the `BEGIN` of a multi-statement transaction sets it (simple protocol: literals). */
+/**
+ * The scope as the `BEGIN` of a multi-statement transaction sets it (simple protocol: literals), JIT
+ * off as for a single statement (SCOPE_STATEMENT) and on Citus (citus-scope.ts).
+ */
 export function scopeLiterals(scope: ScopeValues): string {
   const [role, tenantId, userId, tenantAdmin] = scope.map((v) => pg.escapeLiteral(v));
   return (
     `BEGIN; SELECT set_config('role', ${role}, true), set_config('memorychat.tenant_id', ${tenantId}, true), ` +
-    `set_config('memorychat.user_id', ${userId}, true), set_config('memorychat.tenant_admin', ${tenantAdmin}, true)`
+    `set_config('memorychat.user_id', ${userId}, true), set_config('memorychat.tenant_admin', ${tenantAdmin}, true), ` +
+    `set_config('jit', 'off', true)`
   );
 }
