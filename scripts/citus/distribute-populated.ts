@@ -52,6 +52,9 @@ if (Object.values(WRITERS).some((w) => !['service', 'plain', 'none'].includes(w)
 }
 const DISTRIBUTION = new URL('../../services/db/migrations/016_citus_distribution.sql', import.meta.url);
 const FUNCTIONS = new URL('./distribute-functions.sql', import.meta.url);
+const VERIFIED_PAIRS = new URL('./distribute-verified-pairs.sql', import.meta.url);
+/** The feedback's foreign key to turns (migration 023): a local table's, which create_distributed_table_concurrently refuses. */
+const FEEDBACK_TO_TURNS = 'verified_pair_feedback_tenant_id_user_id_session_id_turn_n_fkey';
 const LOGIN = 'mc_distribute';
 /** The tables too large to block writes while they are copied. */
 /**
@@ -304,6 +307,9 @@ async function distributeConcurrently(
      WHERE conrelid = 'turns'::regclass AND contype = 'f'`,
   );
   await step('drop the foreign key of turns to sessions', () => pool.query(`ALTER TABLE turns DROP CONSTRAINT ${fks[0]!.name}`));
+  await step('drop the foreign key of the feedback to turns', () =>
+    pool.query(`ALTER TABLE verified_pair_feedback DROP CONSTRAINT ${FEEDBACK_TO_TURNS}`),
+  );
   for (const [table, column, colocateWith] of LARGE) {
     // As 016 does: Citus copies the rows with COPY, which the table's FORCEd row-level security refuses its owner.
     await pool.query(`ALTER TABLE ${table} NO FORCE ROW LEVEL SECURITY`);
@@ -344,6 +350,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
     if (mode === 'concurrently') await distributeConcurrently(cluster, pool, step);
     // Migration 016 was applied on the single server, where it changed nothing: its file is run again by hand.
     await step("migration 016's file", async () => pool.query(await readFile(DISTRIBUTION, 'utf8')));
+    await step('distribute-verified-pairs.sql', async () => pool.query(await readFile(VERIFIED_PAIRS, 'utf8')));
     await step('distribute-functions.sql', async () => pool.query(await readFile(FUNCTIONS, 'utf8')));
   } catch (err) {
     error = err as Error;
@@ -370,12 +377,16 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
   log(`turns shards per worker: ${JSON.stringify(shards)}`);
   const { rows: kinds } = await admin.query(`SELECT logicalrelid::text AS t, partmethod AS m FROM pg_dist_partition ORDER BY 1`);
   log(`tables in Citus's metadata: ${kinds.map((k) => `${k.t} (${k.m})`).join(', ')}`);
-  const { rows: check } = await admin.query<{ turns: string; fks: string }>(
-    `SELECT (SELECT count(*) FROM turns) AS turns,
-            (SELECT string_agg(conname || CASE WHEN convalidated THEN ' (valid)' ELSE ' (not valid)' END, ', ')
-             FROM pg_constraint WHERE conrelid = 'turns'::regclass AND contype = 'f') AS fks`,
+  const keysOf = (table: string) =>
+    `(SELECT string_agg(conname || CASE WHEN convalidated THEN ' (valid)' ELSE ' (not valid)' END, ', ' ORDER BY conname)
+      FROM pg_constraint WHERE conrelid = '${table}'::regclass AND contype = 'f')`;
+  const { rows: check } = await admin.query<{ turns: string; fks: string; feedback: string }>(
+    `SELECT (SELECT count(*) FROM turns) AS turns, ${keysOf('turns')} AS fks, ${keysOf('verified_pair_feedback')} AS feedback`,
   );
-  log(`turns stored: ${check[0]!.turns} (seeded ${seededTurns} + written ${written}); foreign keys of turns: ${check[0]!.fks}`);
+  log(
+    `turns stored: ${check[0]!.turns} (seeded ${seededTurns} + written ${written}); foreign keys of turns: ${check[0]!.fks}; ` +
+      `of verified_pair_feedback: ${check[0]!.feedback}`,
+  );
   if (!error) {
     const l = load();
     const s = await measureSearch(admin, 440, 99, 'scoped');

@@ -1,0 +1,69 @@
+-- Moving a populated single-server database to Citus (docs/scaling.md#moving-to-citus), after
+-- migration 016's file: migration 023's tables (the tenants' verified pairs and settings, and the
+-- users' feedback on answers that used a pair) came after 016, and 023 distributed nothing on the
+-- single server, so 016's file leaves them local, where the service's statements that join them to
+-- the distributed tables fail. This distributes them as 023 does on a cluster migrated from empty:
+-- pairs and settings as reference tables, the feedback by its user beside their turns. As 023 does,
+-- the feedback's foreign keys (to its turn and to its pair) are added after the distribution: Citus
+-- distributes no table that a local table holds a foreign key to, nor one holding a key to a local
+-- table. Where the table-by-table way dropped the key to turns already, it is only added back.
+-- Each block runs its shard commands one connection at a time (multi_shard_modify_mode), so that the
+-- keys can be added in the same transaction as the distribution where the file runs as one (psql
+-- --single-transaction), as 017 and 023 do. Running this again changes nothing.
+DO $$
+DECLARE
+  spec text[];
+  fk text;
+BEGIN
+  PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+  IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'verified_pair_feedback'::regclass) THEN
+    FOR fk IN SELECT conname FROM pg_constraint WHERE conrelid = 'verified_pair_feedback'::regclass AND contype = 'f' LOOP
+      EXECUTE format('ALTER TABLE verified_pair_feedback DROP CONSTRAINT %I', fk);
+    END LOOP;
+  END IF;
+  FOREACH spec SLICE 1 IN ARRAY ARRAY[
+    ['verified_pairs', NULL],
+    ['tenant_settings', NULL],
+    ['verified_pair_feedback', 'user_id']
+  ] LOOP
+    CONTINUE WHEN EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = spec[1]::regclass);
+    -- As 016 does: Citus copies the rows with COPY, which the table's FORCEd row-level security refuses its owner.
+    EXECUTE format('ALTER TABLE %I NO FORCE ROW LEVEL SECURITY', spec[1]);
+    IF spec[2] IS NULL THEN
+      PERFORM create_reference_table(spec[1]);
+    ELSE
+      PERFORM create_distributed_table(spec[1], spec[2], colocate_with => 'sessions');
+    END IF;
+    EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', spec[1]);
+  END LOOP;
+END
+$$;
+
+-- Each key alone, as in 023.
+DO $$
+BEGIN
+  PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+  IF NOT EXISTS (
+    SELECT 1 FROM pg_constraint
+    WHERE conrelid = 'verified_pair_feedback'::regclass AND confrelid = 'turns'::regclass AND contype = 'f'
+  ) THEN
+    EXECUTE $sql$
+ALTER TABLE verified_pair_feedback ADD FOREIGN KEY (tenant_id, user_id, session_id, turn_number) REFERENCES turns ON DELETE CASCADE
+    $sql$;
+  END IF;
+END
+$$;
+
+DO $$
+BEGIN
+  PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
+  IF NOT EXISTS (
+    SELECT 1 FROM pg_constraint
+    WHERE conrelid = 'verified_pair_feedback'::regclass AND confrelid = 'verified_pairs'::regclass AND contype = 'f'
+  ) THEN
+    EXECUTE $sql$
+ALTER TABLE verified_pair_feedback ADD FOREIGN KEY (tenant_id, pair_id) REFERENCES verified_pairs ON DELETE CASCADE
+    $sql$;
+  END IF;
+END
+$$;
