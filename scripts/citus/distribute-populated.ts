@@ -52,7 +52,7 @@ if (Object.values(WRITERS).some((w) => !['service', 'plain', 'none'].includes(w)
 }
 const DISTRIBUTION = new URL('../../services/db/migrations/016_citus_distribution.sql', import.meta.url);
 const FUNCTIONS = new URL('./distribute-functions.sql', import.meta.url);
-const VERIFIED_PAIRS = new URL('./distribute-verified-pairs.sql', import.meta.url);
+const LATER_TABLES = new URL('./distribute-later-tables.sql', import.meta.url);
 /** The feedback's foreign key to turns (migration 023): a local table's, which create_distributed_table_concurrently refuses. */
 const FEEDBACK_TO_TURNS = 'verified_pair_feedback_tenant_id_user_id_session_id_turn_n_fkey';
 const LOGIN = 'mc_distribute';
@@ -350,7 +350,7 @@ async function distribute(cluster: CitusCluster, database: string, mode: string,
     if (mode === 'concurrently') await distributeConcurrently(cluster, pool, step);
     // Migration 016 was applied on the single server, where it changed nothing: its file is run again by hand.
     await step("migration 016's file", async () => pool.query(await readFile(DISTRIBUTION, 'utf8')));
-    await step('distribute-verified-pairs.sql', async () => pool.query(await readFile(VERIFIED_PAIRS, 'utf8')));
+    await step('distribute-later-tables.sql', async () => pool.query(await readFile(LATER_TABLES, 'utf8')));
     await step('distribute-functions.sql', async () => pool.query(await readFile(FUNCTIONS, 'utf8')));
   } catch (err) {
     error = err as Error;

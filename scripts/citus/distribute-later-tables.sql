@@ -1,12 +1,13 @@
 -- Moving a populated single-server database to Citus (docs/scaling.md#moving-to-citus), after
--- migration 016's file: migration 023's tables (the tenants' verified pairs and settings, and the
--- users' feedback on answers that used a pair) came after 016, and 023 distributed nothing on the
--- single server, so 016's file leaves them local, where the service's statements that join them to
--- the distributed tables fail. This distributes them as 023 does on a cluster migrated from empty:
--- pairs and settings as reference tables, the feedback by its user beside their turns. As 023 does,
--- the feedback's foreign keys (to its turn and to its pair) are added after the distribution: Citus
--- distributes no table that a local table holds a foreign key to, nor one holding a key to a local
--- table. Where the table-by-table way dropped the key to turns already, it is only added back.
+-- migration 016's file: the tables that later migrations made (021's linked identities; 023's
+-- verified pairs, the tenants' settings and the users' feedback on answers that used a pair) were
+-- never distributed on the single server, and 016's file does not know them, so they stay local,
+-- where the service's statements that join them to the distributed tables fail. This distributes
+-- them as their migrations do on a cluster migrated from empty: the per-user tables by their user,
+-- beside their sessions; pairs and settings as reference tables. As 023 does, the feedback's foreign
+-- keys (to its turn and to its pair) are added after the distribution: Citus distributes no table
+-- that a local table holds a foreign key to, nor one holding a key to a local table. Where the
+-- table-by-table way dropped the key to turns already, it is only added back.
 -- Each block runs its shard commands one connection at a time (multi_shard_modify_mode), so that the
 -- keys can be added in the same transaction as the distribution where the file runs as one (psql
 -- --single-transaction), as 017 and 023 do. Running this again changes nothing.
@@ -22,6 +23,7 @@ BEGIN
     END LOOP;
   END IF;
   FOREACH spec SLICE 1 IN ARRAY ARRAY[
+    ['linked_identities', 'user_id'],
     ['verified_pairs', NULL],
     ['tenant_settings', NULL],
     ['verified_pair_feedback', 'user_id']
