@@ -41,31 +41,20 @@ BEGIN
 END
 $$;
 
--- Each key alone, as in 023.
+-- The feedback's keys, as 023 adds them.
 DO $$
+DECLARE
+  fk text[];
 BEGIN
   PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
-  IF NOT EXISTS (
-    SELECT 1 FROM pg_constraint
-    WHERE conrelid = 'verified_pair_feedback'::regclass AND confrelid = 'turns'::regclass AND contype = 'f'
-  ) THEN
-    EXECUTE $sql$
-ALTER TABLE verified_pair_feedback ADD FOREIGN KEY (tenant_id, user_id, session_id, turn_number) REFERENCES turns ON DELETE CASCADE
-    $sql$;
-  END IF;
-END
-$$;
-
-DO $$
-BEGIN
-  PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
-  IF NOT EXISTS (
-    SELECT 1 FROM pg_constraint
-    WHERE conrelid = 'verified_pair_feedback'::regclass AND confrelid = 'verified_pairs'::regclass AND contype = 'f'
-  ) THEN
-    EXECUTE $sql$
-ALTER TABLE verified_pair_feedback ADD FOREIGN KEY (tenant_id, pair_id) REFERENCES verified_pairs ON DELETE CASCADE
-    $sql$;
-  END IF;
+  FOREACH fk SLICE 1 IN ARRAY ARRAY[
+    ['turns', 'FOREIGN KEY (tenant_id, user_id, session_id, turn_number) REFERENCES turns ON DELETE CASCADE'],
+    ['verified_pairs', 'FOREIGN KEY (tenant_id, pair_id) REFERENCES verified_pairs ON DELETE CASCADE']
+  ] LOOP
+    CONTINUE WHEN EXISTS (
+      SELECT 1 FROM pg_constraint WHERE conrelid = 'verified_pair_feedback'::regclass AND confrelid = fk[1]::regclass AND contype = 'f'
+    );
+    EXECUTE 'ALTER TABLE verified_pair_feedback ADD ' || fk[2];
+  END LOOP;
 END
 $$;
