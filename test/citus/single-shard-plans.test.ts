@@ -22,7 +22,8 @@ interface Sent {
  * erasure barrier) has no Citus plan. A statement sent as a call on the user's shard
  * (db/user-shard-call.ts), the retrieval and the append, is checked twice: the call is delegated to
  * one worker (Citus reports "pushing down the function call"), and each statement it carries is one
- * task as well.
+ * task as well. The append's side on its worker: planned once per connection, on the user's shards,
+ * behind the shard group's metadata lock that a shard move takes (migration 028).
  */
 /** The statement a retrieval's call carries (migration 024), with its own values (the vector back in its place). */
 function retrievalStatement(values: unknown[]): Sent {
@@ -217,8 +218,8 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
       await replay(10);
       const warm = await cachedPlanBytes();
       await replay(40);
-      // Named by the distributed tables, Citus 13.2 planned each statement's shard query again on every
-      // call and kept each plan: about 0.2 MB more per call (migration 028).
+      // Named by the distributed tables, Citus 13.2.1 and 13.2.2 planned each statement's shard query
+      // again on every call and kept each plan: about 0.2 MB more per call (migration 028).
       expect((await cachedPlanBytes()) - warm, 'cached plans after 40 more appends').toBeLessThan(64 * 1024);
       const { rows: prepared } = await worker.query<{ name: string; statement: string; generic_plans: number }>(
         `SELECT name, statement, generic_plans::int FROM pg_prepared_statements WHERE name LIKE 'mc\\_%' ORDER BY name`,

@@ -32,7 +32,9 @@ GRANT EXECUTE ON FUNCTION memorychat_lock_user_shards(text) TO memorychat_app;
 
 -- p_statement with the tables of the user's co-location group and the reference tables named by the
 -- user's shards, where it names a table (after FROM, JOIN, INTO or UPDATE, or before a column): what
--- 024's retrieval did in its own body.
+-- 024's retrieval did in its own body. A reference table's shard is this node's whole copy, right to
+-- read; a write to it would reach this copy only, so the statements sent through here write only the
+-- tables of the user's co-location group (the append's: sessions and turns).
 CREATE FUNCTION memorychat_user_shard_statement(p_user_id text, p_statement text) RETURNS text
 LANGUAGE plpgsql
 AS $function$
