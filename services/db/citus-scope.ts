@@ -14,8 +14,13 @@ import { type Connection, PipelinedStatement, parseOnce, queryConfig, type Scope
  * workers, so one "BEGIN; SET LOCAL …; SET LOCAL …" string made every worker run all of it again, its
  * `BEGIN` included, once per propagated command (five "there is already a transaction in progress"
  * warnings in the worker's log for every statement).
+ *
+ * `customPlans` where the node holds shards itself (localShardsCheck): there Citus runs a statement on
+ * its own shard locally, and a prepared statement's generic plan made Citus 13.2.1 and 13.2.2 plan the
+ * shard query again on every call and keep each plan, without bound (docs/scaling.md#one-hop-per-statement);
+ * a custom plan is used once and cached nowhere.
  */
-export function citusScopePrelude(scope: ScopeValues): string[] {
+export function citusScopePrelude(scope: ScopeValues, customPlans = false): string[] {
   const [role, tenantId, userId, tenantAdmin] = scope.map((v) => pg.escapeLiteral(v));
   return [
     'BEGIN',
@@ -25,6 +30,7 @@ export function citusScopePrelude(scope: ScopeValues): string[] {
     `SET LOCAL memorychat.user_id = ${userId}`,
     `SET LOCAL memorychat.tenant_admin = ${tenantAdmin}`,
     'SET LOCAL jit = off',
+    ...(customPlans ? ['SET LOCAL plan_cache_mode = force_custom_plan'] : []),
   ];
 }
 
@@ -87,6 +93,21 @@ export async function queryCitusScoped<R extends pg.QueryResultRow>(
  */
 export function citusCheck(pool: pg.Pool): () => Promise<boolean> {
   return askedOnce(pool, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS yes`);
+}
+
+/**
+ * Whether the coordinator the pool reaches holds shards of distributed tables itself, or may be given
+ * some (`shouldhaveshards`: a single-node cluster), asked once. Reference tables' copies do not count:
+ * Citus plans a statement on one once, at its preparation.
+ */
+export function localShardsCheck(pool: pg.Pool): () => Promise<boolean> {
+  return askedOnce(
+    pool,
+    `SELECT EXISTS (SELECT 1 FROM pg_dist_node n JOIN pg_dist_local_group l ON l.groupid = n.groupid WHERE n.shouldhaveshards)
+         OR EXISTS (SELECT 1 FROM pg_dist_placement p JOIN pg_dist_local_group l ON l.groupid = p.groupid
+                    JOIN pg_dist_shard s ON s.shardid = p.shardid JOIN pg_dist_partition t ON t.logicalrelid = s.logicalrelid
+                    WHERE t.partmethod = 'h') AS yes`,
+  );
 }
 
 /** A yes-or-no fact of the database (`statement` selects it as `yes`), asked once; a failed ask is asked again. */

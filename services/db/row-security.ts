@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { type AnnIndexState, maintainAnnIndexes } from './ann-index-upkeep.js';
-import { citusCheck, citusScopePrelude, queryCitusScoped } from './citus-scope.js';
+import { citusCheck, citusScopePrelude, localShardsCheck, queryCitusScoped } from './citus-scope.js';
 import { withClient } from './client-checkout.js';
 import { coalescedReclaim } from './coalesced-reclaim.js';
 import { reclaimErasedRows } from './erased-rows-reclaim.js';
@@ -67,16 +67,21 @@ function reclaimedTables(tables: readonly UserTable[]): UserTable[] {
 
 export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {}): ScopedDatabase {
   const onCitus = citusCheck(pool);
+  const localShards = localShardsCheck(pool);
+  const citus = {
+    check: onCitus,
+    prelude: async (scope: ScopeValues) => ((await onCitus()) ? citusScopePrelude(scope, await localShards()) : undefined),
+  };
   const userShardCall = userShardCallCheck(pool);
   const userShardAppend = userShardAppendCheck(pool);
   const onUserShard = {
     calls: async () => (await onCitus()) && userShardCall(),
     appends: async () => (await onCitus()) && userShardAppend(),
   };
-  const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off'], onCitus);
+  const maintenance = scopedRunner(pool, ['memorychat_maintenance', '', '', 'off'], citus);
   return {
     asUser: (owner) =>
-      scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], onCitus, onUserShard),
+      scopedRunner(pool, ['memorychat_app', owner.tenantId, owner.userId, owner.tenantAdmin ? 'on' : 'off'], citus, onUserShard),
     asMaintenance: () => maintenance,
     maintainAnnIndexes: () => maintainAnnIndexes({ pool, maintenance, onCitus, blocking: options.blockingIndexBuilds ?? false }),
     reclaimErasedRows: coalescedReclaim(
@@ -104,11 +109,11 @@ export function scopedDatabase(pool: pg.Pool, options: ScopedDatabaseOptions = {
 function scopedRunner(
   pool: pg.Pool,
   scope: ScopeValues,
-  onCitus: () => Promise<boolean>,
+  citus: { check: () => Promise<boolean>; prelude: (scope: ScopeValues) => Promise<string[] | undefined> },
   onUserShard?: { calls: () => Promise<boolean>; appends: () => Promise<boolean> },
 ): TransactionalQueryable {
   const transaction = async <T>(work: (tx: Queryable) => Promise<T>): Promise<T> => {
-    const prelude = (await onCitus()) ? citusScopePrelude(scope) : undefined;
+    const prelude = await citus.prelude(scope);
     return withClient(pool, async (client, markBroken) => {
       if (!prelude) await client.query(scopeLiterals(scope));
       let opened = !prelude;
@@ -118,7 +123,7 @@ function scopedRunner(
         return queryCitusScoped(client, prelude, false, statement, values);
       };
       try {
-        const result = await work({ query, isDistributed: onCitus });
+        const result = await work({ query, isDistributed: citus.check });
         if (opened) await client.query('COMMIT');
         return result;
       } catch (err) {
@@ -129,9 +134,9 @@ function scopedRunner(
   };
   return {
     query: async <R extends pg.QueryResultRow>(statement: string | pg.QueryConfig, values?: unknown[]) => {
-      const citus = await onCitus();
+      const prelude = await citus.prelude(scope);
       const shardStatement =
-        citus && typeof statement !== 'string' && (statement as GenericPlanConfig).onUserShard && (await onUserShard?.calls())
+        prelude && typeof statement !== 'string' && (statement as GenericPlanConfig).onUserShard && (await onUserShard?.calls())
           ? { ...statement, values: values ?? statement.values }
           : undefined;
       return withClient(pool, async (client, markBroken) => {
@@ -139,8 +144,8 @@ function scopedRunner(
         try {
           const onShard = shardStatement && (await queryOnUserShard<R>(client, scope, shardStatement));
           if (onShard) return onShard;
-          block = citus;
-          if (citus) return await queryCitusScoped<R>(client, citusScopePrelude(scope), true, statement, values);
+          block = prelude !== undefined;
+          if (prelude) return await queryCitusScoped<R>(client, prelude, true, statement, values);
           return await queryScoped<R>(client, scope, statement, values);
         } catch (err) {
           // On a server, or for a call on the user's shard, the database refused the statement and
@@ -153,7 +158,7 @@ function scopedRunner(
       });
     },
     transaction,
-    isDistributed: onCitus,
+    isDistributed: citus.check,
     appendOnUserShard: async (append: () => UserShardAppend) => {
       if (!(await onUserShard?.appends())) return undefined;
       return withClient(pool, async (client, markBroken) => {
