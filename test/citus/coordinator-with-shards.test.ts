@@ -1,13 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { migrate } from '../../services/db/migrate.js';
 import { scopedDatabase } from '../../services/db/row-security.js';
 import { SUPERUSER } from '../support/databases/postgres-server.js';
-import type { TestDatabase } from '../support/databases/test-database.js';
+import { cachedPlanBytes, freshTestDatabase, type TestDatabase } from '../support/databases/test-database.js';
 import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { seedSession } from '../support/service/seed-memory.js';
 import { startTestApp } from '../support/service/test-app.js';
@@ -21,54 +16,33 @@ const HOUR = 3_600_000;
  * scope asks for custom plans on such a coordinator, and its connections stop growing.
  */
 describe('a Citus coordinator that holds shards itself', () => {
-  const server = inject('serverDatabase');
   const cluster = inject('citusCluster');
-  const nodes = [cluster.coordinator, ...cluster.workers];
-  const database = `${server.login}_coord_${randomBytes(4).toString('hex')}`;
+  let testDatabase: TestDatabase;
   // One connection, the superuser's: the scope switches to memorychat_app for each statement, and
   // between them the same connection reads its own memory, which only a superuser may.
   let pool: pg.Pool;
 
-  const asSuperuser = async <T>(node: (typeof nodes)[number], db: string, work: (c: pg.Client) => Promise<T>): Promise<T> => {
-    const client = new pg.Client({ ...node, user: SUPERUSER, database: db });
-    await client.connect();
-    try {
-      return await work(client);
-    } finally {
-      await client.end();
-    }
-  };
-
   beforeAll(async () => {
-    for (const node of nodes)
-      await asSuperuser(node, 'postgres', async (c) => {
-        await c.query(`CREATE DATABASE ${database} OWNER ${server.login}`);
-      });
-    for (const node of nodes)
-      await asSuperuser(node, database, async (c) => {
-        await c.query('CREATE EXTENSION citus; CREATE EXTENSION vector');
-        await c.query(`UPDATE pg_extension SET extowner = $1::regrole WHERE extname = 'vector'`, [server.login]);
-      });
-    await asSuperuser(cluster.coordinator, database, async (c) => {
-      await c.query('SELECT citus_set_coordinator_host($1, $2)', [cluster.coordinator.host, cluster.coordinator.port]);
-      for (const worker of cluster.workers) await c.query('SELECT citus_add_node($1, $2)', [worker.host, worker.port]);
-      await c.query(`SELECT citus_set_node_property($1, $2, 'shouldhaveshards', true)`, [
-        cluster.coordinator.host,
-        cluster.coordinator.port,
-      ]);
-    });
-    const owner = new pg.Pool({ ...cluster.coordinator, user: server.login, database, max: 1 });
-    try {
-      await migrate(owner);
-    } finally {
-      await owner.end();
-    }
-    pool = new pg.Pool({ ...cluster.coordinator, user: SUPERUSER, database, max: 1 });
+    // The suite's migrated database, then one shard group moved from a worker onto the coordinator.
+    testDatabase = await freshTestDatabase();
+    pool = new pg.Pool({ ...cluster.coordinator, user: SUPERUSER, database: testDatabase.server!.database, max: 1 });
+    const { coordinator } = cluster;
+    await pool.query(`SELECT citus_set_node_property($1, $2, 'shouldhaveshards', true)`, [coordinator.host, coordinator.port]);
+    const { rows } = await pool.query<{ shardid: string; nodename: string; nodeport: number }>(
+      `SELECT shardid::text, nodename, nodeport FROM citus_shards WHERE table_name = 'sessions'::regclass ORDER BY shardid LIMIT 1`,
+    );
+    const { shardid, nodename, nodeport } = rows[0]!;
+    await pool.query(`SELECT citus_move_shard_placement($1::bigint, $2, $3, $4, $5, shard_transfer_mode => 'block_writes')`, [
+      shardid,
+      nodename,
+      nodeport,
+      coordinator.host,
+      coordinator.port,
+    ]);
   });
   afterAll(async () => {
     await pool?.end();
-    for (const node of nodes)
-      await asSuperuser(node, 'postgres', (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)).catch(() => {});
+    await testDatabase?.remove();
   });
 
   /** A user of the default tenant whose shards are on the node at `port`. */
@@ -84,17 +58,7 @@ describe('a Citus coordinator that holds shards itself', () => {
 
   it('when users whose shards are on the coordinator and on a worker ask and follow up, then the service answers both from their memory', async () => {
     const upstream = await startFakeUpstream();
-    const dataDir = await mkdtemp(path.join(tmpdir(), 'memorychat-test-'));
-    const testDatabase: TestDatabase = {
-      env: {
-        DATA_DIR: dataDir,
-        DATABASE_URL: `postgres://${server.login}@${cluster.coordinator.host}:${cluster.coordinator.port}/${database}`,
-        DATABASE_POOL_MAX: '10',
-      },
-      server: { database, user: server.login },
-      remove: () => rm(dataDir, { recursive: true, force: true }),
-    };
-    const t = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase });
+    const t = await startTestApp({ ANSWER_URL: upstream.answerUrl }, { testDatabase, keepTestDatabase: true });
     try {
       for (const user of [
         await userOn(cluster.coordinator.port, 'coordinator-user-'),
@@ -125,23 +89,15 @@ describe('a Citus coordinator that holds shards itself', () => {
       text: 'SELECT count(*)::int AS n FROM turns WHERE tenant_id = $1 AND user_id = $2',
       values: ['default', userId],
     };
-    const cachedPlanBytes = async () =>
-      Number(
-        (
-          await pool.query<{ bytes: string }>(
-            `SELECT sum(total_bytes)::text AS bytes FROM pg_backend_memory_contexts WHERE name LIKE 'CachedPlan%'`,
-          )
-        ).rows[0]!.bytes,
-      );
     const readTimes = async (times: number) => {
       for (let i = 0; i < times; i++) expect((await scoped.query<{ n: number }>(read)).rows[0]!.n).toBe(3);
     };
 
     await readTimes(10);
-    const warm = await cachedPlanBytes();
+    const warm = await cachedPlanBytes(pool);
     await readTimes(40);
     // With generic plans every run kept a plan of its own: about 80 KB each.
-    expect((await cachedPlanBytes()) - warm, 'cached plans after 40 more reads').toBeLessThan(64 * 1024);
+    expect((await cachedPlanBytes(pool)) - warm, 'cached plans after 40 more reads').toBeLessThan(64 * 1024);
     const { rows: prepared } = await pool.query<{ generic: number; custom: number }>(
       'SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name = $1',
       [read.name],

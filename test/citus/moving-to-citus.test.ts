@@ -5,8 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../../services/db/migrate.js';
-import { SUPERUSER } from '../support/databases/postgres-server.js';
-import type { TestDatabase } from '../support/databases/test-database.js';
+import { asSuperuser, type TestDatabase } from '../support/databases/test-database.js';
 import { sendJson } from '../support/fakes/fake-http-server.js';
 import { type FakeUpstream, salesReply, startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
@@ -36,15 +35,6 @@ describe('moving a database that ran on one server to Citus (docs/scaling.md)', 
   let upstream: FakeUpstream;
   let t: TestApp | undefined;
 
-  const asSuperuser = async <T>(node: (typeof nodes)[number], db: string, work: (c: pg.Client) => Promise<T>): Promise<T> => {
-    const client = new pg.Client({ ...node, user: SUPERUSER, database: db });
-    await client.connect();
-    try {
-      return await work(client);
-    } finally {
-      await client.end();
-    }
-  };
   const testDatabase = (): TestDatabase => ({
     env: {
       DATA_DIR: dataDir,
@@ -69,11 +59,15 @@ describe('moving a database that ran on one server to Citus (docs/scaling.md)', 
       sendJson(res, 200, { ...salesReply(String(req.body?.question ?? ''), ''), tables_used: ['salesdb.sales'] });
     });
     // As on a single server: the database, pgvector created by the superuser, the login migrating it.
-    for (const node of nodes) await asSuperuser(node, 'postgres', (c) => c.query(`CREATE DATABASE ${database} OWNER ${server.login}`));
-    await asSuperuser(cluster.coordinator, database, async (c) => {
-      await c.query('CREATE EXTENSION vector');
-      await c.query(`UPDATE pg_extension SET extowner = $1::regrole WHERE extname = 'vector'`, [server.login]);
-    });
+    for (const node of nodes) await asSuperuser('postgres', (c) => c.query(`CREATE DATABASE ${database} OWNER ${server.login}`), node);
+    await asSuperuser(
+      database,
+      async (c) => {
+        await c.query('CREATE EXTENSION vector');
+        await c.query(`UPDATE pg_extension SET extowner = $1::regrole WHERE extname = 'vector'`, [server.login]);
+      },
+      cluster.coordinator,
+    );
     const owner = new pg.Pool({ ...cluster.coordinator, user: server.login, database, max: 1 });
     try {
       await migrate(owner);
@@ -85,7 +79,7 @@ describe('moving a database that ran on one server to Citus (docs/scaling.md)', 
     await t?.close();
     await upstream?.close();
     for (const node of nodes)
-      await asSuperuser(node, 'postgres', (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)).catch(() => {});
+      await asSuperuser('postgres', (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`), node).catch(() => {});
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -116,15 +110,23 @@ describe('moving a database that ran on one server to Citus (docs/scaling.md)', 
 
     // The move: citus and the workers, then the files as the tables' owner.
     for (const worker of cluster.workers)
-      await asSuperuser(worker, database, async (c) => {
-        await c.query('CREATE EXTENSION citus; CREATE EXTENSION vector');
-        await c.query(`UPDATE pg_extension SET extowner = $1::regrole WHERE extname = 'vector'`, [server.login]);
-      });
-    await asSuperuser(cluster.coordinator, database, async (c) => {
-      await c.query('CREATE EXTENSION citus');
-      await c.query('SELECT citus_set_coordinator_host($1, $2)', [cluster.coordinator.host, cluster.coordinator.port]);
-      for (const worker of cluster.workers) await c.query('SELECT citus_add_node($1, $2)', [worker.host, worker.port]);
-    });
+      await asSuperuser(
+        database,
+        async (c) => {
+          await c.query('CREATE EXTENSION citus; CREATE EXTENSION vector');
+          await c.query(`UPDATE pg_extension SET extowner = $1::regrole WHERE extname = 'vector'`, [server.login]);
+        },
+        worker,
+      );
+    await asSuperuser(
+      database,
+      async (c) => {
+        await c.query('CREATE EXTENSION citus');
+        await c.query('SELECT citus_set_coordinator_host($1, $2)', [cluster.coordinator.host, cluster.coordinator.port]);
+        for (const worker of cluster.workers) await c.query('SELECT citus_add_node($1, $2)', [worker.host, worker.port]);
+      },
+      cluster.coordinator,
+    );
     const owner = new pg.Client({ ...cluster.coordinator, user: server.login, database });
     await owner.connect();
     try {

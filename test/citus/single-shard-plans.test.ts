@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type GenericPlanConfig, queryScoped, type ScopeValues } from '../../services/db/scoped-statement.js';
 import { SUPERUSER } from '../support/databases/postgres-server.js';
+import { cachedPlanBytes } from '../support/databases/test-database.js';
 import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
@@ -204,23 +205,15 @@ describe('single-shard plans on Citus (docs/scaling.md)', () => {
     const { append, shard, connect } = await followUpAppendOnWorker('plan-cache-user');
     const worker = await connect();
     try {
-      const cachedPlanBytes = async () =>
-        Number(
-          (
-            await worker.query<{ bytes: string }>(
-              `SELECT sum(total_bytes)::text AS bytes FROM pg_backend_memory_contexts WHERE name LIKE 'CachedPlan%'`,
-            )
-          ).rows[0]!.bytes,
-        );
       const replay = async (times: number) => {
         for (let i = 0; i < times; i++) await worker.query(append.text, append.values);
       };
       await replay(10);
-      const warm = await cachedPlanBytes();
+      const warm = await cachedPlanBytes(worker);
       await replay(40);
       // Named by the distributed tables, Citus 13.2.1 and 13.2.2 planned each statement's shard query
       // again on every call and kept each plan: about 0.2 MB more per call (migration 028).
-      expect((await cachedPlanBytes()) - warm, 'cached plans after 40 more appends').toBeLessThan(64 * 1024);
+      expect((await cachedPlanBytes(worker)) - warm, 'cached plans after 40 more appends').toBeLessThan(64 * 1024);
       const { rows: prepared } = await worker.query<{ name: string; statement: string; generic_plans: number }>(
         `SELECT name, statement, generic_plans::int FROM pg_prepared_statements WHERE name LIKE 'mc\\_%' ORDER BY name`,
       );

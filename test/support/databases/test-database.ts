@@ -108,7 +108,8 @@ export function adminPool(db: TestDatabase, service: Database): { pool: pg.Pool;
   return { pool, close: () => pool.end() };
 }
 
-async function asSuperuser<T>(database: string, run: (client: pg.Client) => Promise<T>, node = host): Promise<T> {
+/** `run` on a superuser's connection to `database` on `node` (the server, or a Citus node). */
+export async function asSuperuser<T>(database: string, run: (client: pg.Client) => Promise<T>, node = host): Promise<T> {
   const client = new pg.Client({ ...node, user: SUPERUSER, database });
   await client.connect();
   try {
@@ -143,4 +144,15 @@ export async function databaseBehindFaultProxy(db: TestDatabase): Promise<{ data
     },
   };
   return { database, proxy };
+}
+
+/**
+ * The bytes the connection's cached plans hold (its `CachedPlan*` memory contexts): what a plan cache
+ * that never finds its entries grows by. A superuser's connection: only it may read its own contexts.
+ */
+export async function cachedPlanBytes(client: pg.Client | pg.Pool): Promise<number> {
+  const { rows } = await client.query<{ bytes: string }>(
+    `SELECT sum(total_bytes)::text AS bytes FROM pg_backend_memory_contexts WHERE name LIKE 'CachedPlan%'`,
+  );
+  return Number(rows[0]!.bytes);
 }
