@@ -124,7 +124,9 @@ BEGIN
 END
 $function$;
 
--- The retrieval's call (027) with its statement named by the shards through memorychat_user_shard_statement.
+-- The retrieval's call (027), its statement prepared through memorychat_user_shard_execution as the
+-- append's are. Its rows leave as json: the name says so ('_json'), so that a worker connection that
+-- prepared the statement under 026's jsonb wrapper never executes that one into this result.
 CREATE OR REPLACE FUNCTION memorychat_on_user_shard(
   p_user_id text,
   p_tenant_id text,
@@ -139,23 +141,18 @@ CREATE OR REPLACE FUNCTION memorychat_on_user_shard(
 LANGUAGE plpgsql
 AS $function$
 DECLARE
-  shard bigint;
-  local_name text;
+  shard constant bigint := get_shard_id_for_distribution_column('sessions', p_user_id);
 BEGIN
   PERFORM set_config('memorychat.tenant_id', p_tenant_id, true), set_config('memorychat.user_id', p_user_id, true),
           set_config('memorychat.tenant_admin', p_tenant_admin, true), set_config('jit', 'off', true),
           set_config('plan_cache_mode', coalesce(p_plan_cache_mode, current_setting('plan_cache_mode')), true);
-  shard := get_shard_id_for_distribution_column('sessions', p_user_id);
   IF to_regclass(format('%I', 'sessions_' || shard)) IS NULL THEN
     RAISE EXCEPTION 'memorychat_on_user_shard: the shards of user % are not on this node', p_user_id
       USING HINT = 'Call it on a Citus coordinator, once it is distributed by p_user_id (scripts/citus/distribute-functions.sql).';
   END IF;
-  local_name := p_name || '_' || shard || '_json';
-  IF current_setting('memorychat.prepared_' || local_name, true) IS DISTINCT FROM 'on' THEN
-    -- A newline before the closing parenthesis: the statement may end in a comment.
-    PERFORM memorychat_prepare_once(local_name, format(E'SELECT to_json(q) FROM (%s\n) q', memorychat_user_shard_statement(p_user_id, p_statement)));
-  END IF;
-  RETURN QUERY EXECUTE memorychat_prepared_execution(local_name, NULL, p_params, p_vector_at, p_vector);
+  -- A newline before the closing parenthesis: the statement may end in a comment.
+  RETURN QUERY EXECUTE memorychat_user_shard_execution(p_user_id, shard, p_name || '_json',
+    format(E'SELECT to_json(q) FROM (%s\n) q', p_statement), p_params, p_vector_at, p_vector);
 END
 $function$;
 
