@@ -136,6 +136,17 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     const cacheOf = (users: number) => `${opts.turns ? 'mc_bench_bulk_v2' : 'mc_bench_v4'}_${users}x${opts.turnsPerUser}`;
     const singleSeedSeconds = await singleCopy(opts, opts.users, cacheOf(opts.users));
 
+    // Both start vacuumed: the single server's stage was vacuumed by autovacuum in the minutes after
+    // it was seeded, the cluster was seeded seconds ago, and its autovacuum workers then took about 5%
+    // of its CPU during the load (2026-11-29, per process title).
+    log('vacuuming both');
+    for (const url of [citusUrl, databaseUrl(SINGLE_COPY)]) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query('VACUUM (ANALYZE)');
+      await client.end();
+    }
+
     answerer = await startInstantAnswerer();
     const home = () => mkdtemp(path.join(tmpdir(), 'memorychat-bench-service-'));
     log('starting the service on each');
@@ -147,10 +158,10 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     const citusService = await startService(await home(), answerer.url, { DATABASE_URL: citusUrl, DATABASE_POOL_MAX: String(POOL) });
     services.push(citusService);
 
-    // Database CPU: the single server's processes working in its copy (the server is the machine's,
-    // shared with whatever else runs there); the cluster's are its three servers together, all their
-    // processes (the single server's WAL writer and checkpointer are not counted: the ratio errs against Citus).
-    const singleCpu = await databaseCpuMs(SINGLE_COPY);
+    // Database CPU: the single server's processes working in its copy and its own processes (WAL
+    // writer, checkpointer, background writer; the server is the machine's, and other databases'
+    // backends are not counted); the cluster's are its three servers together, all their processes.
+    const singleCpu = await databaseCpuMs(SINGLE_COPY, { serverProcesses: true });
     const nodeCpu = await Promise.all(
       [cluster.coordinator, ...cluster.workers].map((node) => cluster.asSuperuser(node, 'postgres', postmasterCpuMs)),
     );
@@ -289,7 +300,7 @@ function report(r: CitusResults, opts: CitusBenchOptions): string {
   );
   lines.push('');
   lines.push(
-    "CPU per turn (ms; app = the service process; db = the single server's processes in the bench's database, or every process of all three Citus servers):",
+    "CPU per turn (ms; app = the service process; db = the single server's processes in the bench's database and its own (WAL writer, checkpointer, background writer), or every process of all three Citus servers; both vacuumed before the load):",
   );
   lines.push('');
   lines.push(`| on | ${opts.levels.map((c) => `app @${c}`).join(' | ')} | ${opts.levels.map((c) => `db @${c}`).join(' | ')} |`);

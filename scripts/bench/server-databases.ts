@@ -75,20 +75,28 @@ export async function serverCpuMs(): Promise<() => number> {
  * CPU (ms) of the server's processes working in `database`: its backends and autovacuum workers, found
  * by their process titles ("postgres: 15/main: USER DATABASE HOST ACTIVITY", "… autovacuum worker
  * DATABASE"). Unlike serverCpuMs, what others run on the same server (another bench, tests) is not
- * counted; the server-wide WAL writer, checkpointer and background writer are not either, nor a
- * backend that exited (the systems' pools keep theirs).
+ * counted, nor a backend that exited (the systems' pools keep theirs); the server-wide WAL writer,
+ * checkpointer and background writer only with `serverProcesses`.
  */
-export async function databaseCpuMs(database: string): Promise<() => number> {
+export async function databaseCpuMs(database: string, opts: { serverProcesses?: boolean } = {}): Promise<() => number> {
   const postmaster = await admin(postmasterPid);
-  const inDatabase = (pid: number) => {
+  const counted = (pid: number) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').split(' ').includes(database);
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+      return title.split(' ').includes(database) || (opts.serverProcesses === true && SERVER_PROCESS.test(title));
     } catch {
       return false;
     }
   };
-  return () => childrenOf(postmaster).reduce((sum, child) => sum + (inDatabase(child) ? cpuMsOf(child) || 0 : 0), 0);
+  const own = opts.serverProcesses ? () => cpuMsOf(postmaster) || 0 : () => 0;
+  return () => own() + childrenOf(postmaster).reduce((sum, child) => sum + (counted(child) ? cpuMsOf(child) || 0 : 0), 0);
 }
+
+/**
+ * The titles of a server's own processes, which serve every database on it: with `serverProcesses`,
+ * databaseCpuMs counts them too (and the postmaster), as the Citus bench counts all of its cluster's.
+ */
+const SERVER_PROCESS = /: (walwriter|background writer|checkpointer|autovacuum launcher|logical replication launcher|archiver)$/;
 
 async function postmasterPid(client: pg.Client): Promise<number> {
   const dataDir = (await client.query<{ d: string }>("SELECT current_setting('data_directory') AS d")).rows[0]!.d;
