@@ -430,6 +430,8 @@ function report(r: Results): string {
   lines.push(`| ratio | ${LEVELS.map((c) => `${c} client${c > 1 ? 's' : ''}`).join(' | ')} | target |`);
   lines.push(`| --- | ${LEVELS.map(() => '---:').join(' | ')} | --- |`);
   const at = (xs: LoadResult[], i: number) => xs[i];
+  // The current target (docs/performance.md): it replaced an earlier 1.5x at 10 and 50 clients and 1.2x at 1.
+  const FAIR_PEER_THROUGHPUT = '≥ 1.0 (10, 50)';
   const ratio = (name: string, fn: (i: number) => number | undefined, target: string) =>
     lines.push(`| ${name} | ${LEVELS.map((_, i) => f(fn(i), 2)).join(' | ')} | ${target} |`);
   ratio('overhead ÷ floor, p50 latency', (i) => at(r.service, i)!.p50 / at(r.floor, i)!.p50, '≤ 1.25 (1 client)');
@@ -439,7 +441,7 @@ function report(r: Results): string {
     ratio(
       'service ÷ fair peer (LangChain + indexes, served), throughput',
       (i) => at(r.service, i)!.rps / at(r.langchainServed, i)!.rps,
-      '≥ 1.5 (10, 50), ≥ 1.2 (1)',
+      FAIR_PEER_THROUGHPUT,
     );
   }
   if (r.langchainShipped.length) {
@@ -451,7 +453,10 @@ function report(r: Results): string {
     r.rounds[a] && r.rounds[b] ? median(r.rounds[a]![i]!.map((x, k) => x.rps / r.rounds[b]![i]![k]!.rps)) : undefined;
   ratio('service ÷ floor, throughput, median of rounds', perRound('service', 'floor'), '≥ 0.85 (10, 50)');
   if (r.langchainServed.length) {
-    ratio('service ÷ fair peer (served), median of rounds', perRound('service', 'langchainServed'), '≥ 1.5 (10, 50), ≥ 1.2 (1)');
+    ratio('service ÷ fair peer (served), median of rounds', perRound('service', 'langchainServed'), FAIR_PEER_THROUGHPUT);
+    const cpu = (kind: 'app' | 'db') => (i: number) => r.cpuPerTurn.service![i]![kind] / r.cpuPerTurn.langchainServed![i]![kind];
+    ratio('app CPU per turn, service ÷ fair peer (served)', cpu('app'), '≤ 1.2');
+    ratio('database CPU per turn, service ÷ fair peer (served)', cpu('db'), '');
   }
   if (r.langchainShipped.length) {
     ratio('service ÷ in-process peer as shipped, median of rounds', perRound('service', 'langchainShipped'), '≥ 8');
