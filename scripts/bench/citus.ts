@@ -136,9 +136,9 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     const cacheOf = (users: number) => `${opts.turns ? 'mc_bench_bulk_v2' : 'mc_bench_v4'}_${users}x${opts.turnsPerUser}`;
     const singleSeedSeconds = await singleCopy(opts, opts.users, cacheOf(opts.users));
 
-    // Both start vacuumed: the single server's stage was vacuumed by autovacuum in the minutes after
-    // it was seeded, the cluster was seeded seconds ago, and its autovacuum workers then took about 5%
-    // of its CPU during the load (2026-11-29, per process title).
+    // Both start vacuumed: the cluster's servers run autovacuum, which vacuumed its freshly seeded
+    // shards during the load (about 5% of its CPU in one run, 2026-11-29, per process title), while
+    // a server may run without it (this machine's does: autovacuum = off) and then never vacuums its copy.
     log('vacuuming both');
     for (const url of [citusUrl, databaseUrl(SINGLE_COPY)]) {
       const client = new pg.Client({ connectionString: url });
