@@ -1,10 +1,11 @@
-// `npm run bench -- profile [--clients N] [--seconds S] [--warmup S] [--data DIR | --server] [--perf]`:
+// `npm run bench -- profile [--clients N] [--seconds S] [--warmup S] [--data DIR | --server] [--perf] [--env K=V,...]`:
 // runs the service with --cpu-prof on a copy of a seeded directory (or, with --server, of the seeded
 // server database `npm run bench -- --server` left, with a pool of 10), drives /memoryChat, and prints
 // where the service process spends its CPU (self time by function, by package and by area:
 // profile-areas.ts). With --perf, Linux perf samples it instead and only the areas are printed
 // (perf-areas.ts says why they are the truer split); --peer --perf profiles the fair peer
-// (langchain-server.ts) the same way, on its own copy with LangChain's indexes.
+// (langchain-server.ts) the same way, on its own copy with LangChain's indexes. --env runs the service
+// with settings of its own (MEMORY_PII=off,MEMORY_SEMANTIC_SEARCH_K=0): what a feature costs per turn.
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,8 +33,20 @@ const { values: args } = parseArgs({
     server: { type: 'boolean', default: false },
     perf: { type: 'boolean', default: false },
     peer: { type: 'boolean', default: false },
+    env: { type: 'string', default: '' },
   },
 });
+const serviceEnv = Object.fromEntries(
+  args.env
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new Error(`--env takes NAME=VALUE pairs separated by commas: ${pair}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
+if (args.peer && args.env) throw new Error("--env sets the service's settings: not with --peer");
 
 type Node = ProfileNode;
 
@@ -62,6 +75,7 @@ const service = args.peer
   : await startService(dataDir, answerer.url, {
       ...(args.server ? { DATABASE_URL: databaseUrl(serverCopy), DATABASE_POOL_MAX: '10' } : {}),
       ...perfEnv,
+      ...serviceEnv,
     });
 const clients = Number(args.clients);
 const { turn, close } = serviceTurns(service.baseUrl, clients);
@@ -92,7 +106,9 @@ await close();
 await service.stop();
 answerer.server.close();
 if (args.server) await dropDatabase(serverCopy);
-console.log(`c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r.p95.toFixed(2)} ms (${r.requests} requests)`);
+console.log(
+  `${args.env ? `${args.env}: ` : ''}c=${clients}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(2)} p95 ${r.p95.toFixed(2)} ms (${r.requests} requests)`,
+);
 
 if (args.perf) {
   const script = execFileSync('perf', ['script', '-i', perfFile], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString();

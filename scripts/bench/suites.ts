@@ -32,7 +32,10 @@ export const SUITES: Record<string, Suite> = {
       "what each part of /memoryChat's retrieval statement costs the database and the app, call by call (--database NAME | --data DIR) [--variants a,b] [--against CHECKOUT]",
   },
   'explain-turn': { script: './explain-turn.ts', about: "EXPLAIN (ANALYZE, BUFFERS) of /memoryChat's two statements --database NAME" },
-  profile: { script: './profile.ts', about: "the service's (or the fair peer's) CPU per turn by area [--server] [--perf [--peer]]" },
+  profile: {
+    script: './profile.ts',
+    about: "the service's (or the fair peer's) CPU per turn by area [--server] [--perf [--peer]] [--env NAME=VALUE,...]",
+  },
   'first-start': { script: './first-start.ts', about: '`npm start` on a fresh clone, then idle RSS [--runs 3] [--idle-seconds 30]' },
   cleanup: {
     script: './cleanup-throughput.ts',
