@@ -46,13 +46,18 @@ export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<voi
   for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
 }
 
-/** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
-export async function waitFor<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+/** Polls every `intervalMs` until `check` returns a truthy value (or throws after `timeoutMs`). */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+  what = 'condition',
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
