@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SAMPLE_EVERY_MS } from '../../../../services/core/backlog-metrics.js';
-import { waitFor } from '../../../support/databases/redis.js';
 import type { FakeUpstream } from '../../../support/fakes/fake-upstream.js';
 import { alertRules, dashboardQueries, exportedSeriesNames, metricNamesIn } from '../../../support/monitoring.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { seedSession } from '../../../support/service/seed-memory.js';
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../../support/service/test-app.js';
@@ -82,7 +82,7 @@ describe('GET /metrics', () => {
     await seedSession(t.admin, { userId: 'erased', turns: 3, expiresAt: new Date(t.clock.now.getTime() + 3_600_000) });
     const token = t.token('erased');
     const erase = await t.request('DELETE', '/me', { token });
-    await waitFor(async () => (await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { token })).body.status === 'completed');
+    expect((await gdprRequestFinished(t, erase.body.request_id, { token })).status).toBe('completed');
     const erased = await scrape();
     expect(sample(erased, 'memorychat_turns_deleted_total', 'reason="erasure"')).toBe(3);
     expect(sample(erased, 'memorychat_jobs_total', 'kind="gdpr-erase",outcome="completed"')).toBe(1);

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../../scripts/soak/service-process.js';
 import { parseSealingKeys } from '../../../../services/config/account-link-keys.js';
 import { runRetentionCleanup } from '../../../../services/core/jobs/retention-cleanup.js';
@@ -11,6 +11,7 @@ import { UnsealError, unseal } from '../../../../services/core/linking/token-sea
 import { type DenodoSdkStandIn, type SdkView, startDenodoSdkStandIn } from '../../../support/fakes/denodo-sdk-stand-in.js';
 import { jwksBearerVerifier } from '../../../support/fakes/jwks-bearer-verifier.js';
 import { startTestOpenIdProvider, type TestOpenIdProvider } from '../../../support/fakes/openid-provider.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { startTestApp, type TestApp } from '../../../support/service/test-app.js';
 
 /**
@@ -326,14 +327,8 @@ describe('account linking: each bot user asks the Denodo AI SDK with their own i
     expect((await link(ANA, 'ana@corp.example')).status).toBe(200);
     const erase = await t.request('DELETE', '/me', { headers: asUser(ANA) });
     expect(erase.status).toBe(202);
-    const done = await vi.waitFor(
-      async () => {
-        const status = await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { headers: asUser(ANA) });
-        if (status.body.status !== 'completed') throw new Error(`erase ${status.body.status}`);
-        return status.body;
-      },
-      { timeout: 20_000, interval: 100 },
-    );
+    const done = await gdprRequestFinished(t, erase.body.request_id, { headers: asUser(ANA) });
+    expect(done.status).toBe('completed');
     expect(done.counts.linked_identities).toBe(1);
     expect(await linkRow(ANA)).toBeUndefined();
   });

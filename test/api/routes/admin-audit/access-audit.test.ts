@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRetentionCleanup } from '../../../../services/core/jobs/retention-cleanup.js';
-import { waitFor } from '../../../support/databases/redis.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { startTestApp, type TestApp } from '../../../support/service/test-app.js';
 
 const DAY = 86_400_000;
@@ -25,7 +25,7 @@ describe('the access audit (GET /admin/audit)', () => {
     await t.request('POST', '/sessions/turns', { token: user, body: { question: 'q', answer: 'a' } });
     const exported = await t.request('POST', '/me/export', { token: user, headers: { 'x-request-id': 'export-call-1' } });
     const requestId = exported.body.request_id;
-    await waitFor(async () => (await t.request('GET', `/gdpr/requests/${requestId}`, { token: user })).body.status === 'completed');
+    expect((await gdprRequestFinished(t, requestId, { token: user })).status).toBe('completed');
 
     // The test clock stands still unless moved: each access a second later, so the order is certain.
     t.clock.advance(1000);
@@ -54,7 +54,7 @@ describe('the access audit (GET /admin/audit)', () => {
     t.clock.advance(1000);
     const erased = await t.request('DELETE', '/admin/users/leaver', { token: admin });
     expect(erased.status).toBe(202);
-    await waitFor(async () => (await t.request('GET', erased.headers.get('location')!, { token: admin })).body.status === 'completed');
+    expect((await gdprRequestFinished(t, erased.headers.get('location')!, { token: admin })).status).toBe('completed');
 
     // The erased user's entries stay, under the pseudonym the logs use instead of their id.
     expect((await audit('?action=erase')).body.entries).toMatchObject([

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VERIFIED_PAIRS_HEADING } from '../../../../services/core/context/chat-block.js';
-import { waitFor } from '../../../support/databases/redis.js';
 import { sendJson } from '../../../support/fakes/fake-http-server.js';
 import { type FakeUpstream, salesReply } from '../../../support/fakes/fake-upstream.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../../support/service/test-app.js';
 
@@ -219,19 +219,15 @@ describe('verified pairs (/admin/verified-pairs, /memoryChat)', () => {
     const ivan = t.token('ivan', { tenant: 'acme' });
     const exported = await t.request('POST', '/me/export', { token: ivan });
     expect(exported.status).toBe(202);
-    await waitFor(
-      async () => (await t.request('GET', `/gdpr/requests/${exported.body.request_id}`, { token: ivan })).body.status === 'completed',
-    );
+    expect((await gdprRequestFinished(t, exported.body.request_id, { token: ivan })).status).toBe('completed');
     const doc = (await t.request('GET', `/gdpr/requests/${exported.body.request_id}/download`, { token: ivan })).body;
     expect(doc.verified_pairs.map((p: any) => p.pair_id).sort()).toEqual([plain.pair_id, adopted.pair_id, rewritten.pair_id].sort());
     expect(doc.verified_pairs.every((p: any) => p.author_user_id === 'ivan')).toBe(true);
 
     const erased = await t.request('DELETE', '/admin/users/ivan', { token: admin });
     expect(erased.status).toBe(202);
-    const done = await waitFor(async () => {
-      const res = await t.request('GET', erased.headers.get('location')!, { token: admin });
-      return res.body.status === 'completed' && res.body;
-    });
+    const done = await gdprRequestFinished(t, erased.headers.get('location')!, { token: admin });
+    expect(done.status).toBe('completed');
     expect(done.counts).toMatchObject({ verified_pairs: 3 });
 
     const { rows } = await t.admin.query(

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { waitFor } from '../../../support/databases/redis.js';
 import { type RecordedRequest, sendJson } from '../../../support/fakes/fake-http-server.js';
 import { type FakeUpstream, salesReply } from '../../../support/fakes/fake-upstream.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { countUserRows, rowsMentioning } from '../../../support/service/seed-memory.js';
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../../support/service/test-app.js';
@@ -40,14 +41,7 @@ describe('an erasure while a /memoryChat is in flight', () => {
   async function eraseAndWait(token: string) {
     const erase = await t.request('DELETE', '/me', { token });
     expect(erase.status).toBe(202);
-    return waitFor(
-      async () => {
-        const res = await t.request('GET', `/gdpr/requests/${erase.body.request_id}`, { token });
-        return ['completed', 'failed'].includes(res.body?.status) && res.body;
-      },
-      30_000,
-      'the erasure',
-    );
+    return gdprRequestFinished(t, erase.body.request_id, { token });
   }
 
   async function storedFor(userId: string) {

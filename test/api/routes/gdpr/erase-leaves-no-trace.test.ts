@@ -3,8 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { analyzeGrownTables } from '../../../../services/db/embedded/table-statistics.js';
-import { waitFor } from '../../../support/databases/redis.js';
 import { freshTestDatabase, type TestDatabase } from '../../../support/databases/test-database.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { startTestApp, type TestApp } from '../../../support/service/test-app.js';
 
 /** Postgres's page size, and where a page header keeps the bounds of the page's free space. */
@@ -83,15 +83,7 @@ describe('erasing a user on the embedded database', () => {
       });
       expect(theirs.status).toBe(201);
     }
-    const finished = (token: string, id: string) =>
-      waitFor(
-        async () => {
-          const res = await t!.request('GET', `/gdpr/requests/${id}`, { token });
-          return ['completed', 'failed'].includes(res.body?.status) && res.body;
-        },
-        30_000,
-        `gdpr request ${id}`,
-      );
+    const finished = (token: string, id: string) => gdprRequestFinished(t!, id, { token });
     const exported = await t.request('POST', '/me/export', { token: subject });
     expect((await finished(subject, exported.body.request_id)).status).toBe('completed');
 

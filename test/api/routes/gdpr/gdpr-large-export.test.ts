@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../../support/databases/redis.js';
 import { aloneOnTheCluster, CLUSTER_WAIT_MS } from '../../../support/databases/test-database.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { seedSession } from '../../../support/service/seed-memory.js';
 import { startTestApp, type TestApp } from '../../../support/service/test-app.js';
 
@@ -39,18 +39,8 @@ describe('the GDPR export of a user with one very large answer', () => {
 
     const accepted = await t.request('POST', '/me/export', { token });
     expect(accepted.status).toBe(202);
-    // Polled as a client would poll a job of a minute or more: every poll counts against the user's
-    // RATE_LIMIT_PER_MINUTE (120), which polls every 50 ms spend in seconds, leaving the download a 429.
-    const done = await waitFor(
-      async () => {
-        const res = await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token });
-        expect(res.status).toBe(200);
-        return ['completed', 'failed'].includes(res.body?.status) && res.body;
-      },
-      150_000,
-      'the export',
-      1_000,
-    );
+    // A job of a minute or more, polled every second: 120 requests a minute leave room for the download.
+    const done = await gdprRequestFinished(t, accepted.body.request_id, { token }, { timeoutMs: 150_000, intervalMs: 1_000 });
     expect(done).toMatchObject({ status: 'completed', counts: { sessions: 1, turns: 3 } });
     const parts = await t.admin.query('SELECT count(*)::int AS n FROM gdpr_export_parts WHERE request_id = $1', [accepted.body.request_id]);
     expect(parts.rows[0].n).toBeGreaterThan(1);

@@ -1,22 +1,12 @@
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteKeysUnder, keysMentioning, redisClient, TEST_REDIS_URL, uniquePrefix, waitFor } from '../../../support/databases/redis.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { countUserRows, rowsMentioning, seedSession } from '../../../support/service/seed-memory.js';
 import { startTestApp, type TestApp } from '../../../support/service/test-app.js';
 import { startTestWorker } from '../../../support/service/test-worker.js';
 
 const HOUR = 3_600_000;
-
-async function finished(t: TestApp, requestId: string, token: string) {
-  return waitFor(
-    async () => {
-      const res = await t.request('GET', `/gdpr/requests/${requestId}`, { token });
-      return ['completed', 'failed'].includes(res.body?.status) && res.body;
-    },
-    30_000,
-    `GDPR request ${requestId}`,
-  );
-}
 
 describe('GDPR export and erase on BullMQ', () => {
   const redis = redisClient();
@@ -52,7 +42,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const bystanderToken = t.token(bystander);
     for (const token of [subjectToken, bystanderToken]) {
       const exp = await t.request('POST', '/me/export', { token });
-      expect((await finished(t, exp.body.request_id, token)).status).toBe('completed');
+      expect((await gdprRequestFinished(t, exp.body.request_id, { token })).status).toBe('completed');
     }
     // A stored Idempotency-Key response holds a question and an answer too.
     const keyed = await t.request('POST', `/sessions/${sessions[2]}/turns`, {
@@ -79,7 +69,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const erase = await t.request('DELETE', '/me', { token: subjectToken });
     expect(erase.status).toBe(202);
     expect(erase.body).toMatchObject({ action: 'erase', status: 'queued', subject_user_id: subject });
-    const done = await finished(t, erase.body.request_id, subjectToken);
+    const done = await gdprRequestFinished(t, erase.body.request_id, { token: subjectToken });
     expect(done).toMatchObject({ status: 'completed', actor_user_id: subject, error_code: null });
     expect(done.counts).toMatchObject({ turns: 1001, sessions: 20, exports: 1, idempotency_keys: 1 });
     expect(done.counts.queued_jobs).toBeGreaterThanOrEqual(2);
@@ -108,7 +98,7 @@ describe('GDPR export and erase on BullMQ', () => {
       .rows[0].request_id;
     expect((await t.request('GET', `/gdpr/requests/${oldExport}/download`, { token: subjectToken })).body.code).toBe('export-expired');
     const again = await t.request('POST', '/me/export', { token: subjectToken });
-    expect((await finished(t, again.body.request_id, subjectToken)).counts).toEqual({ sessions: 0, turns: 0 });
+    expect((await gdprRequestFinished(t, again.body.request_id, { token: subjectToken })).counts).toEqual({ sessions: 0, turns: 0 });
   });
 
   it('when an export is started by POST /me/export, then 202; the old GET still queues one for a release but answers Deprecation and a Link to POST', async () => {
@@ -116,7 +106,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const posted = await t.request('POST', '/me/export', { token });
     expect(posted.status).toBe(202);
     expect(posted.headers.get('deprecation')).toBeNull();
-    expect((await finished(t, posted.body.request_id, token)).status).toBe('completed');
+    expect((await gdprRequestFinished(t, posted.body.request_id, { token })).status).toBe('completed');
     const got = await t.request('GET', '/me/export', { token });
     expect(got.status).toBe(202);
     expect(got.headers.get('deprecation')).toMatch(/^@\d+$/);
@@ -138,7 +128,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const accepted = await t.request('POST', '/me/export', { token });
     expect(accepted.status).toBe(202);
     expect(accepted.headers.get('location')).toBe(`/gdpr/requests/${accepted.body.request_id}`);
-    const status = await finished(t, accepted.body.request_id, token);
+    const status = await gdprRequestFinished(t, accepted.body.request_id, { token });
     expect(status).toMatchObject({
       status: 'completed',
       counts: { sessions: 2, turns: 20 },
@@ -188,7 +178,7 @@ describe('GDPR export and erase on BullMQ', () => {
     const accepted = await t.request('POST', '/admin/users/managed-user/export', { token: admin });
     expect(accepted.status).toBe(202);
     expect(accepted.body).toMatchObject({ actor_user_id: 'admin-7', subject_user_id: 'managed-user' });
-    expect((await finished(t, accepted.body.request_id, admin)).counts).toEqual({ sessions: 1, turns: 2 });
+    expect((await gdprRequestFinished(t, accepted.body.request_id, { token: admin })).counts).toEqual({ sessions: 1, turns: 2 });
     // The subject sees requests about them; another user and another tenant's admin do not.
     expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: t.token('managed-user') })).status).toBe(200);
     expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: user })).body.code).toBe(
@@ -198,7 +188,7 @@ describe('GDPR export and erase on BullMQ', () => {
     expect((await t.request('GET', `/gdpr/requests/${accepted.body.request_id}`, { token: foreignAdmin })).status).toBe(404);
 
     const erase = await t.request('DELETE', '/admin/users/managed-user', { token: admin });
-    expect((await finished(t, erase.body.request_id, admin)).counts).toMatchObject({ sessions: 1, turns: 2 });
+    expect((await gdprRequestFinished(t, erase.body.request_id, { token: admin })).counts).toMatchObject({ sessions: 1, turns: 2 });
     expect(await countUserRows(t.admin, 'managed-user')).toEqual({ sessions: 0, turns: 0, embeddings: 0 });
   });
 
@@ -233,11 +223,15 @@ describe('GDPR without Redis (in-process queue)', () => {
     await seedSession(t.admin, { userId: 'solo', turns: 12, expiresAt: new Date(t.clock.now.getTime() + HOUR) });
     const token = t.token('solo');
     const exp = await t.request('POST', '/me/export', { token });
-    expect((await finished(t, exp.body.request_id, token)).counts).toEqual({ sessions: 1, turns: 12 });
+    expect((await gdprRequestFinished(t, exp.body.request_id, { token })).counts).toEqual({ sessions: 1, turns: 12 });
     const download = await t.request('GET', `/gdpr/requests/${exp.body.request_id}/download`, { token });
     expect(download.body.sessions[0].turns).toHaveLength(12);
     const erase = await t.request('DELETE', '/me', { token });
-    expect((await finished(t, erase.body.request_id, token)).counts).toMatchObject({ turns: 12, sessions: 1, exports: 1 });
+    expect((await gdprRequestFinished(t, erase.body.request_id, { token })).counts).toMatchObject({
+      turns: 12,
+      sessions: 1,
+      exports: 1,
+    });
     expect(Object.values(await rowsMentioning(t.admin, 'solo', ['gdpr_audit'])).every((n) => n === 0)).toBe(true);
     const counts = async (tenant: string) =>
       (await t.request('GET', '/admin/jobs', { token: t.token('ops', { roles: ['memory-admin'], tenant }) })).body.counts;
@@ -263,7 +257,7 @@ describe('GDPR without Redis (in-process queue)', () => {
 
     await t.app.queue.enqueue('cleanup', {});
     const token = t.token('interrupted');
-    expect(await finished(t, lost, token)).toMatchObject({ status: 'completed', counts: { sessions: 1, turns: 3 } });
+    expect(await gdprRequestFinished(t, lost, { token })).toMatchObject({ status: 'completed', counts: { sessions: 1, turns: 3 } });
     expect((await t.request('GET', `/gdpr/requests/${recent}`, { token })).body.status).toBe('queued');
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../../support/databases/redis.js';
 import { sendJson } from '../../../support/fakes/fake-http-server.js';
 import { type FakeUpstream, salesReply } from '../../../support/fakes/fake-upstream.js';
+import { gdprRequestFinished } from '../../../support/service/gdpr-requests.js';
 import { startServiceWithUpstream, stopServiceWithUpstream } from '../../../support/service/service-with-upstream.js';
 import type { TestApp } from '../../../support/service/test-app.js';
 
@@ -63,10 +63,8 @@ describe('PII masking (MEMORY_PII=mask)', () => {
     expect(upstream.requests.length).toBe(before);
 
     const exported = await t.request('POST', '/me/export', { token });
-    const done = await waitFor(async () => {
-      const res = await t.request('GET', `/gdpr/requests/${exported.body.request_id}`, { token });
-      return res.body.status === 'completed' && res.body;
-    });
+    const done = await gdprRequestFinished(t, exported.body.request_id, { token });
+    expect(done.status).toBe('completed');
     const doc = (await t.request('GET', done.download_url, { token })).body;
     const text = JSON.stringify(doc);
     expect(text).toContain('[email]');
