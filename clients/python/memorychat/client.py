@@ -172,19 +172,24 @@ class Memorychat:
     def download_export(self, request_id: str) -> JSON:
         return self._json("GET", f"/gdpr/requests/{_seg(request_id)}/download")
 
-    def export_my_data(self, *, poll_s: float = 0.2, timeout_s: float = 60.0) -> JSON:
-        """Requests an export, waits for it and downloads it."""
-        request_id = self.request_export()["request_id"]
+    def export_my_data(self, *, poll_s: float = 1.0, timeout_s: float = 60.0) -> JSON:
+        """
+        Requests an export, waits for it and downloads it. Polls as often as the service's Retry-After
+        says (every `poll_s` seconds where it says nothing); a poll or the download refused `429` is
+        sent again once the wait its Retry-After names is over, while `timeout_s` allows.
+        """
         deadline = time.monotonic() + timeout_s
-        status = self.gdpr_request(request_id)
+        status, wait = self._polled("POST", "/me/export", deadline, poll_s)
+        request_id = status["request_id"]
+        path = f"/gdpr/requests/{_seg(request_id)}"
         while status["status"] not in ("completed", "failed"):
-            if time.monotonic() > deadline:
+            if time.monotonic() + wait > deadline:
                 raise TimeoutError(f"the export {request_id} is still {status['status']}")
-            time.sleep(poll_s)
-            status = self.gdpr_request(request_id)
+            time.sleep(wait)
+            status, wait = self._polled("GET", path, deadline, poll_s)
         if status["status"] == "failed":
             raise RuntimeError(f"the export {request_id} failed")
-        return self.download_export(request_id)
+        return self._polled("GET", f"{path}/download", deadline, poll_s)[0]
 
     def erase_my_data(self) -> JSON:
         """DELETE /me: queues the erasure of every session, turn and export of the caller (202)."""
@@ -247,11 +252,23 @@ class Memorychat:
         headers: dict[str, str] | None = None,
     ) -> Any:
         with self._send(method, path, body=body, query=query, headers=headers) as response:
-            text = _text(response)
+            return _json_of(response)
+
+    def _polled(self, method: str, path: str, deadline: float, poll_s: float) -> tuple[Any, float]:
+        """
+        A call of a poll: sent again after a `429` once its Retry-After is over, while `deadline` allows
+        (a rate-limited call is refused before it does anything); with the seconds the reply's
+        Retry-After asks to wait before the next poll (`poll_s` where it names none).
+        """
+        while True:
             try:
-                return json.loads(text) if text else None
-            except ValueError:
-                raise MemorychatError.unusable_reply(response.status, f"not JSON: {text[:200]}") from None
+                with self._send(method, path) as response:
+                    wait = _seconds(response.headers.get("retry-after"))
+                    return _json_of(response), poll_s if wait is None else wait
+            except MemorychatError as err:
+                if err.status != 429 or err.retry_after_s is None or time.monotonic() + err.retry_after_s > deadline:
+                    raise
+                time.sleep(err.retry_after_s)
 
     def _send(
         self,
@@ -279,7 +296,7 @@ class Memorychat:
                 problem = json.loads(text)
             except ValueError:
                 problem = None
-            raise MemorychatError.from_problem(err.code, problem, text) from None
+            raise MemorychatError.from_problem(err.code, problem, text, retry_after_s=_seconds(err.headers.get("retry-after"))) from None
 
     def _credentials(self) -> dict[str, str]:
         if self.token is not None:
@@ -318,6 +335,21 @@ def _origin(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
+
+
+def _json_of(response: Any) -> Any:
+    text = _text(response)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        raise MemorychatError.unusable_reply(response.status, f"not JSON: {text[:200]}") from None
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """A Retry-After of delay-seconds, as the service sends it; None for none, or for an HTTP date."""
+    if retry_after is None or not retry_after.strip().isdigit():
+        return None
+    return float(retry_after.strip())
 
 
 def _text(response: Any) -> str:

@@ -26,6 +26,8 @@ class MemorychatError(Exception):
     detail: str
     errors: list[FieldError] = field(default_factory=list)
     problem: dict[str, Any] = field(default_factory=dict)
+    #: The reply's Retry-After in seconds (a `429`, a `503`), when it gave one.
+    retry_after_s: float | None = None
 
     def __str__(self) -> str:
         return f"{self.status} {self.code}: {self.detail}"
@@ -36,10 +38,12 @@ class MemorychatError(Exception):
         return cls(status=status, code="invalid-response", title="The service's reply could not be read", detail=detail)
 
     @classmethod
-    def from_problem(cls, status: int, problem: dict[str, Any] | None, text: str = "") -> "MemorychatError":
+    def from_problem(
+        cls, status: int, problem: dict[str, Any] | None, text: str = "", *, retry_after_s: float | None = None
+    ) -> "MemorychatError":
         # A reply that is no problem document (a proxy's HTML page) still raises, with its text as detail.
         if not isinstance(problem, dict):
-            return cls(status=status, code="http-error", title="HTTP error", detail=text[:500], problem={})
+            return cls(status=status, code="http-error", title="HTTP error", detail=text[:500], problem={}, retry_after_s=retry_after_s)
         return cls(
             status=int(problem.get("status", status)),
             code=str(problem.get("code", "http-error")),
@@ -47,4 +51,5 @@ class MemorychatError(Exception):
             detail=str(problem.get("detail", "")),
             errors=[FieldError(str(e.get("field", "")), str(e.get("message", ""))) for e in problem.get("errors") or []],
             problem=problem,
+            retry_after_s=retry_after_s,
         )

@@ -1,23 +1,33 @@
 import http.server
 import json
 import threading
+import time
 import unittest
 
 from memorychat import Memorychat, MemorychatError
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    """A local HTTP server answering each path as its test says, recording every request it gets."""
+Answer = tuple[int, dict[str, str], bytes]
 
-    answers: dict[str, tuple[int, dict[str, str], bytes]] = {}
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """
+    A local HTTP server answering each path as its test says (a list: one answer after the other, the
+    last one from then on), recording every request it gets and when.
+    """
+
+    answers: dict[str, Answer | list[Answer]] = {}
     seen: list[tuple[str, str, dict[str, str]]] = []
+    seen_at: list[float] = []
 
     def _answer(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
         type(self).seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
-        status, headers, body = type(self).answers.get(self.path.split("?")[0], (404, {}, b""))
+        type(self).seen_at.append(time.monotonic())
+        answer = type(self).answers.get(self.path.split("?")[0], (404, {}, b""))
+        status, headers, body = answer.pop(0) if isinstance(answer, list) and len(answer) > 1 else answer[0] if isinstance(answer, list) else answer
         self.send_response(status)
         for name, value in {"content-length": str(len(body)), **headers}.items():
             self.send_header(name, value)
@@ -31,7 +41,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 
 
 def _server() -> tuple[http.server.ThreadingHTTPServer, type[_Recorder], str]:
-    handler = type("Recorder", (_Recorder,), {"answers": {}, "seen": []})
+    handler = type("Recorder", (_Recorder,), {"answers": {}, "seen": [], "seen_at": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, handler, f"http://127.0.0.1:{server.server_address[1]}"
@@ -90,3 +100,28 @@ class TransportTest(unittest.TestCase):
         sent = [headers for method, path, headers in self.at_service.seen if path == "/memoryChat"]
         self.assertEqual(sent[0]["x-upstream-authorization"], "Basic YW5hOnB3")
         self.assertNotIn("x-upstream-authorization", sent[1])
+
+    def test_when_an_export_is_polled_then_the_polls_keep_to_retry_after_and_a_429_is_waited_out_not_raised(self) -> None:
+        as_json = {"content-type": "application/json"}
+        status = {"request_id": "r1", "status_url": "/gdpr/requests/r1"}
+        refused = json.dumps({"status": 429, "code": "rate-limited", "title": "Too many", "detail": "retry in 1 second"}).encode()
+        self.at_service.answers["/me/export"] = (202, {**as_json, "retry-after": "1"}, json.dumps({**status, "status": "queued"}).encode())
+        self.at_service.answers["/gdpr/requests/r1"] = [
+            (429, {"content-type": "application/problem+json", "retry-after": "1"}, refused),
+            (200, as_json, json.dumps({**status, "status": "completed"}).encode()),
+        ]
+        self.at_service.answers["/gdpr/requests/r1/download"] = (200, as_json, b'{"sessions": []}')
+
+        self.assertEqual(self.bot.export_my_data(poll_s=0.0, timeout_s=30), {"sessions": []})
+        paths = [path for _method, path, _headers in self.at_service.seen]
+        self.assertEqual(paths, ["/me/export", "/gdpr/requests/r1", "/gdpr/requests/r1", "/gdpr/requests/r1/download"])
+        # Each wait is the second its reply's Retry-After named, though poll_s asked for none.
+        gaps = [later - earlier for earlier, later in zip(self.at_service.seen_at, self.at_service.seen_at[1:])]
+        self.assertGreaterEqual(min(gaps[:2]), 1.0)
+
+    def test_when_a_call_is_refused_429_then_the_error_carries_its_retry_after(self) -> None:
+        refused = json.dumps({"status": 429, "code": "rate-limited", "title": "Too many", "detail": "retry in 7 seconds"}).encode()
+        self.at_service.answers["/sessions"] = (429, {"content-type": "application/problem+json", "retry-after": "7"}, refused)
+        with self.assertRaises(MemorychatError) as caught:
+            self.bot.sessions()
+        self.assertEqual((caught.exception.code, caught.exception.retry_after_s), ("rate-limited", 7.0))

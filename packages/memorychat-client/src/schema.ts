@@ -360,7 +360,7 @@ export interface paths {
         };
         /**
          * Status of a GDPR request
-         * @description Visible to the subject, the requester and admins of the tenant; to anyone else it does not exist.
+         * @description Visible to the subject, the requester and admins of the tenant; to anyone else it does not exist. While it is queued or running, Retry-After says how many seconds to wait before polling again: at that pace the polls spend at most half of the caller's requests a minute (RATE_LIMIT_PER_MINUTE).
          */
         get: operations["getGdprRequest"];
         put?: never;
@@ -2974,6 +2974,7 @@ export interface operations {
                             [key: string]: number;
                         };
                         error_code: string | null;
+                        /** @description Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds) */
                         status_url: string;
                         /** @description Present once an export has finished */
                         download_url?: string;
@@ -3040,6 +3041,7 @@ export interface operations {
                             [key: string]: number;
                         };
                         error_code: string | null;
+                        /** @description Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds) */
                         status_url: string;
                         /** @description Present once an export has finished */
                         download_url?: string;
@@ -3106,6 +3108,7 @@ export interface operations {
                             [key: string]: number;
                         };
                         error_code: string | null;
+                        /** @description Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds) */
                         status_url: string;
                         /** @description Present once an export has finished */
                         download_url?: string;
@@ -3174,6 +3177,7 @@ export interface operations {
                             [key: string]: number;
                         };
                         error_code: string | null;
+                        /** @description Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds) */
                         status_url: string;
                         /** @description Present once an export has finished */
                         download_url?: string;
@@ -3260,6 +3264,7 @@ export interface operations {
                             [key: string]: number;
                         };
                         error_code: string | null;
+                        /** @description Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds) */
                         status_url: string;
                         /** @description Present once an export has finished */
                         download_url?: string;
@@ -3346,6 +3351,7 @@ export interface operations {
                             [key: string]: number;
                         };
                         error_code: string | null;
+                        /** @description Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds) */
                         status_url: string;
                         /** @description Present once an export has finished */
                         download_url?: string;

@@ -16,9 +16,18 @@ const GET_EXPORT_DEPRECATED = `@${Date.UTC(2026, 10, 25) / 1000}`;
 /** GDPR export and erasure (docs/design.md §7): queued, answered 202 with a request id, audited. */
 const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { gdpr } = app.memory;
+  // A request not yet finished says when to poll it again: polls that often spend at most half of the
+  // caller's RATE_LIMIT_PER_MINUTE, so a long export's polls cannot leave its download, or the user's
+  // questions, refused 429 (a client polling every 50 ms was, within seconds).
+  const pollAfterSeconds = String(Math.ceil(120 / (app.config.RATE_LIMIT_PER_MINUTE || 120)));
+  const described = (reply: FastifyReply, row: Parameters<typeof describeRequest>[0]) => {
+    const status = describeRequest(row);
+    if (status.status === 'queued' || status.status === 'running') reply.header('retry-after', pollAfterSeconds);
+    return status;
+  };
   const accept = async (request: FastifyRequest, reply: FastifyReply, subject: string, action: GdprAction) => {
     const row = await gdpr.request(request.identity, subject, action, { httpRequestId: request.id });
-    return reply.status(202).header('location', `/gdpr/requests/${row.request_id}`).send(describeRequest(row));
+    return reply.status(202).header('location', `/gdpr/requests/${row.request_id}`).send(described(reply, row));
   };
   const accepted = { 202: GdprRequestStatus };
 
@@ -116,15 +125,14 @@ const gdprRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['gdpr'],
         operationId: 'getGdprRequest',
         summary: 'Status of a GDPR request',
-        description: 'Visible to the subject, the requester and admins of the tenant; to anyone else it does not exist.',
+        description:
+          "Visible to the subject, the requester and admins of the tenant; to anyone else it does not exist. While it is queued or running, Retry-After says how many seconds to wait before polling again: at that pace the polls spend at most half of the caller's requests a minute (RATE_LIMIT_PER_MINUTE).",
         security,
         params: GdprRequestParams,
         response: { 200: GdprRequestStatus, ...problemResponses(400, 401, 404) },
       },
     },
-    async (request) => {
-      return describeRequest(await gdpr.find(request.identity, request.params.id, { httpRequestId: request.id }));
-    },
+    async (request, reply) => described(reply, await gdpr.find(request.identity, request.params.id, { httpRequestId: request.id })),
   );
 
   app.get(

@@ -16,7 +16,9 @@ export const GdprRequestStatus = Type.Object({
   completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   counts: Type.Record(Type.String(), Type.Integer(), { description: 'Rows exported or erased per kind; never content' }),
   error_code: Type.Union([Type.String(), Type.Null()]),
-  status_url: Type.String(),
+  status_url: Type.String({
+    description: 'Poll it while the request is queued or running, no sooner than its Retry-After header says (seconds)',
+  }),
   download_url: Type.Optional(Type.String({ description: 'Present once an export has finished' })),
 });
 

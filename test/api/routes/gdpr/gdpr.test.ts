@@ -128,12 +128,15 @@ describe('GDPR export and erase on BullMQ', () => {
     const accepted = await t.request('POST', '/me/export', { token });
     expect(accepted.status).toBe(202);
     expect(accepted.headers.get('location')).toBe(`/gdpr/requests/${accepted.body.request_id}`);
+    // Polls a second apart spend half of the default 120 requests a minute.
+    expect(accepted.headers.get('retry-after')).toBe('1');
     const status = await gdprRequestFinished(t, accepted.body.request_id, { token });
     expect(status).toMatchObject({
       status: 'completed',
       counts: { sessions: 2, turns: 20 },
       download_url: `/gdpr/requests/${accepted.body.request_id}/download`,
     });
+    expect((await t.request('GET', status.status_url, { token })).headers.get('retry-after')).toBeNull();
 
     const download = await t.request('GET', status.download_url, { token });
     expect(download.status).toBe(200);
@@ -208,6 +211,35 @@ describe('GDPR export and erase on BullMQ', () => {
     expect(notReady.status).toBe(409);
     expect(notReady.body.code).toBe('export-not-ready');
     expect((await t.request('POST', '/me/export')).status).toBe(401);
+  });
+});
+
+describe('GDPR requests waiting for a worker', () => {
+  const redis = redisClient();
+  const prefix = uniquePrefix('gdpr-waiting');
+  let t: TestApp;
+  // No worker reads this queue: every request stays queued.
+  beforeAll(async () => {
+    t = await startTestApp({ REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: prefix, RATE_LIMIT_PER_MINUTE: '30' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await deleteKeysUnder(redis, prefix);
+    redis.disconnect();
+  });
+
+  it('when a request is queued under a limit of 30 requests a minute, then its 202 and each status say to poll again in 4 s (half of the limit at most), and polls sent faster are refused past the limit', async () => {
+    const token = t.token('patient-poller');
+    const accepted = await t.request('DELETE', '/me', { token });
+    expect(accepted.status).toBe(202);
+    expect(accepted.headers.get('retry-after')).toBe('4');
+    const polls = [];
+    for (let i = 0; i < 20; i++) polls.push(await t.request('GET', accepted.body.status_url, { token }));
+    expect(polls.map((p) => [p.status, p.body.status, p.headers.get('retry-after')])).toEqual(polls.map(() => [200, 'queued', '4']));
+    // 20 polls in moments, as no client following Retry-After sends them: past 30 a minute, refused.
+    const refused = [];
+    for (let i = 0; i < 15; i++) refused.push((await t.request('GET', accepted.body.status_url, { token })).status);
+    expect(refused).toContain(429);
   });
 });
 
