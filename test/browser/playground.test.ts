@@ -128,7 +128,13 @@ describe('the memory playground in chromium', () => {
     await shot('search');
   });
 
-  it('when the user exports and then erases their data, then the export downloads and nothing is left', async () => {
+  it('when the user exports and then erases their data, then the export downloads and nothing is left, its status polled no faster than Retry-After says', async () => {
+    // When the page sent each GDPR call: the 202 and each status not yet finished say to wait a second.
+    const gdprCalls: number[] = [];
+    const record = (request: { url(): string }) => {
+      if (/\/me\/export$|\/me$|\/gdpr\/requests\/[^/]+$/.test(new URL(request.url()).pathname)) gdprCalls.push(Date.now());
+    };
+    page.on('request', record);
     await page.getByRole('button', { name: 'My data' }).click();
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export my data' }).click()]);
     const exported = JSON.parse(readFileSync((await download.path())!, 'utf8'));
@@ -140,8 +146,13 @@ describe('the memory playground in chromium', () => {
     await page.getByRole('button', { name: 'Erase all my data…' }).click();
     await page.getByRole('button', { name: 'Yes, erase it all' }).click();
     await page.getByText('Everything of yours was erased.').waitFor();
+    page.off('request', record);
     const { body } = await service.request('GET', '/sessions', { token: service.token('playground-user') });
     expect(body.sessions).toEqual([]);
+    // The export's first poll after its POST, the erasure's last poll after the call before it: a second apart at least.
+    expect(gdprCalls.length).toBeGreaterThanOrEqual(4);
+    const firstPolls = [gdprCalls[1]! - gdprCalls[0]!, gdprCalls.at(-1)! - gdprCalls.at(-2)!];
+    expect(Math.min(...firstPolls)).toBeGreaterThanOrEqual(950);
   });
 
   it('when a user presses Enter, then the question is sent, and a Markdown table in the answer is drawn as a table of text', async () => {

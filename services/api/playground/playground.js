@@ -39,7 +39,7 @@ async function api(method, path, body, extraHeaders = {}) {
     const problem = typeof payload === 'object' ? payload : {};
     throw new Error(`${problem.title ?? response.statusText}${problem.detail ? `: ${problem.detail}` : ''} (${response.status})`);
   }
-  return { status: response.status, body: payload };
+  return { status: response.status, body: payload, headers: response.headers };
 }
 
 function guarded(action) {
@@ -463,18 +463,24 @@ async function search() {
 
 // ---- my data
 
-async function waitForRequest(id) {
-  for (;;) {
-    const { body } = await api('GET', `/gdpr/requests/${id}`);
-    if (body.status === 'completed' || body.status === 'failed') return body;
-    await new Promise((resolve) => setTimeout(resolve, 300));
+/**
+ * Polls a GDPR request from its 202 until it has finished, as often as each reply's Retry-After says:
+ * every poll counts against the user's requests a minute, and faster polls of a long export were
+ * refused 429 before it finished.
+ */
+async function waitForRequest(accepted) {
+  let reply = accepted;
+  while (reply.body.status !== 'completed' && reply.body.status !== 'failed') {
+    const seconds = Number(reply.headers.get('retry-after') ?? 1);
+    await new Promise((resolve) => setTimeout(resolve, 1000 * seconds));
+    reply = await api('GET', accepted.body.status_url);
   }
+  return reply.body;
 }
 
 async function exportData() {
   $('export-status').textContent = 'Export queued…';
-  const { body: accepted } = await api('POST', '/me/export');
-  const done = await waitForRequest(accepted.request_id);
+  const done = await waitForRequest(await api('POST', '/me/export'));
   if (done.status !== 'completed') throw new Error(`The export failed (${done.error_code ?? 'unknown'}).`);
   const { body } = await api('GET', done.download_url);
   download('memorychat-export.json', 'application/json', JSON.stringify(body, null, 2));
@@ -488,8 +494,7 @@ async function exportData() {
 async function eraseData() {
   $('erase-confirm').hidden = true;
   $('erase-status').textContent = 'Erasing…';
-  const { body: accepted } = await api('DELETE', '/me');
-  const done = await waitForRequest(accepted.request_id);
+  const done = await waitForRequest(await api('DELETE', '/me'));
   if (done.status !== 'completed') throw new Error(`The erasure failed (${done.error_code ?? 'unknown'}).`);
   $('erase-status').textContent = 'Everything of yours was erased.';
   $('transcript').replaceChildren();
