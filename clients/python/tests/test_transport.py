@@ -27,7 +27,9 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         type(self).seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
         type(self).seen_at.append(time.monotonic())
         answer = type(self).answers.get(self.path.split("?")[0], (404, {}, b""))
-        status, headers, body = answer.pop(0) if isinstance(answer, list) and len(answer) > 1 else answer[0] if isinstance(answer, list) else answer
+        if isinstance(answer, list):
+            answer = answer.pop(0) if len(answer) > 1 else answer[0]
+        status, headers, body = answer
         self.send_response(status)
         for name, value in {"content-length": str(len(body)), **headers}.items():
             self.send_header(name, value)
