@@ -7,7 +7,8 @@
 // Database CPU: the server backend's scheduler clock (--database, a copy of `memory-chat --server`'s
 // data: mc_bench_v4_1000x100), or the embedded database's process (--data, a stopped data directory
 // seeded by `memory-chat`, copied first). App CPU: this process's, which also embeds the question.
-// `rows-as-jsonb` is the service's statement with its rows built as jsonb, as before migration 027.
+// `rows-as-jsonb` is the service's statement with its rows built as jsonb, as before migration 027;
+// `no-embedding` the request without the question's vector (the window and session only).
 // `--against` adds `against`: the service's request sent by another checkout's retrieveMemory (a
 // worktree of an earlier commit, with node_modules linked to ours), to compare two builds call by call.
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
@@ -65,6 +66,8 @@ const VARIANTS: Record<string, Variant> = {
   'no-recent-questions': { request: { ...SERVICE, recentQuestions: undefined } },
   'whole-answers': { request: { ...SERVICE, answerChars: undefined } },
   floor: { request: { k: SETTINGS.k } },
+  // As /memoryChat sends it without the question's embedding (MEMORY_SEMANTIC_SEARCH_K=0, or the embedder down).
+  'no-embedding': { request: { ...SERVICE, k: 0, embedding: null } },
   'rows-as-jsonb': { request: SERVICE, sentAs: asJsonb },
   ...(against ? { against: { request: SERVICE, retrieve: against } } : {}),
 };
