@@ -160,7 +160,7 @@ export async function retrieveMemory(db: Queryable, req: RetrievalRequest): Prom
       // against 7.7 of execution, the generic plan's 7.6: EXPLAIN, docs/performance.md). Without an
       // embedding (k = 0, or the embedder failed) the search's one-time filters end it at once, but
       // a plan made for a NULL vector leaves the search out, so it always looked cheaper than the
-      // generic one and Postgres planned the whole statement on every call: 3.1 against 0.5 ms of
+      // generic one and Postgres planned the whole statement on every call: 2.7 against 0.5 ms of
       // database CPU a call (docs/performance.md, "Without an embedding").
       { genericPlan: hint.known !== undefined || !req.embedding, onUserShard: true },
     ),
