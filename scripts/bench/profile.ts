@@ -19,7 +19,7 @@ import { perfCpu, recordPerf } from './perf-areas.js';
 import { type ProfileNode, selfTimeByArea } from './profile-areas.js';
 import { cpuMsOf } from './rss.js';
 import { databaseUrl, dropDatabase, openServerDatabase, recreateDatabase } from './server-databases.js';
-import { serviceTurns, startServedPeer, startService } from './service.js';
+import { serviceEnvFrom, serviceTurns, startServedPeer, startService } from './service.js';
 import { conversationClient, startInstantAnswerer } from './workload.js';
 
 const { values: args } = parseArgs({
@@ -36,16 +36,7 @@ const { values: args } = parseArgs({
     env: { type: 'string', default: '' },
   },
 });
-const serviceEnv = Object.fromEntries(
-  args.env
-    .split(',')
-    .filter(Boolean)
-    .map((pair) => {
-      const at = pair.indexOf('=');
-      if (at < 1) throw new Error(`--env takes NAME=VALUE pairs separated by commas: ${pair}`);
-      return [pair.slice(0, at), pair.slice(at + 1)];
-    }),
-);
+const serviceEnv = serviceEnvFrom(args.env, '--env');
 if (args.peer && args.env) throw new Error("--env sets the service's settings: not with --peer");
 
 type Node = ProfileNode;

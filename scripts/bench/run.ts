@@ -20,6 +20,8 @@
 //                        --clients (default 1,10) and --json
 //   --turns N            with --citus: then grow both databases to N stored turns and measure search
 //                        again (e.g. --turns 1000000); all data then seeded by bulk-seed.ts
+//   --service-env K=V,.. settings of the service's own, e.g. MEMORY_SEMANTIC_SEARCH_K=0 to see what
+//                        a feature costs against the peers
 // Seeded directories are cached under $BENCH_CACHE (default: <tmpdir>/memorychat-bench) and copied
 // for each phase, so every phase starts from the same state and the cache stays pristine.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -48,7 +50,7 @@ import {
   recreateDatabase,
   serverVersion,
 } from './server-databases.js';
-import { type RunningService, serviceTurns, startServedPeer, startService } from './service.js';
+import { type RunningService, serviceEnvFrom, serviceTurns, startServedPeer, startService } from './service.js';
 import { type System, sideBySide } from './side-by-side.js';
 import { startInstantAnswerer, type TurnFn } from './workload.js';
 
@@ -66,8 +68,11 @@ const { values: args } = parseArgs({
     server: { type: 'boolean', default: false },
     citus: { type: 'boolean', default: false },
     turns: { type: 'string' },
+    'service-env': { type: 'string', default: '' },
   },
 });
+/** Settings of the service's own (NAME=VALUE,...), e.g. a feature turned off to see what it costs. */
+const SERVICE_ENV = serviceEnvFrom(args['service-env']!, '--service-env');
 const SERVER = args.server!;
 const SETTLE_MS = 30_000;
 /** The server's pools: the service's default DATABASE_POOL_MAX. */
@@ -210,8 +215,9 @@ async function main() {
     ? await startService(await mkdtemp(path.join(tmpdir(), 'memorychat-bench-service-')), answerer.url, {
         DATABASE_URL: databaseUrl(copies.service),
         DATABASE_POOL_MAX: String(SERVER_POOL),
+        ...SERVICE_ENV,
       })
-    : await startService(copies.service, answerer.url);
+    : await startService(copies.service, answerer.url, SERVICE_ENV);
   await new Promise((r) => setTimeout(r, 2000));
   const idle = { service: memoryOf(service.pid), db: memoryOf(service.dbPid) };
   // One request warms the code paths before the idle figures are read again.
@@ -408,6 +414,7 @@ function report(r: Results): string {
   );
   lines.push(`database: ${r.database}`);
   lines.push(`method: ${ROUNDS} rounds x ${SECONDS} s slices per system and concurrency, systems alternating within each round`);
+  if (args['service-env']) lines.push(`the service's own settings: ${args['service-env']}`);
   lines.push(
     `data: ${r.data.turns} stored turns over ${r.data.users} users (seeded in ${f(r.data.seedMs / 1000)} s); run took ${f(r.seconds, 0)} s`,
   );

@@ -29,6 +29,20 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** `NAME=VALUE,...` (the benches' --env and --service-env) as the service's extra environment. */
+export function serviceEnvFrom(pairs: string, option: string): Record<string, string> {
+  return Object.fromEntries(
+    pairs
+      .split(',')
+      .filter(Boolean)
+      .map((pair) => {
+        const at = pair.indexOf('=');
+        if (at < 1) throw new Error(`${option} takes NAME=VALUE pairs separated by commas: ${pair}`);
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
+  );
+}
+
 export async function startService(dataDir: string, answerUrl: string, extraEnv: Record<string, string> = {}): Promise<RunningService> {
   const profile = process.env.BENCH_CPU_PROF;
   return startHttpProcess([...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), 'dist/services/api/server.js'], {
