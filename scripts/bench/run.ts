@@ -30,7 +30,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import type { Database } from '../../services/db/pool.js';
-import { scopedDatabase } from '../../services/db/row-security.js';
 import { embedText } from '../../services/providers/embeddings/local-embedder.js';
 import { citusBench } from './citus.js';
 import { answerFor, turnEmbeddingText, userId } from './data.js';
@@ -290,7 +289,8 @@ async function main() {
     {
       name: 'floorScoped',
       cpu: [benchCpu, floorCpu],
-      turnFor: () => ({ turn: floorTurns((who) => scopedDatabase(floorDb.pool).asUser(who)) }),
+      // One scope for the run, as the service keeps one: a scope made per turn asked the database whether it is Citus on every turn.
+      turnFor: () => ({ turn: floorTurns((who) => floorDb.scoped.asUser(who)) }),
     },
     ...(peer
       ? [
