@@ -3,7 +3,6 @@ import { LOCAL_MODEL } from '../../../../services/config/config.js';
 import { questionSearch } from '../../../../services/core/search-terms/lexical-terms.js';
 import { type Database, openDatabase } from '../../../../services/db/pool.js';
 import { retrieveMemory } from '../../../../services/db/repositories/memory-retrieval.js';
-import { scopedDatabase } from '../../../../services/db/row-security.js';
 import { adminPool, freshTestDatabase, type TestDatabase } from '../../../support/databases/test-database.js';
 import { seedSession } from '../../../support/service/seed-memory.js';
 
@@ -37,7 +36,7 @@ describe('a retrieval without the question’s embedding', () => {
   });
 
   const retrieve = () =>
-    retrieveMemory(scopedDatabase(database.pool).asUser(user), {
+    retrieveMemory(database.scoped.asUser(user), {
       identity: user,
       sessionId,
       now: new Date(),
