@@ -1,7 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { scopedDatabase } from '../../services/db/row-security.js';
-import { SUPERUSER } from '../support/databases/postgres-server.js';
+import { droppedDatabasePool, SUPERUSER } from '../support/databases/postgres-server.js';
 import { cachedPlanBytes, freshTestDatabase, type TestDatabase } from '../support/databases/test-database.js';
 import { startFakeUpstream } from '../support/fakes/fake-upstream.js';
 import { seedSession } from '../support/service/seed-memory.js';
@@ -25,7 +25,7 @@ describe('a Citus coordinator that holds shards itself', () => {
   beforeAll(async () => {
     // The suite's migrated database, then one shard group moved from a worker onto the coordinator.
     testDatabase = await freshTestDatabase();
-    pool = new pg.Pool({ ...cluster.coordinator, user: SUPERUSER, database: testDatabase.server!.database, max: 1 });
+    pool = droppedDatabasePool({ ...cluster.coordinator, user: SUPERUSER, database: testDatabase.server!.database, max: 1 });
     const { coordinator } = cluster;
     await pool.query(`SELECT citus_set_node_property($1, $2, 'shouldhaveshards', true)`, [coordinator.host, coordinator.port]);
     const { rows } = await pool.query<{ shardid: string; nodename: string; nodeport: number }>(

@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopedDatabase } from '../../services/db/row-security.js';
+import { droppedDatabasePool } from '../support/databases/postgres-server.js';
 import { seedSession } from '../support/service/seed-memory.js';
 import { startTestApp, type TestApp } from '../support/service/test-app.js';
 
@@ -146,7 +147,7 @@ describe('row-level security on the Citus workers', () => {
     const notices: string[] = [];
 
     beforeAll(() => {
-      pool = new pg.Pool({ ...t.database.pool.options, max: 1 });
+      pool = droppedDatabasePool({ ...t.database.pool.options, max: 1 });
       pool.on('connect', (client) => client.on('notice', (notice) => notices.push(notice.message ?? String(notice))));
     });
     afterAll(async () => {
@@ -168,7 +169,7 @@ describe('row-level security on the Citus workers', () => {
     });
 
     it('when a statement goes as a call on the user’s shard, then Citus delegates it to the worker, and a failed one leaves the connection to the next scope', async () => {
-      const debugPool = new pg.Pool({ ...t.database.pool.options, max: 1, options: '-c client_min_messages=debug1' });
+      const debugPool = droppedDatabasePool({ ...t.database.pool.options, max: 1, options: '-c client_min_messages=debug1' });
       const debugNotices: string[] = [];
       debugPool.on('connect', (client) => client.on('notice', (notice) => debugNotices.push(notice.message ?? String(notice))));
       try {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ScopedDatabase, scopedDatabase } from '../../../services/db/row-security.js';
+import { droppedDatabasePool } from '../../support/databases/postgres-server.js';
 import { freshTestDatabase, type TestDatabase } from '../../support/databases/test-database.js';
 
 // Only in the `server` project (vitest.config.ts): the database is a copy of the template that the
@@ -18,7 +19,7 @@ describe('row-level security on a Postgres server, with a login that owns the ta
 
   beforeAll(async () => {
     testDatabase = await freshTestDatabase();
-    pool = new pg.Pool({ connectionString: testDatabase.env.DATABASE_URL, max: 4 });
+    pool = droppedDatabasePool({ connectionString: testDatabase.env.DATABASE_URL, max: 4 });
     db = scopedDatabase(pool);
     const maintenance = db.asMaintenance();
     for (const [tenant, user] of [

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { loadDemoTables } from '../../../services/db/demo/demo-dataset.js';
-import { SERVER, SUPERUSER } from './postgres-server.js';
+import { droppedDatabasePool, SERVER, SUPERUSER } from './postgres-server.js';
 
 const server = inject('serverDatabase') as { login: string } | undefined;
 
@@ -42,7 +42,7 @@ export async function startSqlWarehouse(): Promise<SqlWarehouse> {
   } finally {
     await owner.end();
   }
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  const pool = droppedDatabasePool({ connectionString: url, max: 2 });
   return {
     env: { SQL_DATABASE_URL: `postgres://${reader}@${SERVER.host}:${SERVER.port}/${database}` },
     ownerUrl: url,
