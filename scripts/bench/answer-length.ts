@@ -31,7 +31,7 @@ const { values: args } = parseArgs({
 });
 
 const DB_PREFIX = process.env.BENCH_DB_PREFIX ?? 'mc_bench';
-const seeded = `${DB_PREFIX}_v4_${args.users}x100`;
+const seeded = `${DB_PREFIX}_v5_${args.users}x100`;
 const copy = `${DB_PREFIX}_answers_${process.pid}`;
 const dir = await mkdtemp(path.join(tmpdir(), 'memorychat-answers-'));
 let db: Database;
@@ -43,7 +43,7 @@ if (args.server) {
   const pid = (await db.pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
   databaseCpu = () => runNsOf(pid) / 1e6;
 } else {
-  await copyDataDir(path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), `v4-${args.users}x100`), dir);
+  await copyDataDir(path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), `v5-${args.users}x100`), dir);
   db = await openBenchDatabase(dir);
 }
 

@@ -6,7 +6,7 @@
 // the retrieval a call delegated to the user's worker (docs/scaling.md#one-hop-per-statement).
 // `--turns N` then grows both databases to N stored turns (more users, as many turns each) and measures
 // search again; with it every turn is seeded by bulk-seed.ts (a vector of its own per turn), and the
-// single server's seeded databases are kept as mc_bench_bulk_v2_<users>x<turns per user> and copied.
+// single server's seeded databases are kept as mc_bench_bulk_v3_<users>x<turns per user> and copied.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -133,7 +133,7 @@ export async function citusBench(opts: CitusBenchOptions): Promise<void> {
     log(`seeded ${turns} turns on the cluster in ${citusSeedSeconds.toFixed(1)} s`);
 
     // The single server: a copy of the stage `npm run bench -- --server` keeps, or the same seed.
-    const cacheOf = (users: number) => `${opts.turns ? 'mc_bench_bulk_v2' : 'mc_bench_v4'}_${users}x${opts.turnsPerUser}`;
+    const cacheOf = (users: number) => `${opts.turns ? 'mc_bench_bulk_v3' : 'mc_bench_v5'}_${users}x${opts.turnsPerUser}`;
     const singleSeedSeconds = await singleCopy(opts, opts.users, cacheOf(opts.users));
 
     // Both start vacuumed: the cluster's servers run autovacuum, which vacuumed its freshly seeded

@@ -27,7 +27,7 @@ const { values: args } = parseArgs({
     clients: { type: 'string', default: '1' },
     seconds: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '20' },
-    data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v4-1000x100') },
+    data: { type: 'string', default: path.join(process.env.BENCH_CACHE ?? path.join(tmpdir(), 'memorychat-bench'), 'v5-1000x100') },
     users: { type: 'string', default: '1000' },
     top: { type: 'string', default: '25' },
     server: { type: 'boolean', default: false },
@@ -49,7 +49,7 @@ const dataDir = path.join(profDir, 'data');
 // BENCH_DB_PREFIX as in run.ts: the seeded stage that `memory-chat --server` left under the same prefix.
 const DB_PREFIX = process.env.BENCH_DB_PREFIX ?? 'mc_bench';
 const serverCopy = `${DB_PREFIX}_profile_${process.pid}`;
-if (args.server) await recreateDatabase(serverCopy, `${DB_PREFIX}_v4_${args.users}x100`);
+if (args.server) await recreateDatabase(serverCopy, `${DB_PREFIX}_v5_${args.users}x100`);
 else await copyDataDir(args.data!, dataDir);
 const answerer = await startInstantAnswerer();
 if (args.peer && !args.perf) throw new Error('--peer is profiled with perf only: add --perf');

@@ -5,7 +5,7 @@
 // variants taking turns call by call with the order rotated, so that none runs always first or last
 // (timed in blocks of calls, the first and last variant of each block read ~0.1 ms a call higher).
 // Database CPU: the server backend's scheduler clock (--database, a copy of `memory-chat --server`'s
-// data: mc_bench_v4_1000x100), or the embedded database's process (--data, a stopped data directory
+// data: mc_bench_v5_1000x100), or the embedded database's process (--data, a stopped data directory
 // seeded by `memory-chat`, copied first). App CPU: this process's, which also embeds the question.
 // `rows-as-jsonb` is the service's statement with its rows built as jsonb, as before migration 027;
 // `no-embedding` the request without the question's vector (the window and session only).
@@ -94,7 +94,7 @@ if (args.data) {
   workDir = mkdtempSync(path.join(tmpdir(), 'memorychat-retrieval-parts-'));
   cpSync(args.data, workDir, { recursive: true });
 }
-const db = workDir ? await openBenchDatabase(workDir) : await openServerDatabase(args.database ?? 'mc_bench_v4_1000x100', 1);
+const db = workDir ? await openBenchDatabase(workDir) : await openServerDatabase(args.database ?? 'mc_bench_v5_1000x100', 1);
 const dbPid = workDir
   ? (childMatching(process.pid, 'pglite-process') ?? -1)
   : (await db.pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;

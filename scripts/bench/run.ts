@@ -12,7 +12,7 @@
 //   --server             the databases on a PostgreSQL server with pgvector (BENCH_DATABASE_URL, default
 //                        postgres://postgres@127.0.0.1:5432/postgres) with a pool of 10, each system on
 //                        its own database of the same data; seeded stages are kept as databases
-//                        mc_bench_v4_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
+//                        mc_bench_v5_<users>x<turns> and copied with CREATE DATABASE ... TEMPLATE
 //                        ($BENCH_DB_PREFIX instead of mc_bench: benches run side by side on one server
 //                        must not drop each other's copies)
 //   --citus              instead: /memoryChat on a Citus cluster next to the single server, and search on
@@ -116,9 +116,9 @@ function seededStage(i: number): Promise<Stage> {
 
 async function seedStage(i: number): Promise<Stage> {
   const stage = stages[i]!;
-  // v3: seeded turns carry local-hash-v2 vectors and terms:2 lexical terms; an older copy would
+  // v5: seeded turns carry local-hash-v2 vectors and terms:3 lexical terms; an older copy would
   // search vectors and terms the service no longer writes.
-  const ref = SERVER ? `${DB_PREFIX}_v4_${stage.users}x${TPU}` : path.join(CACHE, `v4-${stage.users}x${TPU}`);
+  const ref = SERVER ? `${DB_PREFIX}_v5_${stage.users}x${TPU}` : path.join(CACHE, `v5-${stage.users}x${TPU}`);
   if (!args.fresh) {
     const manifest = await readManifest(ref);
     if (manifest) return { ref, manifest };

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { createSigner } from 'fast-jwt';
 import { buildApp } from '../../services/api/app.js';
 import { loadConfig } from '../../services/config/config.js';
-import { sqlIdentifiers } from '../../services/core/search-terms/lexical-terms.js';
+import { sqlIdentifiers } from '../../services/core/search-terms/sql-identifiers.js';
 import { migrate } from '../../services/db/migrate.js';
 import { openDatabase } from '../../services/db/pool.js';
 import { createProviders } from '../../services/providers/index.js';

@@ -8,7 +8,7 @@ import {
   MEMORY_BLOCK_OPEN,
   MEMORY_BLOCK_PREAMBLE,
 } from '../../services/core/context/memory-block.js';
-import { sqlIdentifiers } from '../../services/core/search-terms/lexical-terms.js';
+import { sqlIdentifiers } from '../../services/core/search-terms/sql-identifiers.js';
 import { countTokens } from '../../services/core/text.js';
 
 export interface Dialogue {

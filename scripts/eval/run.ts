@@ -1,4 +1,4 @@
-// `npm run eval [-- --data FILE] [--json FILE] [--candidates FILE] [--rerank-cost]`: replays multi-turn text-to-SQL dialogues (SParC's
+// `npm run eval [-- --data FILE] [--json FILE] [--candidates FILE] [--rerank-cost] [--tables-used sdk [--tables FILE]]`: replays multi-turn text-to-SQL dialogues (SParC's
 // format) through the real /memoryChat, in process on an embedded database in a temporary DATA_DIR,
 // with a local answerer that returns each turn's gold SQL, and measures what memory sent upstream.
 // One user per database_id, one session per dialogue, dialogues in file order. Then a new user per
@@ -7,9 +7,11 @@
 // service's default unless EMBEDDINGS_PROVIDER, EMBEDDINGS_MODEL, EMBEDDINGS_DIMENSIONS,
 // OPENAI_API_KEY and OPENAI_BASE_URL in the environment choose another (any OpenAI-compatible server).
 // --rerank-cost times a first question's retrieval cut to k by the statement and by the rerank (rerank/cost.ts).
+// --tables-used sdk answers as the Denodo AI SDK does: tables_used every view its search considered, here
+// every table of the dialogue's database as `database.table` (SParC's tables.json), not only those the SQL reads.
 // --candidates writes, per first question with an earlier same-tables turn, the retrieval statement's candidates
 // before the rerank, with their features and the gold tables: what scripts/eval/rerank/fit.ts fits on.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -39,13 +41,34 @@ const SECRET = 'eval-secret-that-is-at-least-32-characters-long';
 const K = 3;
 
 const { values: args } = parseArgs({
-  options: { data: { type: 'string' }, json: { type: 'string' }, candidates: { type: 'string' }, 'rerank-cost': { type: 'boolean' } },
+  options: {
+    data: { type: 'string' },
+    json: { type: 'string' },
+    candidates: { type: 'string' },
+    'rerank-cost': { type: 'boolean' },
+    'tables-used': { type: 'string', default: 'none' },
+    tables: { type: 'string' },
+  },
 });
+if (args['tables-used'] !== 'none' && args['tables-used'] !== 'sdk') throw new Error('--tables-used: none or sdk');
 const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json');
 const dialogues = loadDialogues(dataFile);
 
-// The answerer: each turn's gold SQL, and a record of what memorychat sent.
+/** --tables-used sdk: each database's tables as the SDK names views, `database.table`. */
+const viewsByDatabase = new Map<string, string[]>(
+  args['tables-used'] === 'sdk'
+    ? (
+        JSON.parse(readFileSync(path.resolve(ROOT, args.tables ?? '../shared/data/sparc/tables.json'), 'utf8')) as {
+          db_id: string;
+          table_names_original: string[];
+        }[]
+      ).map((schema) => [schema.db_id, schema.table_names_original.map((table) => `${schema.db_id}.${table}`.toLowerCase())])
+    : [],
+);
+
+// The answerer: each turn's gold SQL (and with --tables-used sdk its database's views), and a record of what memorychat sent.
 let gold = '';
+let goldDatabase = '';
 let lastUpstream: { question?: string; custom_instructions?: string } = {};
 const answerer = createServer((req, res) => {
   // memorychat asks an answerer for its /openapi.json at first contact (the list encoding it takes); this one has none.
@@ -55,7 +78,8 @@ const answerer = createServer((req, res) => {
   req.on('end', () => {
     lastUpstream = JSON.parse(raw);
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ answer: 'Here are the results.', sql_query: gold, tables_used: [], execution_result: {} }));
+    const tablesUsed = viewsByDatabase.get(goldDatabase) ?? [];
+    res.end(JSON.stringify({ answer: 'Here are the results.', sql_query: gold, tables_used: tablesUsed, execution_result: {} }));
   });
 });
 await new Promise<void>((r) => answerer.listen(0, '127.0.0.1', r));
@@ -105,6 +129,7 @@ for (const dialogue of dialogues) {
   const earlierSql: string[] = [];
   for (const [j, turn] of dialogue.interaction.entries()) {
     gold = turn.query;
+    goldDatabase = dialogue.database_id;
     const identity = { tenantId: 'default', userId: user, roles: [] };
     if (args['rerank-cost'] && j === 0 && prior.length) {
       const cost = await rerankCost({ db: database.pool, embedder: providers.embedder, config }, identity, turn.utterance);
@@ -175,6 +200,7 @@ for (const [i, dialogue] of dialogues.entries()) {
   const first = dialogue.interaction[0];
   if (first) {
     gold = first.query;
+    goldDatabase = dialogue.database_id;
     const res = await app.inject({
       method: 'POST',
       url: '/memoryChat',

@@ -167,7 +167,7 @@ describe('re-embedding job', () => {
       `SELECT strip(ts_filter(search_terms, '{d}'))::text AS whole FROM turns WHERE session_id = $1 AND turn_number = 3`,
       [sessionId],
     );
-    expect(rows).toEqual([{ whole: "'table:sales' 'table:sales_3' 'terms:2'" }]);
+    expect(rows).toEqual([{ whole: "'table:sales' 'table:sales_3' 'terms:3'" }]);
   });
 
   it('when a remote provider is rate-limited, then batches are paced to REEMBED_MAX_PER_MINUTE', async () => {

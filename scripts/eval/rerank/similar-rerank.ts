@@ -4,7 +4,7 @@
 // set alike (docs/design.md, "Retrieval").
 
 import { names, questionStems } from '../../../services/core/context/table-links.js';
-import { sqlIdentifiers } from '../../../services/core/search-terms/lexical-terms.js';
+import { sqlIdentifiers } from '../../../services/core/search-terms/sql-identifiers.js';
 
 /** A similar turn as the retrieval statement found it, with what the rerank reads of it. */
 export interface RerankCandidate {

@@ -1,5 +1,6 @@
 import type { PairExample } from '../../db/repositories/verified-pairs.js';
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
+import { tablesRead } from '../search-terms/tables-read.js';
 import { countRecurringTokens, countTokensByLine, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, pairsOf, similarOf } from './pack.js';
@@ -96,7 +97,8 @@ function renderTurn(turn: HistoryTurn): string {
   const lines = [`Question: ${quoteStored(turn.question)}`];
   if (turn.status === 'ok' && turn.sql_query) {
     lines.push(`SQL: ${quoteStored(turn.sql_query)}`);
-    if (turn.tables_used.length) lines.push(`Tables: ${quoteStored(turn.tables_used.join(', '))}`);
+    const tables = tablesRead(turn.sql_query, turn.tables_used);
+    if (tables.length) lines.push(`Tables: ${quoteStored(tables.join(', '))}`);
   }
   // Its candidate views are not listed: they go as use_views (pinned-views.ts), with their schema.
   if (turn.asks_clarification) {
@@ -110,6 +112,7 @@ export const VERIFIED_PAIRS_HEADING = 'Verified examples of this organisation, q
 
 function renderPair(pair: PairExample): string {
   const lines = [`Question: ${quoteStored(pair.question)}`, `SQL: ${quoteStored(pair.sql_query)}`];
-  if (pair.tables_used.length) lines.push(`Tables: ${quoteStored(pair.tables_used.join(', '))}`);
+  const tables = tablesRead(pair.sql_query, pair.tables_used);
+  if (tables.length) lines.push(`Tables: ${quoteStored(tables.join(', '))}`);
   return lines.join('\n');
 }

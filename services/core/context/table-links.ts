@@ -8,7 +8,7 @@
 // set as it was, since its words point to no table and the order is then the statement's.
 
 import { forEachSegment } from '../../model/text-segments.js';
-import { sqlIdentifiers, tablesOfTerms, wholeTableName } from '../search-terms/lexical-terms.js';
+import { tablesOfTerms, turnTables, wholeTableName } from '../search-terms/lexical-terms.js';
 
 /** How many of the statement's best turns the rerank chooses from: the fused lists' own depth. */
 export const RERANK_CANDIDATES = 20;
@@ -186,13 +186,14 @@ export function linkedTables(question: string, schema: LearnedSchema | (() => Le
 }
 
 /**
- * A turn's tables, as the statement groups turns: those its SQL reads and those it was stored with,
+ * A turn's tables, as the statement groups turns: those its SQL reads and those of its tables_used it
+ * read (lexical-terms.ts turnTables),
  * read from its stored terms where the statement sent them (parsing 20 candidates' SQL was half the
  * rerank's time: docs/performance.md).
  */
 export function tablesOf(turn: Pick<LinkCandidate, 'sql_query' | 'tables_used' | 'table_terms'>): string[] {
   const stored = turn.table_terms ? tablesOfTerms(turn.table_terms) : undefined;
-  return stored ?? [...new Set([...sqlIdentifiers(turn.sql_query).tables, ...turn.tables_used].map(wholeTableName))].sort();
+  return stored ?? [...new Set(turnTables({ sqlQuery: turn.sql_query, tablesUsed: turn.tables_used }).map(wholeTableName))].sort();
 }
 
 /**

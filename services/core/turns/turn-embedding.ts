@@ -1,13 +1,19 @@
 import type { RecentQuestion } from '../../model/turns.js';
 import type { MemoryDeps } from '../deps.js';
+import { tablesRead } from '../search-terms/tables-read.js';
 import { cutText } from '../text.js';
 import { traced } from '../tracing.js';
 
 const ANSWER_CHARS_EMBEDDED = 200;
 
-/** What a turn is found by (docs/design.md §8): question, SQL, tables and a short part of the answer. */
+/** What a turn is found by (docs/design.md §8): question, SQL, the tables it read and a short part of the answer. */
 export function embeddedTurnText(turn: { question: string; sqlQuery: string | null; tablesUsed: string[]; answer: string }): string {
-  return [turn.question, turn.sqlQuery ?? '', turn.tablesUsed.join(' '), cutText(turn.answer, ANSWER_CHARS_EMBEDDED)]
+  return [
+    turn.question,
+    turn.sqlQuery ?? '',
+    tablesRead(turn.sqlQuery, turn.tablesUsed).join(' '),
+    cutText(turn.answer, ANSWER_CHARS_EMBEDDED),
+  ]
     .filter(Boolean)
     .join('\n');
 }

@@ -1,15 +1,25 @@
 import type { Identity } from '../../model/identity.js';
 import type { ViewCaller, ViewPermissions } from '../../providers/answerers/view-permissions.js';
+import { tablesRead } from '../search-terms/tables-read.js';
 
 /**
  * Memory only from views the user may read today (docs/design.md §4): every remembered item names the
- * views it used (a turn its `tables_used`), and an item goes upstream, into `use_views` or into a
- * search result only when all of them are readable now. An item that used no view has nothing to check.
+ * views it used (viewsUsed), and an item goes upstream, into `use_views` or into a search result only
+ * when all of them are readable now. An item that used no view has nothing to check.
  */
 export interface ViewGate {
   /** `checked`: the upstream said; `unavailable`: it could not, and memory keeps today's bounds only. */
   status: 'checked' | 'unavailable';
   readable(views: readonly string[]): boolean;
+}
+
+/**
+ * The views a remembered turn or verified pair used: those of its `tables_used` its SQL read, the rows
+ * it holds came from them (the Denodo AI SDK lists every view its search considered: tables-read.ts);
+ * all of them when it has no SQL or its SQL names none.
+ */
+export function viewsUsed(item: { sql_query: string | null; tables_used: readonly string[] }): readonly string[] {
+  return tablesRead(item.sql_query, item.tables_used);
 }
 
 /** Whose permissions a request asks about: its identity and the X-Upstream-Authorization it sent. */

@@ -54,6 +54,12 @@ describe('pinnedViews', () => {
     expect(pinnedViews(built, 'other.z', ['sales'])).toEqual(['other.z', 'sales.a']);
   });
 
+  it('when a turn’s tables_used are every view its search considered (the Denodo AI SDK’s), then only those its SQL read are pinned', () => {
+    const considered: HistoryTurn = { ...turn(1, ['db.a']), tables_used: ['db.x', 'db.y', 'db.a', 'db.z'] };
+    const asked: HistoryTurn = { ...turn(2, ['db.b']), tables_used: ['db.b', 'db.w'] };
+    expect(pinnedViews(context([considered, asked]), undefined, undefined)).toEqual(['db.b', 'db.a']);
+  });
+
   it('when memory reads many views, then at most MAX_PINNED_VIEWS are pinned', () => {
     const many = Array.from({ length: 15 }, (_, i) => `db.v${i}`);
     expect(pinnedViews(context([turn(1, many)]), undefined, undefined)).toHaveLength(MAX_PINNED_VIEWS);

@@ -48,6 +48,17 @@ describe('buildMemoryContext', () => {
     expect(built.history.map((t) => t.turn_number)).toContain(5);
   });
 
+  it('when a turn’s tables_used are every view its search considered, then its Tables line names those its SQL read', () => {
+    const built = buildMemoryContext({
+      window: [turn(1, { sql_query: 'SELECT * FROM "sales_db"."sales"', tables_used: ['hr_db.employees', 'sales_db.sales'] })],
+      similar: [],
+      summary: null,
+      maxTokens: 4000,
+    });
+    expect(built.text).toContain('Tables: sales_db.sales\n');
+    expect(built.text).not.toContain('employees');
+  });
+
   it('when a turn is a clarification, then its answer is shown without SQL', () => {
     const built = buildMemoryContext({
       window: [turn(1, { status: 'clarification', sql_query: null, answer: 'Which year?' })],

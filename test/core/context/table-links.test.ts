@@ -74,6 +74,13 @@ describe('the similar turns cut to k by the tables the question points to', () =
     expect(rerankByTableLinks('Names of the customers in Oslo?', [orders, customers], 1)).toEqual([customers]);
   });
 
+  it('when a turn’s tables_used are qualified views its search only considered, then its tables are those its SQL read, by their own names', () => {
+    const sales = { ...turn('SELECT * FROM "sales_db"."sales"', 0.03), tables_used: ['hr_db.employees', 'sales_db.sales'] };
+    expect(tablesOf(sales)).toEqual(['sales']);
+    const asked = { ...turn('', 0.03), sql_query: null, tables_used: ['sales_db.sales', '"hr_db"."employees"'] };
+    expect(tablesOf(asked)).toEqual(['employees', 'sales']);
+  });
+
   it('when no word of the question points to any table, then the k are the best of each set of tables first, in the fused score order', () => {
     const a1 = turn('SELECT * FROM singer', 0.032);
     const a2 = turn('SELECT name FROM singer', 0.031);

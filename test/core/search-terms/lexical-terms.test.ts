@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { lexicalTerms, questionSearch, sqlIdentifiers, turnSearchTerms } from '../../../services/core/search-terms/lexical-terms.js';
+import { lexicalTerms, questionSearch, turnSearchTerms } from '../../../services/core/search-terms/lexical-terms.js';
+import { sqlIdentifiers } from '../../../services/core/search-terms/sql-identifiers.js';
 
 describe('SQL identifiers', () => {
   it('when SQL joins aliased tables, then the tables and columns are found and the aliases and values are not', () => {
@@ -28,7 +29,7 @@ describe('lexical terms', () => {
 
   it('when a turn is stored, then its tables weigh most, then its columns, then its question, and its whole table names and the terms version weigh least', () => {
     expect(turnSearchTerms({ question: 'Oldest singer?', sqlQuery: 'SELECT name FROM singer ORDER BY age', tablesUsed: [] })).toBe(
-      "'singe':1A,5C 'name':2B 'age':3B 'oldes':4C 'table:singer':6D 'terms:2':7D",
+      "'singe':1A,5C 'name':2B 'age':3B 'oldes':4C 'table:singer':6D 'terms:3':7D",
     );
   });
 
@@ -38,9 +39,17 @@ describe('lexical terms', () => {
       sqlQuery: 'SELECT * FROM country JOIN countrylanguage ON code = countrycode',
       tablesUsed: ['Country'],
     });
-    expect(terms).toBe(
-      "'count':1A,2A,3A,5B,8C 'code':4B 'langu':6C 'per':7C 'table:country':9D,11D 'table:countrylanguage':10D 'terms:2':12D",
-    );
+    expect(terms).toBe("'count':1A,2A,4B,7C 'code':3B 'langu':5C 'per':6C 'table:country':8D 'table:countrylanguage':9D 'terms:3':10D");
+  });
+
+  it('when tables_used are the views an answerer’s search considered, then the terms hold the tables its SQL read, by their own names', () => {
+    const terms = turnSearchTerms({
+      question: 'Sales in 2024',
+      sqlQuery: 'SELECT * FROM "sales_db"."sales" WHERE "year" = 2024',
+      tablesUsed: ['hr_db.employees', 'sales_db.sales'],
+    });
+    // No term of hr_db.employees, nor of the database's name: one table, one whole name.
+    expect(terms).toBe("'sales':1A,2C 'in':3C '2024':4C 'table:sales':5D 'terms:3':6D");
   });
 
   it('when a turn names very long or very many tables, then its terms stay within what a tsvector holds', () => {

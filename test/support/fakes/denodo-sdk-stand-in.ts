@@ -23,6 +23,8 @@ export { SDK_RELEASES, type SdkRelease } from './denodo-sdk-releases.js';
  *   FastAPI's 422 with pydantic's `type`/`loc`/`msg`/`input` list for a wrong type;
  * - clarifying questions (0.13 on, unless `check_ambiguity: false` from 1.0): `process_ambiguity_category`'s
  *   reply, no SQL and the views the search found as `tables_used`;
+ * - an answer with SQL has as `tables_used` every view the search found too (with their associations
+ *   and `use_views`), not only those its SQL read (`prepare_response`, in every release read);
  * - views are chosen from `question` alone, plus `use_views`; the SQL writer can use only those views,
  *   and it resolves a follow-up ("What about 2023?") only from an earlier SQL in `custom_instructions`;
  * - its errors: 401 `detail` string, 404/500 `detail: {error, traceback}`;
@@ -90,7 +92,7 @@ export interface Ambiguity {
   question: string;
 }
 
-/** The SQL written for a question and the views it reads (the reply's `tables_used`). */
+/** The SQL written for a question and the views it reads (named in it; the reply's `tables_used` are all the views considered). */
 export interface WrittenSql {
   sql: string;
   views: string[];
@@ -421,7 +423,8 @@ export async function startDenodoSdkStandIn(options: StandInOptions): Promise<De
       sql_query: written.sql,
       query_explanation: `Reads ${written.views.join(', ')}.`,
       execution_result: { 'Row 1': row },
-      tables_used: written.views,
+      // prepare_response: every view the search considered (vector_search_tables), not only those the SQL read.
+      tables_used: views,
       ...llm,
       ...(model.traits.isMasked ? { is_masked: written.views.some((v) => options.maskedViews?.includes(v)) } : {}),
     };

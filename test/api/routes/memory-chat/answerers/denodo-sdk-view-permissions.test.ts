@@ -49,7 +49,10 @@ describe('memory only from views the caller may read now (SDK 1.4)', () => {
   it('when a view is revoked between two questions, then the earlier turn over it leaves the memory block and use_views once the cached answer expires, and the reply counts it', async () => {
     const first = await chat('revoked', ALICE, { question: SALES_2024 });
     expect(first.status).toBe(200);
-    expect(first.body.tables_used).toEqual(['sales_db.sales']);
+    // As the SDK's, the reply names every view its search considered; its SQL read one of them.
+    expect(first.body.tables_used).toEqual(sdk.calls.at(-1)!.views);
+    expect(first.body.tables_used).toHaveLength(3);
+    expect(first.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2024');
     const session_id = first.body.conversation_metadata.conversation_id;
 
     const carried = await chat('revoked', ALICE, { question: 'What about 2023?', session_id });
@@ -89,7 +92,9 @@ describe('memory only from views the caller may read now (SDK 1.4)', () => {
     const sales = await chat('one-of-two', ALICE, { question: SALES_2024 });
     const session_id = sales.body.conversation_metadata.conversation_id;
     const customers = await chat('one-of-two', ALICE, { question: 'List the customers by country', session_id });
-    expect(customers.body.tables_used).toEqual(['sales_db.customers']);
+    // The turn's search considered sales_db.sales too; its SQL did not read it.
+    expect(customers.body.tables_used).toContain('sales_db.sales');
+    expect(customers.body.sql_query).toBe('SELECT * FROM "sales_db"."customers"');
 
     revokeSales('alice');
     try {
@@ -116,7 +121,7 @@ describe('memory only from views the caller may read now (SDK 1.4)', () => {
         headers: { 'x-upstream-authorization': credentials },
       });
     const authored = await chat('pair-author', ALICE, { question: SALES_2024, vdp_database_names: 'sales_db' });
-    expect(authored.body.tables_used).toEqual(['sales_db.sales']);
+    expect(authored.body.sql_query).toBe('SELECT * FROM "sales_db"."sales" WHERE "year" = 2024');
     const promoted = await t.request('POST', '/admin/verified-pairs', {
       token: t.token('pairs-admin', { tenant: 'pairs', roles: ['memory-admin'] }),
       body: { user_id: 'pair-author', session_id: authored.body.conversation_metadata.conversation_id, turn_number: 1 },
@@ -242,7 +247,9 @@ describe('memory only from views the caller may read now (SDK 1.4)', () => {
     const before = await search();
     expect(before.status).toBe(200);
     expect(before.body).toMatchObject({ view_permissions: 'checked', left_out_unreadable: 0 });
-    expect(before.body.results.map((r: { tables_used: string[] }) => r.tables_used)).toEqual([['sales_db.sales']]);
+    expect(before.body.results.map((r: { sql_query: string }) => r.sql_query)).toEqual([
+      'SELECT * FROM "sales_db"."sales" WHERE "year" = 2024',
+    ]);
 
     revokeSales('alice');
     try {

@@ -315,7 +315,7 @@ describe('/memoryChat in front of the Denodo AI SDK, release by release', () => 
         {
           status: 'ok',
           sql_query: 'SELECT * FROM "sales_db"."sales" WHERE "year" = 2024',
-          tables_used: ['sales_db.sales'],
+          tables_used: sdk.calls.at(-1)!.views,
           tokens: expect.objectContaining({ total_tokens: expect.any(Number) }),
         },
       ]);
