@@ -875,7 +875,7 @@ export interface operations {
                                 /** Format: uuid */
                                 pair_id: string;
                                 question: string;
-                                /** @description The pair's views, added to use_views */
+                                /** @description The views the pair's SQL read (of its tables_used), added to use_views */
                                 views: string[];
                                 /** @description Cosine similarity, 1 = identical */
                                 similarity: number;
@@ -891,7 +891,7 @@ export interface operations {
                             augmented_question: string;
                             /** @description Present when memory went into custom_instructions */
                             custom_instructions?: string;
-                            /** @description What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names */
+                            /** @description What was sent upstream as use_views: the caller's, then the views the memory block's SQL read (of each turn's tables_used, those its SQL names) within vdp_database_names */
                             use_views?: string;
                             /** @description With an upstream Denodo AI SDK: `checked` when the caller's view permissions were asked with the caller's credentials; `unavailable` when the SDK could not say (a release before 1.2.1, an error, no credentials), and memory was bounded by vdp_database_names and the token's databases only */
                             view_permissions?: "checked" | "unavailable";

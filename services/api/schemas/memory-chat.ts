@@ -153,7 +153,7 @@ export const MemoryChatResponse = Type.Object(
           Type.Object({
             pair_id: Type.String({ format: 'uuid' }),
             question: Type.String(),
-            views: Type.Array(Type.String(), { description: "The pair's views, added to use_views" }),
+            views: Type.Array(Type.String(), { description: "The views the pair's SQL read (of its tables_used), added to use_views" }),
             similarity: Type.Number({ description: 'Cosine similarity, 1 = identical' }),
             verified: Type.Literal(true, { description: "A verified example of the tenant, not the user's own memory" }),
           }),
@@ -167,7 +167,7 @@ export const MemoryChatResponse = Type.Object(
       use_views: Type.Optional(
         Type.String({
           description:
-            "What was sent upstream as use_views: the caller's, then the views of the memory block's SQL within vdp_database_names",
+            "What was sent upstream as use_views: the caller's, then the views the memory block's SQL read (of each turn's tables_used, those its SQL names) within vdp_database_names",
         }),
       ),
       ...ViewPermissionsFields,
