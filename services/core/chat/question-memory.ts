@@ -9,7 +9,7 @@ import { pairsUsed } from '../pairs/pair-recall.js';
 import { round } from '../rounding.js';
 import { traced } from '../tracing.js';
 import type { TurnScope } from '../turns/turn-scope.js';
-import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome, viewsUsed } from '../views/readable-memory.js';
+import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { type Augmented, buildAugmentedRequest } from './augment.js';
 import type { MemoryChatRequest } from './chat-request.js';
 import { pinnedViews } from './pinned-views.js';
@@ -104,10 +104,10 @@ export async function memoryForQuestion(
 async function readableMemory(deps: MemoryDeps, req: MemoryChatRequest, read: Recalled | undefined) {
   if (!read) return { retrieved: read, readableViews: {} };
   const items = [...read.window, ...read.similar, ...read.pairs];
-  const gate = await viewGateFor(deps.viewPermissions, viewCallerOf(req.identity, req.upstreamAuthorization), items.flatMap(viewsUsed));
-  const window = keepReadable(read.window, viewsUsed, gate);
-  const similar = keepReadable(read.similar, viewsUsed, gate);
-  const pairs = keepReadable(read.pairs, viewsUsed, gate);
+  const gate = await viewGateFor(deps.viewPermissions, viewCallerOf(req.identity, req.upstreamAuthorization), items);
+  const window = keepReadable(read.window, gate);
+  const similar = keepReadable(read.similar, gate);
+  const pairs = keepReadable(read.pairs, gate);
   return {
     retrieved: { ...read, window: window.kept, similar: similar.kept, pairs: pairs.kept },
     readableViews: viewPermissionsOutcome(gate, window.leftOut + similar.leftOut + pairs.leftOut),

@@ -4,7 +4,7 @@ import type { MemoryDeps } from '../deps.js';
 import { sessionIdForRead } from '../sessions/session-keys.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
-import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome, viewsUsed } from '../views/readable-memory.js';
+import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 import { buildFormattedContext, type ContextFormat } from './formats.js';
 import { type MemoryScope, recallMemory } from './recall-memory.js';
 
@@ -52,13 +52,12 @@ export async function resolveMemoryContext(deps: MemoryDeps, identity: Identity,
     ),
   );
   if (req.sessionId && !retrieved.session) throw notFound(req.sessionId);
-  const gate = await viewGateFor(
-    deps.viewPermissions,
-    viewCallerOf(identity, req.upstreamAuthorization),
-    [...retrieved.window, ...retrieved.similar].flatMap(viewsUsed),
-  );
-  const window = keepReadable(retrieved.window, viewsUsed, gate);
-  const memories = keepReadable(retrieved.similar, viewsUsed, gate);
+  const gate = await viewGateFor(deps.viewPermissions, viewCallerOf(identity, req.upstreamAuthorization), [
+    ...retrieved.window,
+    ...retrieved.similar,
+  ]);
+  const window = keepReadable(retrieved.window, gate);
+  const memories = keepReadable(retrieved.similar, gate);
 
   const built = buildFormattedContext({
     question: req.question,

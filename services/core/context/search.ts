@@ -7,7 +7,7 @@ import type { MemoryDeps } from '../deps.js';
 import { questionSearch } from '../search-terms/lexical-terms.js';
 import { notFound } from '../sessions/sessions.js';
 import { traced } from '../tracing.js';
-import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome, viewsUsed } from '../views/readable-memory.js';
+import { keepReadable, viewCallerOf, viewGateFor, viewPermissionsOutcome } from '../views/readable-memory.js';
 
 export interface SearchRequest {
   query: string;
@@ -54,8 +54,8 @@ export async function searchMemory(deps: MemoryDeps, identity: Identity, req: Se
       },
     }),
   );
-  const gate = await viewGateFor(deps.viewPermissions, viewCallerOf(identity, req.upstreamAuthorization), hits.flatMap(viewsUsed));
-  const readable = keepReadable(hits, viewsUsed, gate);
+  const gate = await viewGateFor(deps.viewPermissions, viewCallerOf(identity, req.upstreamAuthorization), hits);
+  const readable = keepReadable(hits, gate);
   return {
     ...viewPermissionsOutcome(gate, readable.leftOut),
     results: readable.kept.map((h) => ({

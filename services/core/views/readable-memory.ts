@@ -13,12 +13,14 @@ export interface ViewGate {
   readable(views: readonly string[]): boolean;
 }
 
+type RememberedItem = { sql_query: string | null; tables_used: readonly string[] };
+
 /**
  * The views a remembered turn or verified pair used: those of its `tables_used` its SQL read, the rows
  * it holds came from them (the Denodo AI SDK lists every view its search considered: tables-read.ts);
  * all of them when it has no SQL or its SQL names none.
  */
-export function viewsUsed(item: { sql_query: string | null; tables_used: readonly string[] }): readonly string[] {
+export function viewsUsed(item: RememberedItem): readonly string[] {
   return tablesRead(item.sql_query, item.tables_used);
 }
 
@@ -39,23 +41,19 @@ export function viewCallerOf(
 export async function viewGateFor(
   permissions: ViewPermissions | undefined,
   caller: ViewCaller,
-  views: readonly string[],
+  items: readonly RememberedItem[],
 ): Promise<ViewGate | undefined> {
   if (!permissions) return undefined;
-  const named = [...new Set(views.map(viewName))];
+  const named = [...new Set(items.flatMap(viewsUsed).map(viewName))];
   const answer = named.length ? await permissions.readable(caller, named) : { status: 'checked' as const, readable: new Set<string>() };
   if (answer.status === 'unavailable') return { status: 'unavailable', readable: () => true };
   return { status: 'checked', readable: (used) => used.every((view) => answer.readable.has(viewName(view))) };
 }
 
-/** The items whose views are all readable, in their order, and how many were left out. */
-export function keepReadable<T>(
-  items: readonly T[],
-  viewsOf: (item: T) => readonly string[],
-  gate: ViewGate | undefined,
-): { kept: T[]; leftOut: number } {
+/** The items whose views (viewsUsed) are all readable, in their order, and how many were left out. */
+export function keepReadable<T extends RememberedItem>(items: readonly T[], gate: ViewGate | undefined): { kept: T[]; leftOut: number } {
   if (!gate) return { kept: [...items], leftOut: 0 };
-  const kept = items.filter((item) => gate.readable(viewsOf(item)));
+  const kept = items.filter((item) => gate.readable(viewsUsed(item)));
   return { kept, leftOut: items.length - kept.length };
 }
 

@@ -38,12 +38,16 @@ describe('view permissions from the Denodo AI SDK 1.4', () => {
 
   it('when two users ask of the same views, then each gets what VDP lets their own credentials read, quoted names or not', async () => {
     const permissions = settings(10);
-    const views = ['sales_db.sales', 'hr_db.employees'];
-    const alice = await viewGateFor(permissions, { tenantId: 't', userId: 'a', upstreamAuthorization: ALICE }, views);
-    const bob = await viewGateFor(permissions, { tenantId: 't', userId: 'b', upstreamAuthorization: BOB }, views);
-    const turns = [{ tables_used: ['"sales_db"."sales"'] }, { tables_used: ['hr_db.employees'] }, { tables_used: [] }];
-    expect(keepReadable(turns, (turn) => turn.tables_used, alice)).toEqual({ kept: turns, leftOut: 0 });
-    expect(keepReadable(turns, (turn) => turn.tables_used, bob)).toEqual({ kept: turns.slice(1), leftOut: 1 });
+    const items = [{ sql_query: null, tables_used: ['sales_db.sales', 'hr_db.employees'] }];
+    const alice = await viewGateFor(permissions, { tenantId: 't', userId: 'a', upstreamAuthorization: ALICE }, items);
+    const bob = await viewGateFor(permissions, { tenantId: 't', userId: 'b', upstreamAuthorization: BOB }, items);
+    const turns = [
+      { sql_query: null, tables_used: ['"sales_db"."sales"'] },
+      { sql_query: null, tables_used: ['hr_db.employees'] },
+      { sql_query: null, tables_used: [] },
+    ];
+    expect(keepReadable(turns, alice)).toEqual({ kept: turns, leftOut: 0 });
+    expect(keepReadable(turns, bob)).toEqual({ kept: turns.slice(1), leftOut: 1 });
   });
 
   it('when more callers ask than MEMORY_VIEW_PERMISSIONS_CACHE_ENTRIES holds, then the least recently used is asked again; within the TTL no one is', async () => {
@@ -72,8 +76,9 @@ describe('view permissions from the Denodo AI SDK 1.4', () => {
       'sales_db.sales',
     ]);
     expect(refused).toEqual({ status: 'unavailable', reason: '/getUserPermissions answered HTTP 401' });
-    const gate = await viewGateFor(permissions, { tenantId: 't', userId: 'x' }, ['sales_db.sales']);
-    expect(keepReadable([{ v: ['sales_db.sales'] }], (item) => item.v, gate)).toEqual({ kept: [{ v: ['sales_db.sales'] }], leftOut: 0 });
+    const gate = await viewGateFor(permissions, { tenantId: 't', userId: 'x' }, [{ sql_query: null, tables_used: ['sales_db.sales'] }]);
+    const item = { sql_query: null, tables_used: ['sales_db.sales'] };
+    expect(keepReadable([item], gate)).toEqual({ kept: [item], leftOut: 0 });
     expect(gate?.status).toBe('unavailable');
   });
 });
