@@ -1,6 +1,6 @@
 import type { BuiltContext } from '../context/chat-block.js';
 import { databaseNames } from '../database-names.js';
-import { tablesRead } from '../search-terms/tables-read.js';
+import { tablesReadOf } from '../search-terms/tables-read.js';
 
 /**
  * At most this many views are pinned from memory. The Denodo AI SDK considers at most
@@ -29,8 +29,8 @@ export function pinnedViews(context: BuiltContext, callerUseViews: unknown, data
       .reverse()
       .concat(context.similar)
       .filter((turn) => turn.status === 'ok' && turn.sql_query)
-      .flatMap((turn) => tablesRead(turn.sql_query, turn.tables_used)),
-    ...context.pairs.flatMap((pair) => tablesRead(pair.sql_query, pair.tables_used)),
+      .flatMap(tablesReadOf),
+    ...context.pairs.flatMap(tablesReadOf),
   ].filter((view) => withinDatabases(view, databases));
   const pinned = [...new Set(fromMemory)].filter((view) => !caller.includes(view)).slice(0, MAX_PINNED_VIEWS);
   const all = [...caller, ...pinned];

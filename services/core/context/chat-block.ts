@@ -1,6 +1,6 @@
 import type { PairExample } from '../../db/repositories/verified-pairs.js';
 import type { HistoryTurn, SimilarTurn } from '../../model/turns.js';
-import { tablesRead } from '../search-terms/tables-read.js';
+import { tablesReadOf } from '../search-terms/tables-read.js';
 import { countRecurringTokens, countTokensByLine, cutText } from '../text.js';
 import { CONTINUATION_INDENT, memoryBlock, quoteStored } from './memory-block.js';
 import { historyOf, type MemoryItem, memoryItems, packMemory, pairsOf, similarOf } from './pack.js';
@@ -97,7 +97,7 @@ function renderTurn(turn: HistoryTurn): string {
   const lines = [`Question: ${quoteStored(turn.question)}`];
   if (turn.status === 'ok' && turn.sql_query) {
     lines.push(`SQL: ${quoteStored(turn.sql_query)}`);
-    const tables = tablesRead(turn.sql_query, turn.tables_used);
+    const tables = tablesReadOf(turn);
     if (tables.length) lines.push(`Tables: ${quoteStored(tables.join(', '))}`);
   }
   // Its candidate views are not listed: they go as use_views (pinned-views.ts), with their schema.
@@ -112,7 +112,7 @@ export const VERIFIED_PAIRS_HEADING = 'Verified examples of this organisation, q
 
 function renderPair(pair: PairExample): string {
   const lines = [`Question: ${quoteStored(pair.question)}`, `SQL: ${quoteStored(pair.sql_query)}`];
-  const tables = tablesRead(pair.sql_query, pair.tables_used);
+  const tables = tablesReadOf(pair);
   if (tables.length) lines.push(`Tables: ${quoteStored(tables.join(', '))}`);
   return lines.join('\n');
 }

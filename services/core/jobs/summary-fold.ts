@@ -1,7 +1,7 @@
 import type { TurnToSummarize } from '../../db/repositories/summaries.js';
 import type { ChatLlm } from '../../providers/llm/chat-llm.js';
 import { quoteStored } from '../context/memory-block.js';
-import { tablesRead } from '../search-terms/tables-read.js';
+import { tablesReadOf } from '../search-terms/tables-read.js';
 import { countTokens, cutText } from '../text.js';
 
 const QUESTION_CHARS = 1000;
@@ -28,7 +28,7 @@ export function renderTurnForSummary(turn: TurnToSummarize): string {
   // Quoted: a stored line cannot start a line and pose as this turn's SQL (the extractive fold reads it back).
   const lines = [`Turn ${turn.turn_number}. Question: ${quoteStored(cutText(question, QUESTION_CHARS))}`];
   if (turn.sql_query?.trim()) lines.push(`SQL: ${quoteStored(cutText(turn.sql_query.trim(), SQL_CHARS))}`);
-  const tables = tablesRead(turn.sql_query, turn.tables_used);
+  const tables = tablesReadOf(turn);
   if (tables.length) lines.push(`Tables: ${quoteStored(tables.join(', '))}`);
   if (answer) lines.push(`Answer: ${quoteStored(cutText(answer, ANSWER_CHARS))}`);
   return lines.join('\n');

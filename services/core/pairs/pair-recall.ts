@@ -2,7 +2,7 @@ import { isBounded } from '../../db/repositories/sql-scope.js';
 import type { PairExample, PairRecall } from '../../db/repositories/verified-pairs.js';
 import type { DatabaseScope } from '../../model/identity.js';
 import { round } from '../rounding.js';
-import { viewsUsed } from '../views/readable-memory.js';
+import { tablesReadOf } from '../search-terms/tables-read.js';
 
 export type { PairExample };
 
@@ -37,7 +37,7 @@ export function pairsUsed(pairs: PairExample[]) {
     verified_pairs: pairs.map((p) => ({
       pair_id: p.pair_id,
       question: p.question,
-      views: viewsUsed(p),
+      views: tablesReadOf(p),
       similarity: round(p.similarity, 4),
       verified: true as const,
     })),

@@ -1,3 +1,5 @@
+import { tableOwnName } from './sql-identifiers.js';
+
 /**
  * The views of a turn's `tables_used` that its SQL read. The Denodo AI SDK's `tables_used` are every
  * view its search considered for the question (`vector_search_tables`: the `vector_search_k` nearest,
@@ -15,8 +17,13 @@ export function tablesRead(sqlQuery: string | null | undefined, tablesUsed: read
   const names = tablesUsed.map(unquoted);
   const named = tablesUsed.filter((_, i) => namesWhole(sql, names[i]!));
   if (named.length) return named;
-  const byOwnName = tablesUsed.filter((_, i) => namesWhole(sql, names[i]!.slice(names[i]!.lastIndexOf('.') + 1)));
+  const byOwnName = tablesUsed.filter((table) => namesWhole(sql, tableOwnName(table)));
   return byOwnName.length ? byOwnName : tablesUsed;
+}
+
+/** tablesRead of a stored turn or verified pair: the views its rows came from. */
+export function tablesReadOf(item: { sql_query: string | null; tables_used: readonly string[] }): readonly string[] {
+  return tablesRead(item.sql_query, item.tables_used);
 }
 
 const unquoted = (text: string) => text.replaceAll('"', '').trim().toLowerCase();

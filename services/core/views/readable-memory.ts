@@ -1,10 +1,10 @@
 import type { Identity } from '../../model/identity.js';
 import type { ViewCaller, ViewPermissions } from '../../providers/answerers/view-permissions.js';
-import { tablesRead } from '../search-terms/tables-read.js';
+import { tablesReadOf } from '../search-terms/tables-read.js';
 
 /**
  * Memory only from views the user may read today (docs/design.md §4): every remembered item names the
- * views it used (viewsUsed), and an item goes upstream, into `use_views` or into a search result only
+ * views it used (tablesReadOf), and an item goes upstream, into `use_views` or into a search result only
  * when all of them are readable now. An item that used no view has nothing to check.
  */
 export interface ViewGate {
@@ -13,16 +13,8 @@ export interface ViewGate {
   readable(views: readonly string[]): boolean;
 }
 
-type RememberedItem = { sql_query: string | null; tables_used: readonly string[] };
-
-/**
- * The views a remembered turn or verified pair used: those of its `tables_used` its SQL read, the rows
- * it holds came from them (the Denodo AI SDK lists every view its search considered: tables-read.ts);
- * all of them when it has no SQL or its SQL names none.
- */
-export function viewsUsed(item: RememberedItem): readonly string[] {
-  return tablesRead(item.sql_query, item.tables_used);
-}
+/** A remembered turn or verified pair: the views it used are those of its `tables_used` its SQL read (tables-read.ts). */
+type RememberedItem = Parameters<typeof tablesReadOf>[0];
 
 /** Whose permissions a request asks about: its identity and the X-Upstream-Authorization it sent. */
 export function viewCallerOf(
@@ -44,16 +36,16 @@ export async function viewGateFor(
   items: readonly RememberedItem[],
 ): Promise<ViewGate | undefined> {
   if (!permissions) return undefined;
-  const named = [...new Set(items.flatMap(viewsUsed).map(viewName))];
+  const named = [...new Set(items.flatMap(tablesReadOf).map(viewName))];
   const answer = named.length ? await permissions.readable(caller, named) : { status: 'checked' as const, readable: new Set<string>() };
   if (answer.status === 'unavailable') return { status: 'unavailable', readable: () => true };
   return { status: 'checked', readable: (used) => used.every((view) => answer.readable.has(viewName(view))) };
 }
 
-/** The items whose views (viewsUsed) are all readable, in their order, and how many were left out. */
+/** The items whose views (tablesReadOf) are all readable, in their order, and how many were left out. */
 export function keepReadable<T extends RememberedItem>(items: readonly T[], gate: ViewGate | undefined): { kept: T[]; leftOut: number } {
   if (!gate) return { kept: [...items], leftOut: 0 };
-  const kept = items.filter((item) => gate.readable(viewsUsed(item)));
+  const kept = items.filter((item) => gate.readable(tablesReadOf(item)));
   return { kept, leftOut: items.length - kept.length };
 }
 
