@@ -11,7 +11,7 @@
 // the use_views memorychat sends). `--scope database` sends each dialogue's database as
 // vdp_database_names; `all` sends none (every SParC database is searched). `--release` is the SDK release
 // the stand-in behaves as (the newest unless named); memorychat is not told it.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +31,7 @@ import {
   startDenodoSdkStandIn,
 } from '../../test/support/fakes/denodo-sdk-stand-in.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
-import { loadDialogues } from './dialogues.js';
+import { loadDialogues, loadSchemas, type SpiderSchema, viewName } from './dialogues.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'eval-secret-that-is-at-least-32-characters-long';
@@ -52,16 +52,7 @@ const dataFile = path.resolve(ROOT, args.data ?? '../shared/data/sparc/dev.json'
 const tablesFile = path.resolve(ROOT, args.tables ?? '../shared/data/sparc/tables.json');
 const dialogues = loadDialogues(dataFile);
 
-interface SpiderSchema {
-  db_id: string;
-  foreign_keys: [number, number][];
-  table_names_original: string[];
-  table_names: string[];
-  column_names_original: [number, string][];
-  column_names: [number, string][];
-}
-const schemas: SpiderSchema[] = JSON.parse(readFileSync(tablesFile, 'utf8'));
-const viewName = (schema: SpiderSchema, table: number) => `${schema.db_id}.${schema.table_names_original[table]}`.toLowerCase();
+const schemas = loadSchemas(tablesFile);
 /** A foreign key joins two tables: in Denodo, an association between their views. */
 function associationsOf(schema: SpiderSchema, table: number): string[] {
   const tableOf = (column: number) => schema.column_names_original[column]?.[0] ?? -1;

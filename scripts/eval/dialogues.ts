@@ -35,6 +35,23 @@ export function loadDialogues(file: string): Dialogue[] {
   });
 }
 
+/** A database of SParC's (Spider's) tables.json. */
+export interface SpiderSchema {
+  db_id: string;
+  foreign_keys: [number, number][];
+  table_names_original: string[];
+  table_names: string[];
+  column_names_original: [number, string][];
+  column_names: [number, string][];
+}
+
+export function loadSchemas(file: string): SpiderSchema[] {
+  return JSON.parse(readFileSync(file, 'utf8'));
+}
+
+/** A table as the Denodo AI SDK names a view: `database.table`, in lower case. */
+export const viewName = (schema: SpiderSchema, table: number) => `${schema.db_id}.${schema.table_names_original[table]}`.toLowerCase();
+
 /** The set of tables a statement reads (FROM/JOIN), as one comparable key. */
 export function tableSetKey(sql: string): string {
   return [...new Set(sqlIdentifiers(sql).tables)].sort().join(',');

@@ -11,7 +11,7 @@
 // every table of the dialogue's database as `database.table` (SParC's tables.json), not only those the SQL reads.
 // --candidates writes, per first question with an earlier same-tables turn, the retrieval statement's candidates
 // before the rerank, with their features and the gold tables: what scripts/eval/rerank/fit.ts fits on.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -26,7 +26,17 @@ import { migrate } from '../../services/db/migrate.js';
 import { openDatabase } from '../../services/db/pool.js';
 import { createProviders } from '../../services/providers/index.js';
 import { percentile as percentileOfSorted } from '../bench/load.js';
-import { type BlockPart, carries, chanceOfHit, loadDialogues, parseMemoryBlock, tableCoverage, tableSetKey } from './dialogues.js';
+import {
+  type BlockPart,
+  carries,
+  chanceOfHit,
+  loadDialogues,
+  loadSchemas,
+  parseMemoryBlock,
+  tableCoverage,
+  tableSetKey,
+  viewName,
+} from './dialogues.js';
 import { type CandidateRecord, candidatesBeforeRerank } from './rerank/candidates.js';
 import { rerankCost } from './rerank/cost.js';
 
@@ -57,12 +67,10 @@ const dialogues = loadDialogues(dataFile);
 /** --tables-used sdk: each database's tables as the SDK names views, `database.table`. */
 const viewsByDatabase = new Map<string, string[]>(
   args['tables-used'] === 'sdk'
-    ? (
-        JSON.parse(readFileSync(path.resolve(ROOT, args.tables ?? '../shared/data/sparc/tables.json'), 'utf8')) as {
-          db_id: string;
-          table_names_original: string[];
-        }[]
-      ).map((schema) => [schema.db_id, schema.table_names_original.map((table) => `${schema.db_id}.${table}`.toLowerCase())])
+    ? loadSchemas(path.resolve(ROOT, args.tables ?? '../shared/data/sparc/tables.json')).map((schema) => [
+        schema.db_id,
+        schema.table_names_original.map((_table, i) => viewName(schema, i)),
+      ])
     : [],
 );
 

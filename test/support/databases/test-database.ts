@@ -7,7 +7,7 @@ import { inject } from 'vitest';
 import { startEmbeddedPostgres } from '../../../services/db/embedded/embedded-postgres.js';
 import type { Database } from '../../../services/db/pool.js';
 import { scopedDatabase } from '../../../services/db/row-security.js';
-import { SERVER, SUPERUSER } from './postgres-server.js';
+import { droppedDatabasePool, SERVER, SUPERUSER } from './postgres-server.js';
 import { startTcpFaultProxy, type TcpFaultProxy } from './tcp-fault-proxy.js';
 
 /** The pool size of a deployment (docs/configuration.md's default), used by the service in the `server` project. */
@@ -103,8 +103,7 @@ export async function freshTestDatabase(): Promise<TestDatabase> {
  */
 export function adminPool(db: TestDatabase, service: Database): { pool: pg.Pool; close(): Promise<void> } {
   if (!db.server) return { pool: service.pool, close: async () => {} };
-  const pool = new pg.Pool({ ...host, user: SUPERUSER, database: db.server.database, max: 2 });
-  pool.on('error', () => {});
+  const pool = droppedDatabasePool({ ...host, user: SUPERUSER, database: db.server.database, max: 2 });
   return { pool, close: () => pool.end() };
 }
 
